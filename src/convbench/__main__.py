@@ -1,0 +1,3 @@
+from convbench.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The `convbench` command line."""

@@ -1,0 +1,70 @@
+"""`convbench impls`, `convbench nets`, `convbench data`: what is there, and where the data comes from."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from convbench.data import fashion_mnist as fm
+from convbench.errors import UsageError
+from convbench.impls.registry import all_impls
+from convbench.network.spec import NETWORKS, get_network
+
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _wide() -> Console:
+    return Console(highlight=False, width=max(150, out.width))
+
+
+def cmd_impls(args) -> int:
+    table = Table(title="convolution implementations (the contract: impls/registry.py)")
+    for col in ("name", "device", "precision", "summary", "demonstrates"):
+        table.add_column(col)
+    for impl in all_impls():
+        table.add_row(impl.name, impl.device, impl.precision, impl.summary, impl.demonstrates)
+    _wide().print(table)
+    return 0
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))
+
+
+def cmd_nets(args) -> int:
+    specs = [get_network(args.net)] if args.net else list(NETWORKS.values())
+    console = _wide()
+    for spec in specs:
+        table = Table(title=f"{spec.name}: {spec.description}  (per image; conv layers go through --impl)")
+        for col in ("layer", "input", "output", "parameters", "FLOPs", "bytes (fp32)"):
+            table.add_column(col, justify="left" if col in ("layer", "parameters") else "right")
+        for info in spec.layer_info:
+            params = ", ".join(f"{n.split('.')[1]} {_fmt_shape(s)}" for n, s in info.params.items())
+            name = f"[bold]{info.name}[/bold]" if info.name.startswith("conv") else info.name
+            table.add_row(name, _fmt_shape(info.in_shape), _fmt_shape(info.out_shape), params, f"{info.flops:,}", f"{info.bytes:,}")
+        conv_flops = sum(i.flops for i in spec.conv_layers)
+        total = sum(i.flops for i in spec.layer_info)
+        table.add_row("total", "", "", "", f"{total:,}", f"{sum(i.bytes for i in spec.layer_info):,}", end_section=True)
+        table.caption = f"convolutions: {conv_flops / total:.1%} of the FLOPs; at 10000 images {conv_flops * 1e4 / 1e9:.1f} GFLOP"
+        console.print(table)
+    return 0
+
+
+def cmd_data(args) -> int:
+    for split in fm.SPLITS:
+        try:
+            src = fm.locate(split, args.data_dir)
+            out.print(f"{split:5}  {src.images}  ({src.origin})")
+        except UsageError as e:
+            if args.data_dir is not None or split == "t10k":
+                raise
+            out.print(f"{split:5}  not found: {e}")
+    out.print(f"cache  {fm.cache_dir()}")
+    if args.build:
+        sizes = sorted({spec.input_size for spec in NETWORKS.values()} - {fm.NATIVE_SIZE})
+        for split in ("t10k", "train") if args.train else ("t10k",):
+            images, _, src = fm.load_split(split, args.data_dir)
+            for size in sizes:
+                fm.resized(images, size, src, split)
+        out.print(f"built: {', '.join(f'{s}px' for s in sizes)}")
+    return 0

@@ -1,0 +1,44 @@
+"""`convbench train NET`: train our own weights and save them as safetensors with their Correctness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from convbench import ui
+from convbench.errors import UsageError
+from convbench.network.spec import get_network
+from convbench.network.train import evaluate, train
+from convbench.network.weights import (OWN_DIR, STORAGE_DTYPE, VARIANTS, for_storage, load_safetensors, own_weights_file,
+                                       save_safetensors)
+
+
+def cmd_train(args) -> int:
+    spec = get_network(args.net)
+    variant = args.variant
+    if variant is None and spec.name in VARIANTS:
+        variant = VARIANTS[spec.name][0]
+    fname = own_weights_file(spec.name, variant)
+    out = Path(args.out) if args.out else Path(fname)
+    if out.is_dir():
+        out = out / fname
+    if out.suffix != ".safetensors":
+        raise UsageError(f"--out {out}: weights are saved as .safetensors; name the file NAME.safetensors or give a folder")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist; create it first")
+
+    shipped = OWN_DIR / fname  # read before saving: --out may be the shipped file itself
+    ref = load_safetensors(Path(str(shipped)), fname).metadata if shipped.is_file() else {}
+
+    params, metadata = train(spec, variant, seed=args.seed, epochs=args.epochs, data_dir=args.data_dir)
+    params = for_storage(params)
+    scores = evaluate(spec, params, data_dir=args.data_dir)
+    metadata.update({f"correctness_{n}": repr(acc) for n, acc in scores.items()})
+    save_safetensors(out, spec, params, metadata, dtype=STORAGE_DTYPE)
+
+    for n, acc in scores.items():
+        line = f"Correctness at {n}: {acc!r}"
+        if f"correctness_{n}" in ref:
+            line += f"  (shipped {ref[f'correctness_{n}']}, delta {acc - float(ref[f'correctness_{n}']):+.4f})"
+        print(line)
+    ui.note(f"saved {out}")
+    return 0

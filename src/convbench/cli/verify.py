@@ -1,0 +1,54 @@
+"""`convbench verify`: the max relative error of each implementation on random shapes; exit 1 on any failure."""
+
+from __future__ import annotations
+
+import random
+
+from rich.console import Console
+from rich.table import Table
+
+from convbench import ui
+from convbench.cli.devices import require_cuda, resolve
+from convbench.impls.registry import all_impls
+from convbench.measure import problem
+from convbench.measure.verify import ImplReport, verify_impl
+
+
+def cmd_verify(args) -> int:
+    if args.impl == "all":
+        device = args.device or "cpu"
+        if device == "cuda":
+            require_cuda()
+        impls = [i for i in all_impls() if i.runs_on(device)]
+    else:
+        impl, device = resolve(args.impl, args.device)
+        impls = [impl]
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    shapes = problem.shapes(args.shapes, seed)
+    ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each, seed {seed} "
+            f"(repeat with --seed {seed})")
+
+    reports = []
+    with ui.progress_bar("verify", len(impls) * len(shapes), enabled=ui.err.is_terminal) as bar:
+        for impl in impls:
+            results = []
+            for r in verify_impl(impl, device, shapes, seed):
+                results.append(r)
+                bar.advance()
+            reports.append(ImplReport(impl, results))
+
+    table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN")
+    for col in ("impl", "precision", "shapes", "max rel. error", "tolerance", "worst shape", "result"):
+        table.add_column(col, justify="right" if col in ("shapes", "max rel. error", "tolerance") else "left")
+    for rep in reports:
+        worst = rep.worst
+        fails = rep.failures
+        if fails:
+            unwritten = sum(1 for f in fails if f.check.unwritten)
+            verdict = f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} with unwritten/NaN output)" if unwritten else "")
+        else:
+            verdict = "[green]ok"
+        table.add_row(rep.impl.name, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
+                      f"{rep.impl.tolerance:.0e}", str(worst.shape), verdict)
+    Console(highlight=False, width=max(140, Console().width)).print(table)
+    return 0 if all(rep.ok for rep in reports) else 1

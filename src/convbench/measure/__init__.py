@@ -1,0 +1,1 @@
+"""Measurement: the problem (reference, inputs, checker), Op Time, verify."""

@@ -1,0 +1,26 @@
+"""Shared test fixtures: where the course's files are, and a CUDA marker that skips with a reason."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def fixture_file(*parts: str) -> Path:
+    """A file from ../shared/fixtures (the course's original files); skip where it is absent. Never copy them."""
+    path = FIXTURES.joinpath(*parts)
+    if not path.is_file():
+        pytest.skip(f"course fixture {path} is absent (it lives in ../shared/fixtures beside the repository)")
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU here (torch.cuda.is_available() is False); run on the device machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,120 @@
+"""Every implementation computes the contract: property tests against the float64 reference on random shapes,
+with the output poisoned (NaN) before each call so that an unwritten element fails."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convbench.errors import UsageError
+from convbench.impls.registry import ConvImpl, all_impls, get_impl, output_shape
+from convbench.measure import problem
+from convbench.measure.verify import verify_impl
+
+CPU_IMPLS = [i.name for i in all_impls() if i.runs_on("cpu")]
+GPU_IMPLS = [i.name for i in all_impls() if i.runs_on("cuda")]
+
+
+@st.composite
+def conv_shapes(draw) -> problem.ConvShape:
+    K = draw(st.integers(1, 7))
+    return problem.ConvShape(
+        B=draw(st.integers(1, 4)),
+        C=draw(st.integers(1, 8)),
+        M=draw(st.integers(1, 9)),
+        H=draw(st.integers(K, K + 24)),
+        W=draw(st.integers(K, K + 24)),
+        K=K,
+    )
+
+
+def run_checked(impl: ConvImpl, shape: problem.ConvShape, seed: int, device: str = "cpu") -> problem.Check:
+    x, k = problem.generate(shape, seed)
+    ref = problem.reference(x, k)
+    y = problem.poisoned_output(shape, device)
+    returned = impl(x.to(device), k.to(device), y)
+    assert returned.data_ptr() == y.data_ptr(), "the impl must fill the caller's output"
+    return problem.check(y.cpu(), ref, impl.tolerance)
+
+
+@pytest.mark.parametrize("name", CPU_IMPLS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=conv_shapes(), seed=st.integers(0, 2**31 - 1))
+def test_cpu_impl_matches_reference(name, shape, seed):
+    impl = get_impl(name)
+    result = run_checked(impl, shape, seed)
+    assert result.unwritten == 0
+    assert result.rel_error <= 1e-5, f"{name} on {shape}: relative error {result.rel_error:.2e}"
+
+
+@pytest.mark.parametrize("name", CPU_IMPLS)
+@pytest.mark.parametrize("shape", problem.edge_shapes(), ids=str)
+def test_cpu_impl_edge_shapes(name, shape):
+    """B = C = M = 1, H = W = K, H != W, the course's real layer shapes."""
+    result = run_checked(get_impl(name), shape, seed=hash(str(shape)) % 1000)
+    assert result.ok, f"{name} on {shape}: {result}"
+
+
+@pytest.mark.parametrize("name", CPU_IMPLS)
+def test_impl_allocates_output_when_none_given(name):
+    shape = problem.ConvShape(2, 3, 5, 11, 9, 3)
+    x, k = problem.generate(shape, 7)
+    y = get_impl(name)(x, k)
+    assert tuple(y.shape) == shape.out and y.dtype == torch.float32
+    assert problem.check(y, problem.reference(x, k), 1e-5).ok
+
+
+def test_checker_catches_an_unwritten_element():
+    """The poison works: an implementation that skips one element fails the check, whatever its error otherwise."""
+    shape = problem.ConvShape(1, 2, 3, 9, 9, 3)
+    x, k = problem.generate(shape, 3)
+    y = problem.poisoned_output(shape, "cpu")
+    y[:, :, :, :-1] = problem.reference(x, k)[:, :, :, :-1].float()
+    result = problem.check(y, problem.reference(x, k), 1e-5)
+    assert not result.ok and result.unwritten == shape.B * shape.M * (shape.H - shape.K + 1)
+    assert math.isinf(result.rel_error)
+
+
+def test_checker_catches_a_wrong_result():
+    shape = problem.ConvShape(2, 2, 2, 8, 8, 3)
+    x, k = problem.generate(shape, 4)
+    ref = problem.reference(x, k)
+    flipped = problem.reference(x, k.flip(-1)).float()  # convolution instead of cross-correlation
+    assert not problem.check(flipped, ref, 1e-5).ok
+    assert problem.check(ref.float(), ref, 1e-5).ok
+
+
+def test_verify_runs_edge_and_random_shapes():
+    shapes = problem.shapes(15, seed=11)
+    assert shapes[: len(problem.edge_shapes())] == problem.edge_shapes()
+    assert len(shapes) == 15
+    results = list(verify_impl(get_impl("cpu-parallel"), "cpu", shapes, seed=11))
+    assert len(results) == 15 and all(r.check.ok for r in results)
+
+
+def test_registry():
+    names = [i.name for i in all_impls()]
+    assert len(names) == len(set(names))
+    assert {"reference", "cpu-naive", "cpu-parallel", "cpu-unroll", "onednn", "cudnn"} <= set(names)
+    for impl in all_impls():
+        assert impl.device in ("any", "cpu", "cuda") and impl.summary and impl.demonstrates
+    with pytest.raises(UsageError, match="unknown implementation"):
+        get_impl("gpu-magic")
+
+
+def test_output_shape_rejects_mismatched_channels():
+    assert output_shape((2, 3, 10, 12), (4, 3, 5, 5)) == (2, 4, 6, 8)
+    with pytest.raises(ValueError):
+        output_shape((2, 3, 10, 12), (4, 2, 5, 5))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GPU_IMPLS)
+@pytest.mark.parametrize("shape", problem.shapes(30, seed=5), ids=str)
+def test_gpu_impl_matches_reference(name, shape):
+    result = run_checked(get_impl(name), shape, seed=17, device="cuda")
+    assert result.ok, f"{name} on {shape}: {result}"
