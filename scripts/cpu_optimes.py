@@ -10,49 +10,14 @@ over many runs) supersedes this once it lands.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
-import subprocess
-import sys
 from pathlib import Path
-
-import numba
-import torch
 
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import all_impls
+from convbench.measure.environment import environment
 from convbench.network.model import Network, correctness
 from convbench.network.weights import load_weights
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def environment() -> dict:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
-    return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numba": numba.__version__,
-        "onednn": torch.backends.mkldnn.is_available(),
-        "commit": commit + ("-dirty" if dirty else ""),
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-    }
 
 
 def main() -> None:

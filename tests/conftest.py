@@ -24,3 +24,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from test_kernels_compile import REPORT
+
+    if REPORT:
+        terminalreporter.section("nvcc -arch=sm_90 resource usage")
+        for line in REPORT:
+            terminalreporter.write_line(line)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from conftest import fixture_file
 from convbench.cli.main import main
 from convbench.data import fashion_mnist as fm
-from convbench.data.idx import encode_idx, write_idx
+from convbench.data.idx import write_idx
 from convbench.impls import registry
 from convbench.impls.registry import ConvImpl, all_impls
 from convbench.network.spec import NETWORKS

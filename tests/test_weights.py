@@ -1,8 +1,6 @@
 """Our shipped weights: every network has them, they carry their provenance, they give the Correctness they
 claim through a convbench implementation, and `convbench train` reproduces them."""
 
-from pathlib import Path
-
 import pytest
 from safetensors import safe_open
 

@@ -14,7 +14,8 @@ from convbench.errors import UsageError
 from convbench.network.spec import MAX_IMAGE_SIZE
 
 MAX_IMAGES = 10000
-COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info"}
+COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
+            "sweep": "sweep"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,41 +25,26 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message}; see `{self.prog} --help`")
 
 
-def image_count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of images; use a whole number from 1 to {MAX_IMAGES}") from None
-    if not 1 <= n <= MAX_IMAGES:
-        raise argparse.ArgumentTypeError(f"{n} images is out of range; use a whole number from 1 to {MAX_IMAGES}")
-    return n
+def whole_number(what: str, lo: int, hi: int | None = None):
+    """An argparse type: an int in [lo, hi], with a one-line message naming the allowed range."""
+    allowed = f"a whole number from {lo} to {hi}" if hi is not None else f"a whole number >= {lo}"
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}; use {allowed}") from None
+        if n < lo or (hi is not None and n > hi):
+            raise argparse.ArgumentTypeError(f"{what} {n} is out of range; use {allowed}")
+        return n
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; use a positive whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{n} is not positive; use a positive whole number")
-    return n
-
-
-def seed_value(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a seed; use a whole number from 0 to 2**31 - 1") from None
-    if not 0 <= n < 2**31:
-        raise argparse.ArgumentTypeError(f"seed {n} is out of range; use a whole number from 0 to 2**31 - 1")
-    return n
-
-
-def image_size(text: str) -> int:
-    n = positive_int(text)
-    if n > MAX_IMAGE_SIZE:
-        raise argparse.ArgumentTypeError(f"{n} px is larger than convbench resizes to; use at most {MAX_IMAGE_SIZE}")
-    return n
+image_count = whole_number("a number of images", 1, MAX_IMAGES)
+image_size = whole_number("an image size", 1, MAX_IMAGE_SIZE)
+positive_int = whole_number("a count", 1)
+seed_value = whole_number("a seed", 0, 2**31 - 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,10 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     nets.add_argument("--net", help="only this network")
 
     verify = sub.add_parser("verify", help="check implementations against the float64 reference on random shapes")
-    verify.add_argument("--impl", default="all", help="an implementation, or all (default) that run on --device")
+    verify.add_argument("--impl", default="all", help="an implementation, several (a,b,c), or all (default) that run on --device")
     verify.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cpu, or the impl's device")
     verify.add_argument("--shapes", type=positive_int, default=50, help="how many shapes (default 50: edge cases, then random)")
     verify.add_argument("--seed", type=seed_value, help="random seed (default: a fresh one, printed)")
+
+    sweep = sub.add_parser("sweep", help="GPU: time an implementation's launch parameters per layer, record the best")
+    sweep.add_argument("--impl", required=True, help="an implementation with tunables (see `convbench impls`)")
+    sweep.add_argument("--net", default="fa19", help="network whose conv layers to tune (default fa19)")
+    sweep.add_argument("--batch", type=image_count, default=10000, help="images per timed call (default 10000)")
+    sweep.add_argument("--reps", type=positive_int, default=20, help="timed runs per candidate; the median counts")
 
     train = sub.add_parser("train", help="train our own weights for a network (PyTorch, CPU, seeded)")
     train.add_argument("net", help="course network to train")
@@ -117,3 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("convbench: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        message = cuda_error(e)
+        if message is None:
+            raise  # a bug in convbench: the traceback is for us
+        print(f"convbench: error: {message}", file=sys.stderr)
+        return 2
+
+
+def cuda_error(e: Exception) -> str | None:
+    """One line for an error raised by the GPU (a kernel fault, an out-of-memory), None for anything else."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    module = type(e).__module__ or ""
+    if module.startswith("cupy") or type(e).__name__ in ("AcceleratorError", "OutOfMemoryError") or "CUDA error" in text:
+        return (f"the GPU reported: {text}; run the implementation under compute-sanitizer "
+                "(scripts/sanitize.sh) to find the faulting access, or use a smaller --size for out-of-memory")
+    return None

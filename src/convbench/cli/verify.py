@@ -20,9 +20,11 @@ def cmd_verify(args) -> int:
         if device == "cuda":
             require_cuda()
         impls = [i for i in all_impls() if i.runs_on(device)]
-    else:
-        impl, device = resolve(args.impl, args.device)
-        impls = [impl]
+    else:  # one name, or several separated by commas (one device for all)
+        impls, device = [], args.device
+        for name in args.impl.split(","):
+            impl, device = resolve(name, device)
+            impls.append(impl)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     shapes = problem.shapes(args.shapes, seed)
     ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each, seed {seed} "

@@ -45,6 +45,7 @@ def _compile():
 @conv_impl(
     "cpu-naive",
     device="cpu",
+    rung=1,
     summary="the course's seven nested loops, numba-compiled, one thread",
     demonstrates="the sequential baseline: one scalar dot product per output element",
     setup=_compile,

@@ -45,6 +45,7 @@ def _compile():
 @conv_impl(
     "cpu-parallel",
     device="cpu",
+    rung=2,
     summary="numba prange over images x maps, row-wise inner loop that vectorizes",
     demonstrates="thread parallelism + SIMD along output rows (loop reordering)",
     setup=_compile,

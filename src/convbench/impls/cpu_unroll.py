@@ -47,6 +47,7 @@ def _compile():
 @conv_impl(
     "cpu-unroll",
     device="cpu",
+    rung=3,
     summary="unroll (im2col) a chunk of images with numba, then one batched BLAS GEMM per chunk",
     demonstrates="convolution as matrix multiplication (the course's unroll + matmul), bounded memory",
     setup=_compile,

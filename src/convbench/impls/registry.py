@@ -44,6 +44,11 @@ class ConvImpl:
     tolerance: float = 1e-5  # max relative error verify accepts
     setup: Callable[[], None] | None = None  # one-time work (JIT compile, cached on disk) kept out of timing
     module: str = ""
+    tunables: dict[str, tuple] | None = None  # launch parameters `convbench sweep` may choose among (impls/_tuning.py)
+    # Optional: the whole layer from host memory to host memory, y_host = host_layer(x_host, k_device), for an impl
+    # whose point is how it moves data (gpu-streams). Layer Time then measures this instead of copy + call + copy.
+    host_layer: Callable | None = None
+    rung: int = 0  # position on its device's ladder (listing order); 0 for the libraries and the reference
 
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
@@ -77,14 +82,15 @@ _REGISTRY: dict[str, ConvImpl] = {}
 
 
 def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes_into: bool = True,
-              precision: str = "fp32", tolerance: float = 1e-5, setup: Callable[[], None] | None = None):
+              precision: str = "fp32", tolerance: float = 1e-5, setup: Callable[[], None] | None = None,
+              tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None, rung: int = 0):
     """Register the decorated function as implementation `name`."""
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name].module != fn.__module__:
             raise RuntimeError(f"two implementations are named {name}: {_REGISTRY[name].module} and {fn.__module__}")
         _REGISTRY[name] = ConvImpl(name, device, summary, demonstrates, fn, writes_into, precision, tolerance, setup,
-                                   fn.__module__)
+                                   fn.__module__, tunables, host_layer, rung)
         return fn
 
     return register
@@ -99,11 +105,12 @@ def _discover() -> None:
 
 
 def all_impls() -> list[ConvImpl]:
-    """Every registered implementation: the reference first, then CPU, then GPU ones, in file order."""
+    """Every registered implementation: the reference first, then the CPU ladder, then the GPU ladder; on each
+    device the library first, then the rungs in order."""
     if not _REGISTRY:
         _discover()
     rank = {"any": 0, "cpu": 1, "cuda": 2}
-    return sorted(_REGISTRY.values(), key=lambda i: rank.get(i.device, 3))
+    return sorted(_REGISTRY.values(), key=lambda i: (rank.get(i.device, 3), i.rung, i.name))
 
 
 def get_impl(name: str) -> ConvImpl:

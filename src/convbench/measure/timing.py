@@ -34,3 +34,20 @@ def timed(device: str, fn: Callable[[], T]) -> tuple[T, float]:
     t0 = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - t0
+
+
+L2_BYTES = 50 << 20  # H100 / H200 L2; inputs smaller than twice this are rotated so a rerun cannot hit in cache
+
+
+def median_time(device: str, fn: Callable[[int], object], n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> float:
+    """Median seconds of fn(i) over `reps` timed runs after `warmup` untimed ones; i cycles over n_inputs input
+    sets (rotation), each run synchronized before and after (CUDA events on the GPU)."""
+    for i in range(warmup):
+        fn(i % n_inputs)
+    synchronize(device)
+    times = sorted(timed(device, lambda: fn(r % n_inputs))[1] for r in range(reps))
+    return times[len(times) // 2]
+
+
+def rotation_count(input_bytes: int) -> int:
+    return max(1, min(8, -(-2 * L2_BYTES // max(1, input_bytes))))

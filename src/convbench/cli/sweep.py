@@ -1,0 +1,39 @@
+"""`convbench sweep --impl NAME --net NET`: time an implementation's launch parameters per layer, keep the best."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from convbench.cli.devices import resolve
+from convbench.errors import UsageError
+from convbench.impls import _tuning
+from convbench.measure.sweep import sweep
+from convbench.network.spec import get_network
+
+
+def cmd_sweep(args) -> int:
+    impl, device = resolve(args.impl, None)
+    if device != "cuda":
+        raise UsageError(f"sweep times GPU implementations and {impl.name} runs on {device}; pick a gpu-* impl")
+    if not impl.tunables:
+        raise UsageError(f"implementation {impl.name} has no launch parameters to sweep; pick one that lists tunables in `convbench impls`")
+    spec = get_network(args.net)
+    results = sweep(impl, spec, args.batch, device, args.reps)
+    console = Console(highlight=False, width=max(120, Console().width))
+    for layer, trials in results.items():
+        good = [t for t in trials if t.seconds is not None]
+        best = min(good, key=lambda t: t.seconds) if good else None
+        table = Table(title=f"{impl.name} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs")
+        table.add_column("configuration")
+        table.add_column("Op Time (ms)", justify="right")
+        table.add_column("vs best", justify="right")
+        for t in sorted(trials, key=lambda t: (t.seconds is None, t.seconds or 0)):
+            cfg = " ".join(f"{k}={v}" for k, v in t.config.items())
+            if t.seconds is None:
+                table.add_row(cfg, "-", t.note)
+            else:
+                table.add_row(("* " if t is best else "  ") + cfg, f"{t.seconds * 1e3:.4f}", f"{t.seconds / best.seconds:.2f}x")
+        console.print(table)
+    console.print(f"choices recorded in {_tuning.user_file()}")
+    return 0
