@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--nets", default="sp19,fa19,minidnn")
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--shapes", type=int, default=60)
+    ap.add_argument("--shapes", type=int, default=64)  # 11 edge shapes + 53 random
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--impls", default="all")
     args = ap.parse_args()

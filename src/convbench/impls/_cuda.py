@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -93,6 +94,15 @@ def _arg(a):
     return a
 
 
+@functools.cache
+def _cupy_stream(handle: int):
+    """CuPy's view of a CUDA stream handle, made once per stream (not per launch)."""
+    cp = cupy()
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream in favour of the stream protocol
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cp.cuda.ExternalStream(handle)
+
+
 def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
     """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved."""
     cp = cupy()
@@ -100,7 +110,7 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
     grid = tuple(int(g) for g in grid)
     block = tuple(int(b) for b in block)
     try:
-        with cp.cuda.ExternalStream(handle):
+        with _cupy_stream(handle):
             fn(grid, block, tuple(_arg(a) for a in args), shared_mem=shared_mem)
     except cp.cuda.driver.CUDADriverError as e:
         raise UsageError(f"CUDA launch of {getattr(fn, 'name', fn)} grid={grid} block={block} failed: {e}") from None
