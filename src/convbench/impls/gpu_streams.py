@@ -13,7 +13,9 @@ are separate hardware), and the host memcpys into and out of pinned memory overl
 Layer Time ~ max(H2D, D2H, compute) instead of their sum. Pinned and device buffers are allocated once per shape
 (in the warm-up) and reused.
 
-Measured: see the ladder table in the README (Layer Time against the other rungs', same run).
+Measured (H100 80GB HBM3, results/ladder-H100.md, commit dbaa8dd), Σ Layer Time at 10000 images: fa19
+197 ms against gpu-regtile's 1935 ms and cudnn's 1970 ms; minidnn 110 ms against 1131 ms and 1149 ms
+(the others copy from pageable memory in one piece, so their copies neither overlap nor run at pinned speed).
 """
 
 from __future__ import annotations

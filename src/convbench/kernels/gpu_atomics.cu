@@ -19,7 +19,8 @@
 // reads and the reuse of x by neighbouring threads are unchanged, so it stays bound by L1 load throughput.
 // Precision: fp32 atomics only change the order in which the channel partials are summed (and that order varies
 // from run to run: results are not bitwise reproducible); the error stays ~1e-7 relative.
-// Measured: see the ladder table in the README (Op Time and ratio to cudnn, same run).
+// Measured (gpu-atomics, H100 80GB HBM3, results/ladder-H100.md, commit dbaa8dd): fa19 at 10000 images 11.62 + 46.60 = 58.22 ms,
+//   0.18x cudnn's speed (10.71 ms) in the same run; minidnn 32.29 ms, 0.42x cudnn (13.56 ms).
 
 #ifndef TILE
 #define TILE 16

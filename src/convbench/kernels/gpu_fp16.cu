@@ -34,7 +34,8 @@
 // What limits it: the per-row half->float conversion (2 cvt + 2 fadd per K __hfma2 per pair), shared-memory
 // reads (the xs pairs of neighbouring threads are 2 words apart: a 2-way bank conflict), two __syncthreads per
 // channel, and the fp32 global reads during staging. Tensor cores (next rungs) do 16x16 blocks per instruction.
-// Measured: see the ladder table in the README (Op Time and ratio to cudnn, same run).
+// Measured (gpu-fp16, H100 80GB HBM3, results/ladder-H100.md, commit dbaa8dd): fa19 at 10000 images 2.58 + 5.27 = 7.85 ms,
+//   1.36x cudnn's speed (10.71 ms) in the same run; minidnn 7.32 ms, 1.85x cudnn (13.56 ms).
 
 #include <cuda_fp16.h>
 
