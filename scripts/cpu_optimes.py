@@ -1,10 +1,10 @@
-"""Op Time of every CPU implementation on chosen networks, from one process (the same path as `convbench run`),
-written as JSON and a Markdown table that name the machine, the versions, the commit and the command.
+"""Op Time of every CPU implementation on chosen networks, from one process, written as JSON and a Markdown table
+that name the machine, the versions, the commit and the command.
 
-    .venv/bin/python scripts/cpu_optimes.py --nets sp19,fa19 --size 1000 --out results/cpu-2core
+    .venv/bin/python scripts/cpu_optimes.py --nets sp19,fa19 --size 1000 --reps 7 --out results/cpu-2core
 
-Each (net, impl) is one `run`: one untimed warm-up per layer, then one timed inference. `convbench bench` (medians
-over many runs) supersedes this once it lands.
+Per conv layer: the layer's real input activations (a float32 pass of the network), the impl's call alone, median
+of --reps runs after one warm-up. Correctness from one inference through the impl (the path of `convbench run`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,14 @@ import argparse
 import json
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import all_impls
 from convbench.measure.environment import environment
-from convbench.network.model import Network, correctness
+from convbench.measure.timing import median_time
+from convbench.network.model import Network, correctness, forward
 from convbench.network.weights import load_weights
 
 
@@ -25,6 +29,7 @@ def main() -> None:
     ap.add_argument("--nets", default="sp19,fa19")
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--out", default="results/cpu")
+    ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
 
     impls = [i for i in all_impls() if i.device == "cpu"]
@@ -32,10 +37,13 @@ def main() -> None:
     for net in args.nets.split(","):
         weights = load_weights("own", net)
         data = load_dataset(weights.spec.input_size, count=args.size, quiet=True)
+        layers = []
+        forward(weights.spec, weights.params, torch.from_numpy(data.images).float().unsqueeze(1),
+                lambda name, x, k: layers.append((x, k)) or F.conv2d(x, k))
         for impl in impls:
             impl.prepare()
             result = Network(weights, impl, "cpu").infer(data.images, show_progress=False)
-            op = [t.op_time for t in result.conv_timings]
+            op = [median_time("cpu", lambda i: impl(x, k), reps=args.reps, warmup=1) for x, k in layers]
             rows.append({"net": net, "impl": impl.name, "op_times_s": op, "op_time_total_s": sum(op),
                          "correctness": correctness(result.predictions, data.labels)})
             print(f"{net:8} {impl.name:13} " + " ".join(f"{t:9.4f}" for t in op) + f"  Σ {sum(op):9.4f}", flush=True)
@@ -45,7 +53,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"environment": env, "images": args.size, "rows": rows}, indent=2) + "\n")
 
-    lines = [f"Op Time (seconds) at {args.size} images, one `run` each after an untimed warm-up; "
+    lines = [f"Op Time (seconds) at {args.size} images, median of {args.reps} calls per layer on its real input; "
              f"{env['cpu']}, {env['cores']} cores, torch {env['torch']} ({env['torch_threads']} threads), numba "
              f"{env['numba']}; commit {env['commit']}, {env['date']}; `{env['command']}`", "",
              "| net | impl | conv1 | conv2 | Σ Op Time | vs onednn | Correctness |", "|---|---|---:|---:|---:|---:|---:|"]
