@@ -56,7 +56,7 @@ def main() -> None:
     lines = [f"Op Time (seconds) at {args.size} images, median of {args.reps} calls per layer on its real input; "
              f"{env['cpu']}, {env['cores']} cores, torch {env['torch']} ({env['torch_threads']} threads), numba "
              f"{env['numba']}; commit {env['commit']}, {env['date']}; `{env['command']}`", "",
-             "| net | impl | conv1 | conv2 | Σ Op Time | vs onednn | Correctness |", "|---|---|---:|---:|---:|---:|---:|"]
+             "| net | impl | conv1 | conv2 | Σ Op Time | ÷ onednn (< 1: faster) | Correctness |", "|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         lib = next(x for x in rows if x["net"] == r["net"] and x["impl"] == "onednn")["op_time_total_s"]
         convs = " | ".join(f"{t:.4f}" for t in r["op_times_s"])
