@@ -1,12 +1,14 @@
 """Shared test fixtures: where the course's files are, and a CUDA marker that skips with a reason."""
 
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
+# ../shared/fixtures beside the repository; $CONVBENCH_FIXTURES where that folder travels elsewhere (the GPU machine)
+FIXTURES = Path(os.environ.get("CONVBENCH_FIXTURES") or REPO.parent / "shared" / "fixtures")
 
 
 def fixture_file(*parts: str) -> Path:

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 import torch
 
+import conftest
 from convbench.errors import UsageError
 from convbench.network.import_minidnn import load_minidnn, save_minidnn
 from convbench.network.import_mxnet import load_mxnet, load_symbol, read_ndarray_list, spec_from_symbol
 from convbench.network.spec import NETWORKS, Conv
 from convbench.network.weights import load_weights
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "course"
+FIXTURES = conftest.FIXTURES / "course"
 MXNET = FIXTURES / "mxnet"
 SP19_PARAMS = MXNET / "sp19-ece408-0002.params"
 MINIDNN_BIN = FIXTURES / "minidnn" / "weights-86.bin"
