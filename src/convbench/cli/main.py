@@ -15,7 +15,8 @@ from convbench.network.spec import MAX_IMAGE_SIZE
 
 MAX_IMAGES = 10000
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
-            "sweep": "sweep"}
+            "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
+            "leaderboard": "leaderboard"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--image-size", type=image_size, help="input size for imported networks (default: from the weights)")
     run.add_argument("--data-dir", help="folder with the Fashion-MNIST ubyte files (default: $CONVBENCH_DATA, the Debian package, the bundled copy)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of the course's lines")
+    run.add_argument("--time", action="store_true", help="also print elapsed, user, system time and max RSS (like /usr/bin/time)")
 
     sub.add_parser("impls", help="list the convolution implementations")
     nets = sub.add_parser("nets", help="the course networks, per layer: shapes, FLOPs, bytes")
@@ -78,6 +80,41 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--net", default="fa19", help="network whose conv layers to tune (default fa19)")
     sweep.add_argument("--batch", type=image_count, default=10000, help="images per timed call (default 10000)")
     sweep.add_argument("--reps", type=positive_int, default=20, help="timed runs per candidate; the median counts")
+
+    bench = sub.add_parser("bench", help="per conv layer: median Op Time, Layer Time, GFLOP/s, GB/s, %% of the floor, vs the library")
+    bench.add_argument("--impls", default="all", help="implementations a,b,... or all (default) that run on --device; the library reference is always added")
+    bench.add_argument("--nets", help="networks n1,n2,... or all (default: sp19 on cpu; sp19,fa19,minidnn on cuda)")
+    bench.add_argument("--sizes", help="numbers of images, 1-10000 (default: 100,1000 on cpu; 100,1000,10000 on cuda)")
+    bench.add_argument("--device", choices=("cpu", "cuda"), help="default: cpu, or the impls' device")
+    bench.add_argument("--reps", type=positive_int, help="timed runs per layer, the median counts (default 5 on cpu, 20 on cuda)")
+    bench.add_argument("--layer-reps", type=positive_int, help="timed runs for Layer Time on the GPU (default: min(reps, 3))")
+    bench.add_argument("--json", metavar="FILE", help="write every number, the ceilings, verify and the environment here")
+    bench.add_argument("--plot", metavar="FILE.png", help="write the Op Time vs images plot (PNG)")
+    bench.add_argument("--ceilings", action="store_true", help="only show this machine's ceilings (same as `convbench ceilings`)")
+    bench.add_argument("--remeasure", action="store_true", help="measure the ceilings again instead of using the cached ones")
+
+    ceilings = sub.add_parser("ceilings", help="this machine's copy bandwidth and GEMM rates (cached), the floor of every layer")
+    ceilings.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ceilings.add_argument("--remeasure", action="store_true", help="measure again and replace the cached values")
+
+    profile = sub.add_parser("profile", help="nvprof-style summary of one inference (torch.profiler); --ncu for hardware counters")
+    profile.add_argument("--impl", help="convolution implementation (default: cpu-parallel on cpu, cudnn on cuda)")
+    profile.add_argument("--net", default="minidnn", help="course network (default minidnn)")
+    profile.add_argument("--size", type=image_count, default=100, help="number of test images, 1-10000 (default 100)")
+    profile.add_argument("--device", choices=("cpu", "cuda"), help="default: the impl's")
+    profile.add_argument("--ncu", action="store_true", help="also run Nsight Compute on `convbench run` and show its counters per kernel")
+    profile.add_argument("--trace", metavar="FILE", help="write a Chrome trace (chrome://tracing, Perfetto)")
+    profile.add_argument("--json", metavar="FILE", help="write the tables as JSON (for `convbench report --profile`)")
+
+    report = sub.add_parser("report", help="Markdown + HTML report with plots from results files")
+    report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html and the PNG plots (created if absent)")
+    report.add_argument("--results", nargs="+", metavar="FILE", help="bench or ladder JSON files (default: results/*.json here)")
+    report.add_argument("--profile", nargs="+", metavar="FILE", help="profile JSON files (`convbench profile --json`) to include")
+
+    board = sub.add_parser("leaderboard", help="rank verified implementations by Σ Op Time at 10000 images, one board per card")
+    board.add_argument("--results", nargs="+", metavar="FILE", help="bench or ladder JSON files (default: results/*.json here)")
+    board.add_argument("--images", type=image_count, default=MAX_IMAGES, help="batch size to rank at (default 10000, the course's)")
+    board.add_argument("--net", help="rank on this network alone (default: Σ over every network measured)")
 
     train = sub.add_parser("train", help="train our own weights for a network (PyTorch, CPU, seeded)")
     train.add_argument("net", help="course network to train")

@@ -20,6 +20,7 @@ import sys
 from convbench import ui
 from convbench.cli.devices import resolve
 from convbench.data.fashion_mnist import load_dataset
+from convbench.measure.usage import usage
 from convbench.network.model import Network, correctness
 from convbench.network.weights import DEFAULT_NET, load_weights
 
@@ -53,6 +54,9 @@ def cmd_run(args) -> int:
         _say(f"Op Time: {t.op_time:.6f} Layer Time: {t.layer_time:.6f}", quiet)
     acc = correctness(result.predictions, data.labels)
     _say(f"Correctness: {acc!r} Model: {weights.label}", quiet)
+    cost = usage() if getattr(args, "time", False) else None  # --time: the whole program so far, like /usr/bin/time
+    for line in cost.lines() if cost else ():
+        _say(line, quiet)
 
     if args.json:
         print(json.dumps({
@@ -69,5 +73,6 @@ def cmd_run(args) -> int:
             ],
             "op_time_total_s": sum(t.op_time for t in result.conv_timings),
             "correctness": acc,
+            **({"time": cost.to_json()} if cost else {}),
         }, indent=2))
     return 0

@@ -114,7 +114,14 @@ def all_impls() -> list[ConvImpl]:
 
 
 def get_impl(name: str) -> ConvImpl:
+    """A registered implementation by name, or a user's kernel file by path (`*.py`, `*.cu`, or any existing path:
+    convbench.user loads it, once per path)."""
     impls = {i.name: i for i in all_impls()}
-    if name not in impls:
-        raise UsageError(f"unknown implementation {name!r}; choose one of {', '.join(impls)} (see `convbench impls`)")
-    return impls[name]
+    if name in impls:
+        return impls[name]
+    from convbench import user
+
+    if user.looks_like_path(name):
+        return user.load(name)
+    raise UsageError(f"unknown implementation {name!r}; choose one of {', '.join(impls)} (see `convbench impls`), "
+                     "or give the path of your own kernel file (.py or .cu)")

@@ -1,0 +1,144 @@
+"""`convbench bench` and `convbench ceilings`: measure like a profiler (measure/bench.py), show a table per
+network and batch, and write the JSON and the plot. Every argument is checked before the first measurement."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from convbench import ui
+from convbench.cli.devices import require_cuda, resolve
+from convbench.cli.main import MAX_IMAGES
+from convbench.errors import UsageError
+from convbench.impls.registry import ConvImpl, all_impls
+from convbench.measure import bench, ceilings, outfiles, plots
+from convbench.network.spec import NETWORKS, get_network
+
+DEFAULTS = {  # small enough on the CPU to finish in well under a minute on 2 cores
+    "cpu": {"nets": "sp19", "sizes": "100,1000", "reps": 5},
+    "cuda": {"nets": "sp19,fa19,minidnn", "sizes": "100,1000,10000", "reps": 20},
+}
+
+
+def _impls(text: str, device: str | None) -> tuple[list[ConvImpl], str]:
+    if text == "all":
+        device = device or "cpu"
+        if device == "cuda":
+            require_cuda()
+        # the float64 answer key is no contender; name it to time it anyway
+        return [i for i in all_impls() if i.runs_on(device) and i.name != "reference"], device
+    impls = []
+    for name in text.split(","):
+        if not name.strip():
+            raise UsageError(f"--impls {text!r} has an empty name; separate names with single commas")
+        impl, device = resolve(name.strip(), device)
+        impls.append(impl)
+    return impls, device
+
+
+def _nets(text: str) -> list[str]:
+    if text == "all":
+        return list(NETWORKS)
+    return list(dict.fromkeys(get_network(n.strip()).name for n in text.split(",")))
+
+
+def _sizes(text: str) -> list[int]:
+    sizes = []
+    for part in text.split(","):
+        try:
+            n = int(part)
+        except ValueError:
+            raise UsageError(f"--sizes {text!r}: {part!r} is not a number of images; use whole numbers from 1 to "
+                             f"{MAX_IMAGES} separated by commas, like 100,1000") from None
+        if not 1 <= n <= MAX_IMAGES:
+            raise UsageError(f"--sizes {text!r}: {n} is out of range; use numbers of images from 1 to {MAX_IMAGES}")
+        sizes.append(n)
+    return sorted(set(sizes))
+
+
+def cmd_bench(args) -> int:
+    if args.ceilings:
+        return cmd_ceilings(args)
+    impls, device = _impls(args.impls, args.device)
+    defaults = DEFAULTS[device]
+    nets = _nets(args.nets or defaults["nets"])
+    sizes = _sizes(args.sizes or defaults["sizes"])
+    reps = args.reps or defaults["reps"]
+    layer_reps = args.layer_reps or min(reps, 3)
+    json_path = outfiles.check_output_file(args.json, "--json") if args.json else None
+    plot_path = outfiles.check_output_file(args.plot, "--plot", ".png") if args.plot else None
+    if plot_path:
+        plots.require()
+
+    impls = bench.with_reference(impls, device)
+    ceil, fresh = ceilings.load(device, args.remeasure)
+    if fresh:
+        ui.note(f"ceilings of this machine measured and cached in {ceilings.cache_file(device)}")
+    ui.note(f"bench on {device}: {', '.join(i.name for i in impls)} · nets {', '.join(nets)} · images "
+            f"{', '.join(map(str, sizes))} · median of {reps} runs")
+    with ui.progress_bar("bench", bench.total_steps(impls, nets, sizes), enabled=ui.err.is_terminal) as bar:
+        doc = bench.run_bench(impls, nets, sizes, device, reps, layer_reps, ceil, bar.advance)
+
+    print_tables(doc)
+    if json_path:
+        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n")
+        ui.note(f"wrote {json_path}")
+    if plot_path:
+        plots.save(plots.optime_figure(doc["layers"], f"Op Time vs images · {doc['card']}"), plot_path)
+        ui.note(f"wrote {plot_path}")
+    return 0
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.4f}"
+
+
+def print_tables(doc: dict) -> None:
+    console = Console(highlight=False, width=max(140, Console().width))
+    ref, verify = doc["reference"], doc["verify"]
+    for net in doc["settings"]["nets"]:
+        for size in doc["settings"]["sizes"]:
+            table = Table(title=f"{net} · {size} images · {doc['device']} ({doc['card']}) · median of "
+                                f"{doc['settings']['reps']} runs · floor = max(bytes / copy rate, FLOPs / GEMM rate)")
+            for col in ("impl", "prec.", "layer", "Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor",
+                        f"vs {ref}", "verify"):
+                table.add_column(col, justify="left" if col in ("impl", "prec.", "layer", "verify") else "right")
+            rows = [r for r in doc["layers"] if r["net"] == net and r["images"] == size]
+            sums = [s for s in doc["totals"] if s["net"] == net and s["images"] == size]
+            for s in sums:
+                v = verify[s["impl"]]
+                mark = f"ok {v['max_rel_error']:.0e}" if v["ok"] else f"[red]FAIL {v['max_rel_error']:.0e}"
+                prec = doc["impls"][s["impl"]]["precision"]
+                for r in (r for r in rows if r["impl"] == s["impl"]):
+                    table.add_row(r["impl"], prec, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
+                                  f"{r['gflop_per_s']:.1f}", f"{r['gbyte_per_s']:.1f}", f"{r['of_floor_pct']:.1f}",
+                                  f"{r['speedup_vs_reference_x']:.2f}x", mark)
+                table.add_row(f"[bold]{s['impl']}", prec, "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}",
+                              _ms(s["layer_time_s"]), f"{s['gflop_per_s']:.1f}", "", f"{s['of_floor_pct']:.1f}",
+                              f"[bold]{s['speedup_vs_reference_x']:.2f}x", "", end_section=True)
+            console.print(table)
+
+
+def cmd_ceilings(args) -> int:
+    device = args.device or "cpu"
+    if device == "cuda":
+        require_cuda()
+    c, fresh = ceilings.load(device, args.remeasure)
+    table = Table(title=f"ceilings of {c.machine} ({'measured now' if fresh else 'cached, measured ' + c.measured})")
+    table.add_column("ceiling")
+    table.add_column("rate", justify="right")
+    table.add_column("how")
+    copy_n = ceilings.GPU_COPY_BYTES if device == "cuda" else ceilings.CPU_COPY_BYTES
+    gemm_n = ceilings.GPU_GEMM_N if device == "cuda" else ceilings.CPU_GEMM_N
+    table.add_row("copy", f"{c.copy_bytes_per_s / 1e9:.1f} GB/s", f"{copy_n >> 20} MiB tensor copy, read + write")
+    table.add_row("fp32", f"{c.fp32_flop_per_s / 1e9:.1f} GFLOP/s", f"torch.matmul {gemm_n}x{gemm_n} float32"
+                  + (", TF32 off" if device == "cuda" else f", {torch.get_num_threads()} threads"))
+    if c.tf32_flop_per_s:
+        table.add_row("tf32", f"{c.tf32_flop_per_s / 1e9:.1f} GFLOP/s", f"torch.matmul {gemm_n}x{gemm_n}, TF32 on "
+                      "(ceiling for tf32 / fp16 impls)")
+    table.caption = f"floor = max(bytes / copy, FLOPs / fp32 or tf32); cache: {ceilings.cache_file(device)}"
+    Console(highlight=False, width=max(120, Console().width)).print(table)
+    return 0

@@ -1,0 +1,25 @@
+"""`convbench report --out DIR`: the final report (measure/report.py) from results files, as Markdown and HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from convbench.errors import UsageError
+from convbench.measure import plots, report, results
+
+
+def cmd_report(args) -> int:
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"report --out {args.out!r} is an existing file; name a folder (it is created if absent)")
+    plots.require()
+    files = results.load_all(args.results)  # every file is read and checked before anything is written
+    profiles = [report.load_profile(p) for p in args.profile or []]
+    written = report.build(files, out, profiles)
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"report from {len(files)} results file(s): {', '.join(str(f.path) for f in files)}")
+    for path in written:
+        console.print(f"  {path}")
+    return 0

@@ -1,0 +1,172 @@
+"""`bench`: every chosen implementation on every conv layer of the chosen networks, measured like a profiler.
+
+`run` times one inference, like the course; a single call is noisy (a page fault, a clock ramp, another process).
+bench takes, per conv layer and batch size:
+
+- the layer's REAL input activations: a float32 forward pass of the network with our own weights (the
+  activations of conv2 are not random numbers: half of them are zeros after a relu, which some kernels notice);
+- Op Time: the median of N calls after warm-up, inputs rotated over several copies when smaller than twice the
+  GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache;
+- Layer Time: the median of copy-in + call + copy-out from host tensors (impl.host_layer where the impl has its
+  own pipeline); on the CPU there are no copies and Layer Time is Op Time;
+- GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py) and the share
+  of it reached (100 % = at the floor), and the speed-up over the library (cudnn on the GPU, onednn on the CPU)
+  measured in the same run, which is always included;
+- verify: a quick check of each implementation on 12 shapes (problem.shapes), so that a results file says whether
+  its fast numbers are also right (the leaderboard ranks only verified implementations).
+
+The result is one JSON-ready dict; every number's unit is in its key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from convbench.data.fashion_mnist import load_dataset
+from convbench.impls.registry import ConvImpl, get_impl
+from convbench.measure import problem
+from convbench.measure.ceilings import Ceilings
+from convbench.measure.environment import environment
+from convbench.measure.results import BENCH_FORMAT, REFERENCE, totals
+from convbench.measure.timing import median_time, rotation_count
+from convbench.measure.verify import verify_impl
+from convbench.network.model import forward
+from convbench.network.weights import load_weights
+
+VERIFY_SHAPES, VERIFY_SEED = 12, 2026
+WARMUP = {"cpu": 1, "cuda": 3}  # a CPU call at 1000 images can take seconds; the GPU needs a few to clock up
+
+
+@dataclass(frozen=True)
+class ConvInput:
+    layer: str
+    x: torch.Tensor  # on the device
+    k: torch.Tensor  # on the device
+    x_host: torch.Tensor  # the same input in host memory (Layer Time starts from here)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        B, C, H, W = self.x.shape
+        M, _, K, _ = self.k.shape
+        return (B, C, H, W, M, K)
+
+    @property
+    def flop(self) -> int:
+        B, C, H, W, M, K = self.shape
+        return 2 * B * M * (H - K + 1) * (W - K + 1) * C * K * K
+
+    @property
+    def nbytes(self) -> int:
+        B, C, H, W, M, K = self.shape
+        return 4 * (self.x.numel() + self.k.numel() + B * M * (H - K + 1) * (W - K + 1))
+
+
+def conv_inputs(net: str, images, device: str) -> list[ConvInput]:
+    """Each conv layer's real input: a float32 pass of the network (our own weights) over the images."""
+    w = load_weights("own", net)
+    params = {n: t.to(device) for n, t in w.params.items()}
+    captured = []
+
+    def conv(name, x, k):
+        x = x.contiguous()
+        captured.append(ConvInput(name, x, k, x.cpu() if device == "cuda" else x))
+        return F.conv2d(x, k)
+
+    with torch.no_grad():
+        forward(w.spec, params, torch.from_numpy(images).float().unsqueeze(1).to(device), conv)
+    return captured
+
+
+def with_reference(impls: list[ConvImpl], device: str) -> list[ConvImpl]:
+    """The library reference first (the ratio needs it from the same run), then the others in the given order."""
+    ref = get_impl(REFERENCE[device])
+    return [ref] + [i for i in impls if i.name != ref.name]
+
+
+def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
+    worst, ok = 0.0, True
+    for r in verify_impl(impl, device, problem.shapes(VERIFY_SHAPES, VERIFY_SEED), VERIFY_SEED):
+        worst, ok = max(worst, r.check.rel_error), ok and r.check.ok
+        advance()
+    return {"ok": ok, "max_rel_error": worst, "tolerance": impl.tolerance, "shapes": VERIFY_SHAPES, "seed": VERIFY_SEED}
+
+
+def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
+    sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
+    return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, WARMUP[device])
+
+
+def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
+    """Host tensor in, host tensor out: what the layer costs inside `run`'s network (network/model.py)."""
+    if impl.host_layer is not None:  # its own pipeline: one warm-up allocates its pinned buffers for this shape
+        return median_time(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 1)
+    # copy + call + copy: the call is warm from Op Time, and a copy has nothing to warm up (at 10000 images one
+    # run of a layer moves about a gigabyte through pageable memory: each run costs a second)
+    return median_time(device, lambda i: impl(inp.x_host.to(device), inp.k).cpu(), 1, reps, 0)
+
+
+def total_steps(impls, nets, sizes) -> int:
+    from convbench.network.spec import get_network
+
+    layers = sum(len(get_network(n).conv_layers) for n in nets)
+    return len(impls) * (VERIFY_SHAPES + layers * len(sizes))
+
+
+def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: str, reps: int, layer_reps: int,
+              ceilings: Ceilings, advance=lambda n=1: None) -> dict:
+    """Measure; `impls` must already hold the reference (with_reference). Returns the results document."""
+    env = environment()
+    ref = REFERENCE[device]
+    verify = {}
+    for impl in impls:
+        impl.prepare()
+        verify[impl.name] = quick_verify(impl, device, advance)
+
+    rows = []
+    for net in nets:
+        spec = load_weights("own", net).spec
+        data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
+        for size in sizes:
+            inputs = conv_inputs(net, data.images[:size], device)
+            measured = {}
+            for impl in impls:
+                for inp in inputs:
+                    op = op_time(impl, inp, device, reps)
+                    lt = layer_time(impl, inp, device, layer_reps) if device == "cuda" else op
+                    measured[impl.name, inp.layer] = (op, lt)
+                    advance()
+            for impl in impls:
+                for inp in inputs:
+                    op, lt = measured[impl.name, inp.layer]
+                    floor = ceilings.floor_s(inp.flop, inp.nbytes, impl.precision)
+                    rows.append({
+                        "impl": impl.name, "net": net, "images": size, "layer": inp.layer,
+                        "shape_BCHWMK": list(inp.shape), "flop": inp.flop, "bytes": inp.nbytes,
+                        "intensity_flop_per_byte": inp.flop / inp.nbytes,
+                        "op_time_s": op, "layer_time_s": lt,
+                        "gflop_per_s": inp.flop / op / 1e9, "gbyte_per_s": inp.nbytes / op / 1e9,
+                        "floor_s": floor, "of_floor_pct": 100.0 * floor / op,
+                        "speedup_vs_reference_x": measured[ref, inp.layer][0] / op,
+                    })
+            del inputs
+            if device == "cuda":
+                torch.cuda.empty_cache()
+
+    return {
+        "format": BENCH_FORMAT,
+        "environment": env,
+        "device": device,
+        "card": env.get("gpu") if device == "cuda" else env["cpu"],
+        "reference": ref,
+        "settings": {"nets": nets, "sizes": sizes, "reps": reps, "layer_time_reps": layer_reps,
+                     "warmup": WARMUP[device], "verify_shapes": VERIFY_SHAPES, "verify_seed": VERIFY_SEED},
+        "ceilings": ceilings.to_json(),
+        "impls": {i.name: {"device": i.device, "precision": i.precision, "summary": i.summary} for i in impls},
+        "verify": verify,
+        "layers": rows,
+        "totals": totals(rows, ref),
+    }
+

@@ -1,0 +1,123 @@
+"""The machine's ceilings, and the floor they put under every convolution layer.
+
+A measured time means little alone: 5 ms is slow for a layer that moves 1 MB and does 1 MFLOP, and fast for one
+that does 1 TFLOP. So bench compares each Op Time with a floor, the least time this machine could possibly take:
+
+    floor = max(bytes / copy bandwidth, FLOPs / arithmetic ceiling)
+
+with bytes = x read once + k read once + y written once (float32) and FLOPs = 2 per multiply-add. The ceilings are
+measured, not taken from a data sheet (a data sheet is never reached by real code, and the CI machine has none):
+
+    GPU  copy: a large device-to-device copy, (bytes read + written) / time
+         fp32: torch.matmul of two 8192 x 8192 float32 matrices with TF32 off (CUDA cores)
+         tf32: the same with TF32 on (tensor cores); the ceiling for the tf32 and fp16 implementations
+    CPU  copy: a large tensor copy on all threads; fp32: a float32 torch.matmul on all threads (oneDNN / BLAS)
+
+Each is the median of a few runs after a warm-up. They are measured once per machine and kept in
+`$CONVBENCH_CACHE/ceilings/<machine>.json`; `convbench ceilings --remeasure` measures again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from convbench.data.fashion_mnist import cache_dir
+from convbench.measure import outfiles
+from convbench.measure.environment import cpu_model
+from convbench.measure.timing import median_time
+
+# Sizes: large enough to leave the caches and fill the machine, small enough to measure in about a second.
+GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
+GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
+REPS = 5
+REDUCED = ("tf32", "fp16", "bf16")  # precisions whose arithmetic ceiling is the tensor-core (tf32) one
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    machine: str  # the cache key: device and model
+    device: str
+    copy_bytes_per_s: float
+    fp32_flop_per_s: float
+    tf32_flop_per_s: float | None  # GPU only
+    measured: str  # UTC date
+
+    def flop_per_s(self, precision: str) -> float:
+        """The arithmetic ceiling for an implementation of this precision (fp64 counts as fp32: a lower bound)."""
+        if precision in REDUCED and self.tf32_flop_per_s:
+            return self.tf32_flop_per_s
+        return self.fp32_flop_per_s
+
+    def floor_s(self, flop: float, nbytes: float, precision: str) -> float:
+        return max(nbytes / self.copy_bytes_per_s, flop / self.flop_per_s(precision))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def machine_key(device: str) -> str:
+    """One cache file per card (GPU) or per CPU model and thread count (the CPU ceilings scale with threads)."""
+    if device == "cuda":
+        name = f"cuda-{torch.cuda.get_device_name()}"
+    else:
+        name = f"cpu-{cpu_model()}-{torch.get_num_threads()}t"
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-")
+
+
+def cache_file(device: str) -> Path:
+    return cache_dir() / "ceilings" / f"{machine_key(device)}.json"
+
+
+def _copy_rate(device: str) -> float:
+    n = (GPU_COPY_BYTES if device == "cuda" else CPU_COPY_BYTES) // 4
+    src = torch.ones(n, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    t = median_time(device, lambda i: dst.copy_(src), reps=REPS, warmup=2)
+    return 2 * src.numel() * 4 / t  # every byte read once and written once
+
+
+def _gemm_rate(device: str, tf32: bool) -> float:
+    n = GPU_GEMM_N if device == "cuda" else CPU_GEMM_N
+    g = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(n, n, device=device, generator=g)
+    b = torch.randn(n, n, device=device, generator=g)
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        t = median_time(device, lambda i: torch.matmul(a, b), reps=REPS, warmup=2)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+    return 2 * n**3 / t
+
+
+def measure(device: str) -> Ceilings:
+    """Measure the ceilings now (about a second on the GPU, a few on a 2-core CPU)."""
+    copy = _copy_rate(device)
+    fp32 = _gemm_rate(device, tf32=False)
+    tf32 = _gemm_rate(device, tf32=True) if device == "cuda" else None
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return Ceilings(machine_key(device), device, copy, fp32, tf32,
+                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
+
+def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
+    """The cached ceilings of this machine, measured (and cached) when absent, unreadable or asked for.
+    Returns (ceilings, measured_now)."""
+    path = cache_file(device)
+    if not remeasure:
+        try:
+            data = json.loads(path.read_text())
+            return Ceilings(**data), False
+        except (OSError, ValueError, TypeError):
+            pass  # absent or from an older convbench: measure again
+    ceilings = measure(device)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")
+    return ceilings, True

@@ -1,0 +1,294 @@
+"""`convbench bench` / `ceilings` / `run --time` on the CPU, on tiny sizes: the JSON's structure and units, the
+plots' axes (built through measure/plots.py and inspected), the PNG written, the floor arithmetic, the ceilings
+cache, and bad arguments (one stderr line, exit 2, nothing written). GPU paths are marked `gpu`.
+
+One bench run (sp19, 10 and 20 images, 2 reps, cpu-parallel + the onednn reference) is shared by the module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+
+import pytest
+import torch
+
+from convbench.cli.main import main
+from convbench.measure import ceilings, plots
+from convbench.measure.ceilings import Ceilings
+
+def imread(path):
+    """A PNG as pixels (matplotlib only here: the GPU tests of this file run where it is absent)."""
+    return pytest.importorskip("matplotlib.image").imread(path)
+
+
+LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "flop", "bytes", "intensity_flop_per_byte",
+              "op_time_s", "layer_time_s", "gflop_per_s", "gbyte_per_s", "floor_s", "of_floor_pct",
+              "speedup_vs_reference_x"}
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def assert_usage_error(rc: int, out: str, err: str, *fragments: str) -> str:
+    """Exit 2, exactly one stderr line `convbench: error: ...`, no traceback, nothing on stdout."""
+    assert "Traceback" not in err and rc == 2, (rc, out, err)
+    assert err.endswith("\n") and err.count("\n") == 1, f"want exactly one stderr line, got {err!r}"
+    assert err.startswith("convbench: error: "), err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+    assert out == "", out
+    return err
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory):
+    """One tiny CPU bench through the CLI: (json document, stdout, json path, png path)."""
+    folder = tmp_path_factory.mktemp("bench")
+    js, png = folder / "b.json", folder / "b.png"
+    out = io.StringIO()  # capsys is per test; a module fixture captures stdout itself
+    with contextlib.redirect_stdout(out):
+        rc = main(["bench", "--impls", "cpu-parallel", "--nets", "sp19", "--sizes", "10,20", "--reps", "2",
+                   "--json", str(js), "--plot", str(png)])
+    assert rc == 0
+    return json.loads(js.read_text()), out.getvalue(), js, png
+
+
+# ------------------------------------------------------------------------------------------------ bench JSON
+
+
+def test_bench_json_has_environment_settings_ceilings_and_verify(bench_run):
+    doc = bench_run[0]
+    assert doc["format"] == "convbench-bench/1"
+    assert doc["device"] == "cpu" and doc["reference"] == "onednn"
+    for key in ("cpu", "cores", "torch", "numba", "commit", "command", "date"):
+        assert key in doc["environment"], key
+    assert doc["settings"]["sizes"] == [10, 20] and doc["settings"]["reps"] == 2 and doc["settings"]["nets"] == ["sp19"]
+    assert doc["ceilings"]["copy_bytes_per_s"] > 0 and doc["ceilings"]["fp32_flop_per_s"] > 0
+    assert set(doc["impls"]) == {"onednn", "cpu-parallel"}  # the reference is always in the run
+    for name, v in doc["verify"].items():
+        assert v["ok"] is True and 0 <= v["max_rel_error"] <= 1e-5 and v["shapes"] == 12, (name, v)
+
+
+def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
+    doc = bench_run[0]
+    rows = doc["layers"]
+    assert len(rows) == 2 * 2 * 2  # impls x sizes x conv layers
+    for r in rows:
+        assert set(r) == LAYER_KEYS, set(r) ^ LAYER_KEYS
+        assert r["op_time_s"] > 0 and r["layer_time_s"] == r["op_time_s"]  # CPU: no copies
+        B, C, H, W, M, K = r["shape_BCHWMK"]
+        assert B == r["images"]
+        assert r["flop"] == 2 * B * M * (H - K + 1) * (W - K + 1) * C * K * K
+        assert r["bytes"] == 4 * (B * C * H * W + M * C * K * K + B * M * (H - K + 1) * (W - K + 1))
+        assert r["gflop_per_s"] == pytest.approx(r["flop"] / r["op_time_s"] / 1e9)
+        assert r["gbyte_per_s"] == pytest.approx(r["bytes"] / r["op_time_s"] / 1e9)
+        c = doc["ceilings"]
+        floor = max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / c["fp32_flop_per_s"])
+        assert r["floor_s"] == pytest.approx(floor)
+        assert r["of_floor_pct"] == pytest.approx(100 * floor / r["op_time_s"])
+        if r["impl"] == "onednn":
+            assert r["speedup_vs_reference_x"] == pytest.approx(1.0)
+    sp19 = [r for r in rows if r["impl"] == "onednn" and r["images"] == 10]
+    assert [r["layer"] for r in sp19] == ["conv1", "conv2"]
+    assert sp19[0]["shape_BCHWMK"] == [10, 1, 48, 48, 6, 5] and sp19[1]["shape_BCHWMK"] == [10, 6, 22, 22, 16, 5]
+    assert {(t["impl"], t["images"]) for t in doc["totals"]} == {(i, n) for i in ("onednn", "cpu-parallel") for n in (10, 20)}
+    for t in doc["totals"]:
+        parts = [r["op_time_s"] for r in rows if (r["impl"], r["images"]) == (t["impl"], t["images"])]
+        assert t["op_time_s"] == pytest.approx(sum(parts))
+
+
+def test_bench_prints_a_table_per_net_and_batch(bench_run):
+    out = bench_run[1]
+    assert "sp19 · 10 images" in out and "sp19 · 20 images" in out
+    for col in ("Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor", "vs onednn"):
+        assert col in out, col
+    assert "cpu-parallel" in out and "Σ" in out
+
+
+def test_bench_plot_png_opens(bench_run):
+    img = imread(bench_run[3])
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+
+
+# ------------------------------------------------------------------------------------------------ plots
+
+
+def test_optime_figure_axes(bench_run):
+    fig = plots.optime_figure(bench_run[0]["layers"], "t")
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == "images" and "Op Time" in ax.get_ylabel()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert {line.get_label() for line in ax.get_lines()} == {"onednn", "cpu-parallel"}
+    assert list(ax.get_lines()[0].get_xdata()) == [10, 20]
+
+
+def test_ratio_figure_axes(bench_run):
+    fig = plots.ratio_figure(bench_run[0]["layers"], "onednn")
+    (ax,) = fig.axes
+    assert "speed-up over onednn" in ax.get_ylabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["onednn", "cpu-parallel"]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights[0] == pytest.approx(1.0) and heights[1] > 0
+
+
+def test_roofline_figure_axes_and_roof(bench_run):
+    doc = bench_run[0]
+    precisions = {n: v["precision"] for n, v in doc["impls"].items()}
+    fig = plots.roofline_figure(doc["layers"], doc["ceilings"], precisions)
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == plots.ROOF_XLABEL and ax.get_ylabel() == plots.ROOF_YLABEL
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    roof = [line for line in ax.get_lines() if line.get_label().startswith("fp32 roof")]
+    assert len(roof) == 1
+    assert max(roof[0].get_ydata()) == pytest.approx(doc["ceilings"]["fp32_flop_per_s"] / 1e9)
+    points = [c for c in ax.collections if len(c.get_offsets())]
+    assert len(points) == 2 * 2  # impls x layers, at the largest batch
+    no_roof = plots.roofline_figure(doc["layers"], None, precisions).axes[0]
+    assert not no_roof.get_lines()
+
+
+def test_save_writes_png_atomically(tmp_path, bench_run):
+    path = tmp_path / "r.png"
+    plots.save(plots.ratio_figure(bench_run[0]["layers"], "onednn"), path)
+    assert imread(path).shape[0] > 100
+    assert [p.name for p in tmp_path.iterdir()] == ["r.png"]  # no temporary left behind
+
+
+# ------------------------------------------------------------------------------------------------ ceilings
+
+
+def test_floor_is_the_larger_of_memory_and_arithmetic():
+    c = Ceilings("m", "cuda", copy_bytes_per_s=1e12, fp32_flop_per_s=50e12, tf32_flop_per_s=400e12, measured="")
+    assert c.floor_s(flop=1e9, nbytes=1e9, precision="fp32") == pytest.approx(1e-3)  # memory-bound
+    assert c.floor_s(flop=1e12, nbytes=1e6, precision="fp32") == pytest.approx(1 / 50)  # arithmetic-bound
+    assert c.floor_s(flop=1e12, nbytes=1e6, precision="tf32") == pytest.approx(1 / 400)
+    assert c.floor_s(flop=1e12, nbytes=1e6, precision="fp16") == pytest.approx(1 / 400)
+    cpu = Ceilings("m", "cpu", 1e10, 1e11, None, "")
+    assert cpu.flop_per_s("fp16") == 1e11  # no tensor-core ceiling on the CPU
+
+
+def test_ceilings_are_cached_per_machine(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(device):
+        calls.append(device)
+        return Ceilings(ceilings.machine_key(device), device, 1e10, 1e11, None, f"run {len(calls)}")
+
+    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(ceilings, "measure", fake)
+    first, fresh = ceilings.load("cpu")
+    assert fresh and calls == ["cpu"]
+    path = tmp_path / "ceilings" / f"{ceilings.machine_key('cpu')}.json"
+    assert json.loads(path.read_text())["measured"] == "run 1"
+    again, fresh = ceilings.load("cpu")
+    assert not fresh and again == first and len(calls) == 1
+    _, fresh = ceilings.load("cpu", remeasure=True)
+    assert fresh and len(calls) == 2
+    path.write_text("{not json")  # a damaged cache is measured again, never an error
+    c, fresh = ceilings.load("cpu")
+    assert fresh and c.measured == "run 3"
+
+
+def test_ceilings_command_shows_the_rates(capsys):
+    rc, out, _ = cli(capsys, "ceilings")
+    assert rc == 0 and "copy" in out and "GB/s" in out and "fp32" in out and "GFLOP/s" in out
+    rc, out2, _ = cli(capsys, "bench", "--ceilings")
+    assert rc == 0 and "GFLOP/s" in out2
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--impls", "nope"], ["unknown implementation 'nope'"]),
+    (["--impls", "cpu-parallel,,onednn"], ["empty name"]),
+    (["--nets", "sp20"], ["unknown network 'sp20'"]),
+    (["--sizes", "10,x"], ["'x' is not a number of images"]),
+    (["--sizes", "0"], ["out of range"]),
+    (["--sizes", "20000"], ["out of range"]),
+    (["--reps", "0"], ["out of range"]),
+    (["--plot", "out.jpg"], ["must end in .png"]),
+    (["--json", "/nonexistent-dir/b.json"], ["does not exist"]),
+])
+def test_bench_bad_arguments(capsys, argv, fragments):
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", *argv)
+    assert_usage_error(rc, out, err, *fragments)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present here, so --device cuda is not an error")
+def test_bench_cuda_without_gpu(capsys):
+    rc, out, err = cli(capsys, "bench", "--device", "cuda")
+    assert_usage_error(rc, out, err, "--device cuda", "use --device cpu")
+
+
+def test_plot_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "p.png")
+    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install")
+    rc, out, err = cli(capsys, "report", "--out", tmp_path / "rep")
+    assert_usage_error(rc, out, err, "matplotlib is not installed")
+    assert not list(tmp_path.iterdir())
+
+
+def test_bench_plot_into_missing_folder_fails_before_measuring(capsys, tmp_path):
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "no" / "p.png")
+    assert_usage_error(rc, out, err, "does not exist")
+
+
+# ------------------------------------------------------------------------------------------------ run --time
+
+
+def test_run_time_prints_the_four_fields(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time")
+    assert rc == 0
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("Correctness:"))
+    tail = lines[i + 1:]
+    assert [line.split(":")[0] for line in tail] == ["Elapsed (wall clock) time", "User time", "System time",
+                                                      "Maximum resident set size"]
+    assert float(tail[0].split()[-2]) > 0 and tail[3].endswith(" KB") and int(tail[3].split()[-2]) > 10000
+
+
+def test_run_time_json(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time", "--json")
+    assert rc == 0
+    t = json.loads(out)["time"]
+    assert set(t) == {"elapsed_s", "user_s", "system_s", "max_rss_kb"}
+    assert t["elapsed_s"] > 0 and t["user_s"] > 0 and t["max_rss_kb"] > 10000
+
+
+def test_run_without_time_prints_no_usage(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10")
+    assert rc == 0 and "Elapsed" not in out and out.splitlines()[-1].startswith("Correctness:")
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+
+
+@pytest.mark.gpu
+def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
+    js = tmp_path / "g.json"
+    rc, out, _ = cli(capsys, "bench", "--device", "cuda", "--impls", "gpu-basic,gpu-streams", "--nets", "sp19",
+                     "--sizes", "100,1000", "--reps", "3", "--json", js)
+    assert rc == 0
+    doc = json.loads(js.read_text())
+    assert doc["reference"] == "cudnn" and set(doc["impls"]) == {"cudnn", "gpu-basic", "gpu-streams"}
+    assert doc["ceilings"]["tf32_flop_per_s"] > doc["ceilings"]["fp32_flop_per_s"] > 0
+    assert "gpu" in doc["environment"] and "driver" in doc["environment"]
+    for r in doc["layers"]:
+        assert r["layer_time_s"] > r["op_time_s"] > 0
+    assert all(v["ok"] for v in doc["verify"].values())
+
+
+@pytest.mark.gpu
+def test_ceilings_gpu(capsys):
+    rc, out, _ = cli(capsys, "ceilings", "--device", "cuda")
+    assert rc == 0 and "tf32" in out
