@@ -96,6 +96,15 @@ def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
 
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
+    own = getattr(impl, "last_times", None)
+    if own is not None:  # a course mini-dnn file: its shim times conv_forward_gpu alone, as the course did
+        for i in range(WARMUP[device]):
+            impl(sets[i % len(sets)], inp.k)
+        times = []
+        for r in range(reps):
+            impl(sets[r % len(sets)], inp.k)
+            times.append(own["op_s"])
+        return sorted(times)[len(times) // 2]
     return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, WARMUP[device])
 
 
