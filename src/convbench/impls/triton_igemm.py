@@ -19,7 +19,7 @@ Two precisions of the same kernel:
 Runs in Triton's interpreter on the CPU with TRITON_INTERPRET=1 (CI tests it that way on small shapes).
 Measured (H100 80GB HBM3, `convbench bench --device cuda`, results/bench-H100.txt, commit 6bb769c): Σ Op Time at
 10000 images over sp19 + fa19 + minidnn: triton-igemm 66.7 ms (0.42x cudnn's 27.9 ms), triton-igemm-tf32x3 32.4 ms
-(0.86x), max rel. error 3.1e-7 and 1.8e-7. The 3xTF32 variant is 2x the fp32 one: the tensor cores pay even at
+(0.86x), max rel. error 3.1e-7 and 1.8e-7. The 3xTF32 variant runs twice as fast as the fp32 one: tensor cores pay even at
 three products; the gap to gpu-per-layer (11.7 ms) is the gather of B (one scalar load per element, no reuse across
 the K*K taps) and tiles padded to BLOCK_M >= 16 for M = 4..24.
 """
