@@ -22,13 +22,12 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import all_impls, get_impl
+from convbench.measure.bench import conv_inputs, op_time
 from convbench.measure.environment import environment
-from convbench.measure.timing import median_time, rotation_count
-from convbench.network.model import Network, correctness, forward
+from convbench.network.model import Network, correctness
 from convbench.network.spec import NETWORKS
 from convbench.network.weights import load_weights
 
@@ -48,29 +47,6 @@ def verify_all(impls, shapes: int, seed: int, log) -> dict[str, dict]:
                           "detail": (cells[-1] if cells else (p.stderr.strip().splitlines() or ["no output"])[-1])}
         print(f"verify {impl.name:20} {'ok' if p.returncode == 0 else 'FAIL':5} {out[impl.name]['max_rel_error']}", flush=True)
     return out
-
-
-def conv_inputs(net: str, images) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """(layer, real input activations on the GPU, weights) for each conv layer of the network."""
-    w = load_weights("own", net)
-    params = {n: t.cuda() for n, t in w.params.items()}
-    captured = []
-
-    def conv(name, x, k):
-        captured.append((name, x.contiguous(), k))
-        return F.conv2d(x, k)
-
-    with torch.no_grad():
-        forward(w.spec, params, torch.from_numpy(images).float().unsqueeze(1).cuda(), conv)
-    return captured
-
-
-def time_layers(impl, layers, reps: int) -> list[float]:
-    times = []
-    for _, x, k in layers:
-        sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
-        times.append(median_time("cuda", lambda i: impl(sets[i], k), len(sets), reps))
-    return times
 
 
 def main() -> None:
@@ -115,9 +91,9 @@ def main() -> None:
         w = load_weights("own", net)
         data = load_dataset(w.spec.input_size, count=max(int(s) for s in args.sizes.split(",")), quiet=True)
         for size in (int(s) for s in args.sizes.split(",")):
-            layers = conv_inputs(net, data.images[:size])
+            layers = conv_inputs(net, data.images[:size], "cuda")
             for impl in good:
-                t = time_layers(impl, layers, args.reps)
+                t = [op_time(impl, inp, "cuda", args.reps) for inp in layers]
                 results["timing"].setdefault(net, {}).setdefault(str(size), {})[impl.name] = t
             base = sum(results["timing"][net][str(size)]["cudnn"])
             print(f"timing {net} {size}: " + ", ".join(

@@ -292,3 +292,21 @@ def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
 def test_ceilings_gpu(capsys):
     rc, out, _ = cli(capsys, "ceilings", "--device", "cuda")
     assert rc == 0 and "tf32" in out
+
+
+def test_op_time_takes_the_impls_own_timing_where_it_reports_one():
+    """A course mini-dnn file's call includes its host copies; its shim's conv_forward_gpu time is the Op Time."""
+    import dataclasses
+
+    from convbench.impls.registry import get_impl
+    from convbench.measure.bench import ConvInput, op_time
+
+    @dataclasses.dataclass(frozen=True)
+    class SelfTimed(type(get_impl("onednn"))):
+        def reported_op_time(self) -> float | None:
+            return 0.125
+
+    impl = SelfTimed(**{f.name: getattr(get_impl("onednn"), f.name) for f in dataclasses.fields(get_impl("onednn"))})
+    x, k = torch.rand(2, 1, 9, 9), torch.rand(3, 1, 3, 3)
+    assert op_time(impl, ConvInput("conv1", x, k, x), "cpu", reps=3) == 0.125
+    assert op_time(get_impl("onednn"), ConvInput("conv1", x, k, x), "cpu", reps=3) < 0.125

@@ -2,7 +2,6 @@
 with it), float32. What every hand-written CPU rung is compared with in the same run.
 """
 
-import torch
 import torch.nn.functional as F
 
 from convbench.impls.registry import conv_impl
@@ -18,6 +17,3 @@ from convbench.impls.registry import conv_impl
 def conv_forward(x, k):
     return F.conv2d(x, k)
 
-
-def backend() -> str:
-    return "oneDNN" if torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled else "torch native"

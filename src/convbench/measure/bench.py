@@ -96,16 +96,15 @@ def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
 
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
-    own = getattr(impl, "last_times", None)
-    if own is not None:  # a course mini-dnn file: its shim times conv_forward_gpu alone, as the course did
-        for i in range(WARMUP[device]):
-            impl(sets[i % len(sets)], inp.k)
+    for i in range(WARMUP[device]):
+        impl(sets[i % len(sets)], inp.k)
+    if impl.reported_op_time() is not None:  # it times its own op (ConvImpl.reported_op_time): median of those
         times = []
         for r in range(reps):
             impl(sets[r % len(sets)], inp.k)
-            times.append(own["op_s"])
+            times.append(impl.reported_op_time())
         return sorted(times)[len(times) // 2]
-    return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, WARMUP[device])
+    return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
 
 
 def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
