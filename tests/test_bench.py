@@ -26,7 +26,7 @@ def imread(path):
 
 LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "flop", "bytes", "intensity_flop_per_byte",
               "op_time_s", "layer_time_s", "gflop_per_s", "gbyte_per_s", "floor_s", "of_floor_pct",
-              "speedup_vs_reference_x"}
+              "memory_floor_s", "of_memory_floor_pct", "speedup_vs_reference_x"}
 
 
 def cli(capsys, *argv) -> tuple[int, str, str]:
@@ -93,6 +93,8 @@ def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
         floor = max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / c["fp32_flop_per_s"])
         assert r["floor_s"] == pytest.approx(floor)
         assert r["of_floor_pct"] == pytest.approx(100 * floor / r["op_time_s"])
+        assert r["memory_floor_s"] == pytest.approx(r["bytes"] / c["copy_bytes_per_s"]) and r["memory_floor_s"] <= floor
+        assert r["of_memory_floor_pct"] == pytest.approx(100 * r["memory_floor_s"] / r["op_time_s"])
         if r["impl"] == "onednn":
             assert r["speedup_vs_reference_x"] == pytest.approx(1.0)
     sp19 = [r for r in rows if r["impl"] == "onednn" and r["images"] == 10]
@@ -100,14 +102,17 @@ def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
     assert sp19[0]["shape_BCHWMK"] == [10, 1, 48, 48, 6, 5] and sp19[1]["shape_BCHWMK"] == [10, 6, 22, 22, 16, 5]
     assert {(t["impl"], t["images"]) for t in doc["totals"]} == {(i, n) for i in ("onednn", "cpu-parallel") for n in (10, 20)}
     for t in doc["totals"]:
-        parts = [r["op_time_s"] for r in rows if (r["impl"], r["images"]) == (t["impl"], t["images"])]
-        assert t["op_time_s"] == pytest.approx(sum(parts))
+        parts = [r for r in rows if (r["impl"], r["images"]) == (t["impl"], t["images"])]
+        assert t["op_time_s"] == pytest.approx(sum(r["op_time_s"] for r in parts))
+        assert t["memory_floor_s"] == pytest.approx(sum(r["memory_floor_s"] for r in parts))
+        assert t["of_memory_floor_pct"] == pytest.approx(100 * t["memory_floor_s"] / t["op_time_s"])
+    assert doc["impls"]["cpu-parallel"]["arithmetic"] == "fp32" and doc["impls"]["cpu-parallel"]["fused"] is False
 
 
 def test_bench_prints_a_table_per_net_and_batch(bench_run):
     out = bench_run[1]
     assert "sp19 · 10 images" in out and "sp19 · 20 images" in out
-    for col in ("Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor", "vs onednn"):
+    for col in ("Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor", "% of mem. floor", "vs onednn"):
         assert col in out, col
     assert "cpu-parallel" in out and "Σ" in out
 
@@ -165,13 +170,19 @@ def test_save_writes_png_atomically(tmp_path, bench_run):
 
 
 def test_floor_is_the_larger_of_memory_and_arithmetic():
-    c = Ceilings("m", "cuda", copy_bytes_per_s=1e12, fp32_flop_per_s=50e12, tf32_flop_per_s=400e12, measured="")
-    assert c.floor_s(flop=1e9, nbytes=1e9, precision="fp32") == pytest.approx(1e-3)  # memory-bound
-    assert c.floor_s(flop=1e12, nbytes=1e6, precision="fp32") == pytest.approx(1 / 50)  # arithmetic-bound
-    assert c.floor_s(flop=1e12, nbytes=1e6, precision="tf32") == pytest.approx(1 / 400)
-    assert c.floor_s(flop=1e12, nbytes=1e6, precision="fp16") == pytest.approx(1 / 400)
+    c = Ceilings("m", "cuda", copy_bytes_per_s=1e12, fp32_flop_per_s=50e12, tf32_flop_per_s=400e12, measured="",
+                 fp16_flop_per_s=800e12, bf16_flop_per_s=700e12)
+    assert c.floor_s(flop=1e9, nbytes=1e9, arithmetic="fp32") == pytest.approx(1e-3)  # memory-bound
+    assert c.memory_floor_s(1e9) == pytest.approx(1e-3)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp32") == pytest.approx(1 / 50)  # arithmetic-bound
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32") == pytest.approx(1 / 400)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32x3") == pytest.approx(3 / 400)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp16") == pytest.approx(1 / 800)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="bf16") == pytest.approx(1 / 700)
+    old = Ceilings("m", "cuda", 1e12, 50e12, 400e12, "")  # a results file from before fp16 / bf16 were measured
+    assert old.flop_per_s("fp16") == old.flop_per_s("bf16") == 400e12
     cpu = Ceilings("m", "cpu", 1e10, 1e11, None, "")
-    assert cpu.flop_per_s("fp16") == 1e11  # no tensor-core ceiling on the CPU
+    assert cpu.flop_per_s("fp16") == cpu.flop_per_s("tf32x3") == 1e11  # no tensor-core ceiling on the CPU
 
 
 def test_ceilings_are_cached_per_machine(tmp_path, monkeypatch):
@@ -282,6 +293,7 @@ def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
     doc = json.loads(js.read_text())
     assert doc["reference"] == "cudnn" and set(doc["impls"]) == {"cudnn", "gpu-basic", "gpu-streams"}
     assert doc["ceilings"]["tf32_flop_per_s"] > doc["ceilings"]["fp32_flop_per_s"] > 0
+    assert doc["ceilings"]["fp16_flop_per_s"] > 0 and doc["ceilings"]["bf16_flop_per_s"] > 0
     assert "gpu" in doc["environment"] and "driver" in doc["environment"]
     for r in doc["layers"]:
         assert r["layer_time_s"] > r["op_time_s"] > 0
@@ -290,8 +302,12 @@ def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
 
 @pytest.mark.gpu
 def test_ceilings_gpu(capsys):
-    rc, out, _ = cli(capsys, "ceilings", "--device", "cuda")
-    assert rc == 0 and "tf32" in out
+    rc, out, _ = cli(capsys, "ceilings", "--device", "cuda", "--remeasure")
+    assert rc == 0 and all(name in out for name in ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")), out
+    c, fresh = ceilings.load("cuda")
+    assert not fresh and c.complete  # the cache now holds every ceiling
+    assert c.fp16_flop_per_s > c.fp32_flop_per_s and c.bf16_flop_per_s > c.fp32_flop_per_s
+    assert c.flop_per_s("tf32x3") == pytest.approx(c.tf32_flop_per_s / 3)
 
 
 def test_op_time_takes_the_impls_own_timing_where_it_reports_one():

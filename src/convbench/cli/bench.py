@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from convbench import ui
-from convbench.cli.devices import require_cuda, resolve
+from convbench.cli.devices import all_on, require_cuda, resolve
 from convbench.cli.main import MAX_IMAGES
 from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl, all_impls
+from convbench.impls.registry import ConvImpl
 from convbench.measure import bench, ceilings, outfiles, plots
 from convbench.network.spec import NETWORKS, get_network
 
@@ -23,18 +23,18 @@ DEFAULTS = {  # small enough on the CPU to finish in well under a minute on 2 co
 }
 
 
-def _impls(text: str, device: str | None) -> tuple[list[ConvImpl], str]:
+def _impls(text: str, device: str | None, precision: str = "fp32") -> tuple[list[ConvImpl], str]:
     if text == "all":
         device = device or "cpu"
         if device == "cuda":
             require_cuda()
         # the float64 answer key is no contender; name it to time it anyway
-        return [i for i in all_impls() if i.runs_on(device) and i.name != "reference"], device
+        return [i for i in all_on(device, precision) if i.name != "reference"], device
     impls = []
     for name in text.split(","):
         if not name.strip():
             raise UsageError(f"--impls {text!r} has an empty name; separate names with single commas")
-        impl, device = resolve(name.strip(), device)
+        impl, device = resolve(name.strip(), device, precision)
         impls.append(impl)
     return impls, device
 
@@ -62,7 +62,7 @@ def _sizes(text: str) -> list[int]:
 def cmd_bench(args) -> int:
     if args.ceilings:
         return cmd_ceilings(args)
-    impls, device = _impls(args.impls, args.device)
+    impls, device = _impls(args.impls, args.device, getattr(args, "precision", None) or "fp32")
     defaults = DEFAULTS[device]
     nets = _nets(args.nets or defaults["nets"])
     sizes = _sizes(args.sizes or defaults["sizes"])
@@ -102,23 +102,30 @@ def print_tables(doc: dict) -> None:
     for net in doc["settings"]["nets"]:
         for size in doc["settings"]["sizes"]:
             table = Table(title=f"{net} · {size} images · {doc['device']} ({doc['card']}) · median of "
-                                f"{doc['settings']['reps']} runs · floor = max(bytes / copy rate, FLOPs / GEMM rate)")
+                                f"{doc['settings']['reps']} runs · floor = max(bytes / copy rate, FLOPs / GEMM rate "
+                                "of the arithmetic), memory floor = bytes / copy rate")
             for col in ("impl", "prec.", "layer", "Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor",
-                        f"vs {ref}", "verify"):
+                        "% of mem. floor", f"vs {ref}", "verify"):
                 table.add_column(col, justify="left" if col in ("impl", "prec.", "layer", "verify") else "right")
             rows = [r for r in doc["layers"] if r["net"] == net and r["images"] == size]
             sums = [s for s in doc["totals"] if s["net"] == net and s["images"] == size]
             for s in sums:
                 v = verify[s["impl"]]
                 mark = f"ok {v['max_rel_error']:.0e}" if v["ok"] else f"[red]FAIL {v['max_rel_error']:.0e}"
-                prec = doc["impls"][s["impl"]]["precision"]
+                if v.get("fused"):
+                    mark += f" · fused {'ok' if v['fused']['ok'] else '[red]FAIL'} {v['fused']['max_rel_error']:.0e}"
+                info = doc["impls"][s["impl"]]
+                prec = info["precision"]
+                if info.get("arithmetic", prec) != prec:
+                    prec += f" ({info['arithmetic']})"
                 for r in (r for r in rows if r["impl"] == s["impl"]):
                     table.add_row(r["impl"], prec, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
                                   f"{r['gflop_per_s']:.1f}", f"{r['gbyte_per_s']:.1f}", f"{r['of_floor_pct']:.1f}",
-                                  f"{r['speedup_vs_reference_x']:.2f}x", mark)
+                                  f"{r['of_memory_floor_pct']:.1f}", f"{r['speedup_vs_reference_x']:.2f}x", mark)
                 table.add_row(f"[bold]{s['impl']}", prec, "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}",
                               _ms(s["layer_time_s"]), f"{s['gflop_per_s']:.1f}", "", f"{s['of_floor_pct']:.1f}",
-                              f"[bold]{s['speedup_vs_reference_x']:.2f}x", "", end_section=True)
+                              f"{s['of_memory_floor_pct']:.1f}", f"[bold]{s['speedup_vs_reference_x']:.2f}x", "",
+                              end_section=True)
             console.print(table)
 
 
@@ -133,12 +140,28 @@ def cmd_ceilings(args) -> int:
     table.add_column("how")
     copy_n = ceilings.GPU_COPY_BYTES if device == "cuda" else ceilings.CPU_COPY_BYTES
     gemm_n = ceilings.GPU_GEMM_N if device == "cuda" else ceilings.CPU_GEMM_N
-    table.add_row("copy", f"{c.copy_bytes_per_s / 1e9:.1f} GB/s", f"{copy_n >> 20} MiB tensor copy, read + write")
-    table.add_row("fp32", f"{c.fp32_flop_per_s / 1e9:.1f} GFLOP/s", f"torch.matmul {gemm_n}x{gemm_n} float32"
-                  + (", TF32 off" if device == "cuda" else f", {torch.get_num_threads()} threads"))
-    if c.tf32_flop_per_s:
-        table.add_row("tf32", f"{c.tf32_flop_per_s / 1e9:.1f} GFLOP/s", f"torch.matmul {gemm_n}x{gemm_n}, TF32 on "
-                      "(ceiling for tf32 / fp16 impls)")
-    table.caption = f"floor = max(bytes / copy, FLOPs / fp32 or tf32); cache: {ceilings.cache_file(device)}"
+    table.add_row("copy", f"{c.copy_bytes_per_s / 1e9:.1f} GB/s", f"{copy_n >> 20} MiB tensor copy, read + write "
+                  "(memory floor = bytes / copy)")
+    for name, how in ceiling_rows(c, gemm_n):
+        table.add_row(name, f"{c.flop_per_s(name) / 1e9:.1f} GFLOP/s", how)
+    table.caption = (f"floor = max(bytes / copy, FLOPs / the ceiling of the impl's arithmetic); cache: "
+                     f"{ceilings.cache_file(device)}")
     Console(highlight=False, width=max(120, Console().width)).print(table)
     return 0
+
+
+def ceiling_rows(c: ceilings.Ceilings, gemm_n: int) -> list[tuple[str, str]]:
+    """(arithmetic, how its ceiling is had) for every arithmetic Ceilings.flop_per_s answers on this device."""
+    if c.device != "cuda":
+        return [("fp32", f"torch.matmul {gemm_n}x{gemm_n} float32, {torch.get_num_threads()} threads "
+                         "(every arithmetic counts as fp32 on the CPU)")]
+    rows = [("fp32", f"torch.matmul {gemm_n}x{gemm_n} float32, TF32 off (CUDA cores)"),
+            ("fp64", "= fp32 (a lower bound on the time)")]
+    if c.tf32_flop_per_s:
+        rows += [("tf32", f"torch.matmul {gemm_n}x{gemm_n} float32, TF32 on (tensor cores)"),
+                 ("tf32x3", "= tf32 / 3, not measured (3 TF32 products per fp32 multiply-add: fp32-accurate)")]
+    for name, rate in (("fp16", c.fp16_flop_per_s), ("bf16", c.bf16_flop_per_s)):
+        if rate:
+            dtype = "float16" if name == "fp16" else "bfloat16"
+            rows.append((name, f"torch.matmul {gemm_n}x{gemm_n} {dtype} (tensor cores)"))
+    return rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl, get_impl
+from convbench.impls.registry import ConvImpl, all_impls, get_impl, impl_for_precision
 
 DEFAULT_IMPL = {"cpu": "cpu-parallel", "cuda": "cudnn"}
 
@@ -17,8 +17,9 @@ def require_cuda() -> None:
                          "run on a GPU machine with a CUDA build of torch, or use --device cpu")
 
 
-def resolve(impl_name: str | None, device: str | None) -> tuple[ConvImpl, str]:
-    """--impl and --device together: each defaults from the other; they must agree."""
+def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") -> tuple[ConvImpl, str]:
+    """--impl and --device together: each defaults from the other; they must agree. --precision then picks the
+    implementation's variant of that precision (registry.impl_for_precision; fp32: the implementation itself)."""
     if impl_name is None:
         device = device or "cpu"
         impl = get_impl(DEFAULT_IMPL[device])
@@ -27,6 +28,19 @@ def resolve(impl_name: str | None, device: str | None) -> tuple[ConvImpl, str]:
         device = device or ("cpu" if impl.device == "any" else impl.device)
         if not impl.runs_on(device):
             raise UsageError(f"implementation {impl.name} runs on {impl.device}, not {device}; use --device {impl.device}")
+    variant = impl_for_precision(impl, precision)
+    if not variant.runs_on(device):
+        raise UsageError(f"{precision} variant {variant.name} of {impl.name} runs on {variant.device}, not {device}; "
+                         f"use --device {variant.device}")
     if device == "cuda":
         require_cuda()
-    return impl, device
+    return variant, device
+
+
+def all_on(device: str, precision: str = "fp32") -> list[ConvImpl]:
+    """`--impl all`: every implementation that runs on the device; with a reduced --precision, those of it."""
+    impls = [i for i in all_impls() if i.runs_on(device) and (precision == "fp32" or i.precision == precision)]
+    if not impls:
+        other = "cuda" if device == "cpu" else "cpu"
+        raise UsageError(f"no {precision} implementation runs on {device}; use --device {other} or --precision fp32")
+    return impls

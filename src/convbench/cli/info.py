@@ -22,7 +22,11 @@ def cmd_impls(args) -> int:
     for col in ("name", "device", "precision", "summary", "demonstrates"):
         table.add_column(col)
     for impl in all_impls():
-        table.add_row(impl.name, impl.device, impl.precision, impl.summary, impl.demonstrates)
+        precision = impl.precision
+        if impl.ceiling_arithmetic != impl.precision:
+            precision += f" ({impl.ceiling_arithmetic} arithmetic)"
+        table.add_row(impl.name, impl.device, precision + (" + fused op" if impl.fused else ""), impl.summary,
+                      impl.demonstrates)
     _wide().print(table)
     return 0
 

@@ -14,6 +14,7 @@ from convbench.errors import UsageError
 from convbench.network.spec import MAX_IMAGE_SIZE
 
 MAX_IMAGES = 10000
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # --precision; = impls.registry.PRECISIONS (not imported: it loads torch)
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
             "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
             "leaderboard": "leaderboard"}
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="folder with the Fashion-MNIST ubyte files (default: $CONVBENCH_DATA, the Debian package, the bundled copy)")
     run.add_argument("--json", action="store_true", help="print one JSON document instead of the course's lines")
     run.add_argument("--time", action="store_true", help="also print elapsed, user, system time and max RSS (like /usr/bin/time)")
+    run.add_argument("--precision", choices=PRECISIONS, default="fp32", help="the impl's variant of this precision "
+                     "(default fp32); a reduced one also runs the fp32 variant and prints the Correctness delta")
+    run.add_argument("--fuse", action="store_true", help="conv + activation + pool in one call of the impl's fused "
+                     "op, timed as that conv's Op Time (default: each conv alone, as the course timed it)")
+    run.add_argument("--whole-network", action="store_true", help="every layer on the GPU (fused conv kernels, "
+                     "tensor-core dense), one CUDA graph: prints Network Time on device-resident input (no --impl)")
 
     sub.add_parser("impls", help="list the convolution implementations")
     nets = sub.add_parser("nets", help="the course networks, per layer: shapes, FLOPs, bytes")
@@ -74,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cpu, or the impl's device")
     verify.add_argument("--shapes", type=positive_int, default=50, help="how many shapes (default 50: edge cases, then random)")
     verify.add_argument("--seed", type=seed_value, help="random seed (default: a fresh one, printed)")
+    verify.add_argument("--precision", choices=PRECISIONS, default="fp32", help="each impl's variant of this "
+                        "precision (default fp32); with all: the impls of this precision")
 
     sweep = sub.add_parser("sweep", help="GPU: time an implementation's launch parameters per layer, record the best")
     sweep.add_argument("--impl", required=True, help="an implementation with tunables (see `convbench impls`)")
@@ -92,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--plot", metavar="FILE.png", help="write the Op Time vs images plot (PNG)")
     bench.add_argument("--ceilings", action="store_true", help="only show this machine's ceilings (same as `convbench ceilings`)")
     bench.add_argument("--remeasure", action="store_true", help="measure the ceilings again instead of using the cached ones")
+    bench.add_argument("--precision", choices=PRECISIONS, default="fp32", help="each impl's variant of this "
+                       "precision (default fp32); with all: the impls of this precision")
 
     ceilings = sub.add_parser("ceilings", help="this machine's copy bandwidth and GEMM rates (cached), the floor of every layer")
     ceilings.add_argument("--device", choices=("cpu", "cuda"), default="cpu")

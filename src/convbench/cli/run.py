@@ -10,6 +10,15 @@ implementation, print per-layer Op Time and Correctness in the course's format:
 
 Times are seconds. One measured inference after an untimed warm-up of each layer (see network/model.py); `bench`
 takes medians over many runs.
+
+`--precision tf32|fp16|bf16` runs the implementation's variant of that precision (registry.impl_for_precision),
+then the same images again with the fp32 one of its family (the implementation named by --impl; the library, cudnn
+or onednn, where that is itself reduced), untimed, and prints the difference:
+
+    Correctness: 0.885 (fp32: 0.886, delta -0.001) Model: ...
+
+`--fuse` runs each conv with the activation and pool after it as one call of the implementation's fused op; such a
+line names the layers its call covered: `Op Time: 0.001234 Layer Time: 0.002345 (conv1+relu+pool1)`.
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ import json
 import sys
 
 from convbench import ui
-from convbench.cli.devices import resolve
+from convbench.cli.devices import require_cuda, resolve
+from convbench.errors import UsageError
 from convbench.data.fashion_mnist import load_dataset
+from convbench.impls.registry import ConvImpl, get_impl
+from convbench.measure.results import REFERENCE
 from convbench.measure.usage import usage
-from convbench.network.model import Network, correctness
+from convbench.network.model import Network, correctness, require_fused
 from convbench.network.weights import DEFAULT_NET, load_weights
 
 
@@ -30,8 +42,24 @@ def _say(text: str, quiet: bool) -> None:
         print(text, flush=True)
 
 
+def fp32_baseline(named: ConvImpl, precision: str, device: str) -> ConvImpl | None:
+    """What a reduced-precision run's Correctness is compared with: the fp32 implementation of its family (the one
+    --impl named), else the device's library (cudnn / onednn). None without a reduced --precision."""
+    if precision == "fp32":
+        return None
+    return named if named.precision == "fp32" else get_impl(REFERENCE[device])
+
+
 def cmd_run(args) -> int:
-    impl, device = resolve(args.impl, args.device)
+    if getattr(args, "whole_network", False):
+        return run_whole_network(args)
+    precision = getattr(args, "precision", None) or "fp32"
+    fuse = getattr(args, "fuse", False)
+    named, device = resolve(args.impl, args.device)
+    impl, device = resolve(args.impl, device, precision)
+    if fuse:
+        require_fused(impl)
+    baseline = fp32_baseline(named, precision, device)
     quiet = args.json
     net = args.net if args.net or args.weights not in ("own", "high", "low") else DEFAULT_NET
 
@@ -42,7 +70,7 @@ def cmd_run(args) -> int:
     data = load_dataset(spec.input_size, count=args.size, data_dir=args.data_dir, quiet=quiet)
     _say("Loading fashion-mnist data... done", quiet)  # printed whole, after the checks: no half line on an error
     impl.prepare()
-    network = Network(weights, impl, device)
+    network = Network(weights, impl, device, fuse=fuse)
     _say("Loading model... done", quiet)
     if not quiet:
         ui.note(f"{spec.name} · {spec.input_size}x{spec.input_size} · {args.size} images · impl {impl.name} on {device} "
@@ -51,9 +79,23 @@ def cmd_run(args) -> int:
     _say("New Inference", quiet)
     result = network.infer(data.images, show_progress=not quiet and sys.stderr.isatty())
     for t in result.conv_timings:
-        _say(f"Op Time: {t.op_time:.6f} Layer Time: {t.layer_time:.6f}", quiet)
+        fused_name = f" ({t.layer})" if fuse and "+" in t.layer else ""  # --fuse: which layers the call covered
+        _say(f"Op Time: {t.op_time:.6f} Layer Time: {t.layer_time:.6f}{fused_name}", quiet)
     acc = correctness(result.predictions, data.labels)
-    _say(f"Correctness: {acc!r} Model: {weights.label}", quiet)
+    versus = {}
+    if baseline is not None:  # --precision tf32/fp16/bf16: the same images through the fp32 implementation
+        if not quiet:
+            ui.note(f"fp32 baseline for the Correctness delta: the same {args.size} images with {baseline.name}")
+        baseline.prepare()
+        fuse32 = fuse and baseline.fused is not None
+        result32 = Network(weights, baseline, device, fuse=fuse32).infer(data.images, show_progress=False)
+        acc32 = correctness(result32.predictions, data.labels)
+        versus = {"fp32_impl": baseline.name, "correctness_fp32": acc32, "correctness_delta": round(acc - acc32, 10),
+                  "predictions_differing": int((result.predictions != result32.predictions).sum())}
+        _say(f"Correctness: {acc!r} (fp32: {acc32!r}, delta {versus['correctness_delta']:+g}) Model: {weights.label}",
+             quiet)
+    else:
+        _say(f"Correctness: {acc!r} Model: {weights.label}", quiet)
     cost = usage() if getattr(args, "time", False) else None  # --time: the whole program so far, like /usr/bin/time
     for line in cost.lines() if cost else ():
         _say(line, quiet)
@@ -63,6 +105,8 @@ def cmd_run(args) -> int:
             "net": spec.name,
             "model": weights.label,
             "impl": impl.name,
+            "precision": impl.precision,
+            "fused": fuse,
             "device": device,
             "images": args.size,
             "image_size": spec.input_size,
@@ -73,6 +117,68 @@ def cmd_run(args) -> int:
             ],
             "op_time_total_s": sum(t.op_time for t in result.conv_timings),
             "correctness": acc,
+            **versus,
+            **({"time": cost.to_json()} if cost else {}),
+        }, indent=2))
+    return 0
+
+
+WHOLE_PRECISION = {"fp32": "tf32x3", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16"}  # --precision -> dense/conv kernels
+
+
+def run_whole_network(args) -> int:
+    """`run --whole-network`: every layer on the GPU (network/whole.py), one CUDA graph replay per inference. Prints
+    `Network Time: <s> (device-resident input, CUDA graph)` (median of 20 replays; the upload is not in it) and the
+    Correctness line; --json adds the upload, upload + replay, and the whole-network floor."""
+    if args.impl is not None:
+        raise UsageError("--whole-network runs every layer with its own kernels (tensor-core conv and dense); "
+                         "leave out --impl, or drop --whole-network to time one convolution implementation")
+    if args.device == "cpu":
+        raise UsageError("--whole-network runs on the GPU; leave out --device or use --device cuda")
+    require_cuda()
+    precision = WHOLE_PRECISION[getattr(args, "precision", None) or "fp32"]
+    quiet = args.json
+    net = args.net if args.net or args.weights not in ("own", "high", "low") else DEFAULT_NET
+    weights = load_weights(args.weights, net, args.image_size)
+    spec = weights.spec
+    data = load_dataset(spec.input_size, count=args.size, data_dir=args.data_dir, quiet=quiet)
+    _say("Loading fashion-mnist data... done", quiet)
+
+    from convbench.measure import ceilings as ceilings_mod
+    from convbench.network.whole import WholeNetwork, benchmark
+
+    network = WholeNetwork(weights, precision)
+    _say("Loading model... done", quiet)
+    if not quiet:
+        ui.note(f"{spec.name} · {spec.input_size}x{spec.input_size} · {args.size} images · whole network on cuda "
+                f"({precision}, CUDA graph) · data: {data.source.origin}")
+    _say("New Inference", quiet)
+    ceil = ceilings_mod.load("cuda")[0] if args.json else None
+    result = benchmark(network, data.images, data.labels, baselines=False, ceilings=ceil)
+    whole = result["whole"]
+    _say(f"Network Time: {whole['time_s']:.6f} (device-resident input, CUDA graph)", quiet)
+    _say(f"Correctness: {whole['correctness']!r} Model: {weights.label}", quiet)
+    cost = usage() if getattr(args, "time", False) else None
+    for line in cost.lines() if cost else ():
+        _say(line, quiet)
+    if args.json:
+        print(json.dumps({
+            "net": spec.name,
+            "model": weights.label,
+            "mode": "whole-network",
+            "precision": precision,
+            "device": "cuda",
+            "images": args.size,
+            "image_size": spec.input_size,
+            "data": str(data.source.images),
+            "network_time_s": whole["time_s"],
+            "upload_time_s": whole["upload_s"],
+            "with_copy_time_s": whole["with_copy_s"],
+            "floor_s": result["floor"]["seconds"],
+            "x_floor": whole["x_floor"],
+            "correctness": whole["correctness"],
+            "rel_error_vs_fp64": whole["rel_error_vs_fp64"],
+            "steps": result["steps"],
             **({"time": cost.to_json()} if cost else {}),
         }, indent=2))
     return 0

@@ -8,38 +8,45 @@ from rich.console import Console
 from rich.table import Table
 
 from convbench import ui
-from convbench.cli.devices import require_cuda, resolve
-from convbench.impls.registry import all_impls
+from convbench.cli.devices import all_on, require_cuda, resolve
 from convbench.measure import problem
-from convbench.measure.verify import ImplReport, verify_impl
+from convbench.measure.verify import ImplReport, verify_fused, verify_impl
 
 
 def cmd_verify(args) -> int:
+    precision = getattr(args, "precision", None) or "fp32"
     if args.impl == "all":
         device = args.device or "cpu"
         if device == "cuda":
             require_cuda()
-        impls = [i for i in all_impls() if i.runs_on(device)]
+        impls = all_on(device, precision)
     else:  # one name, or several separated by commas (one device for all)
         impls, device = [], args.device
         for name in args.impl.split(","):
-            impl, device = resolve(name, device)
+            impl, device = resolve(name, device, precision)
             impls.append(impl)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     shapes = problem.shapes(args.shapes, seed)
+    fused = [i for i in impls if i.fused is not None]
+    also = (f"; fused ops of {', '.join(i.name for i in fused)} for {len(problem.fused_cases())} activation x pool "
+            "cases each" if fused else "")
     ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each, seed {seed} "
-            f"(repeat with --seed {seed})")
+            f"(repeat with --seed {seed}){also}")
 
     reports = []
-    with ui.progress_bar("verify", len(impls) * len(shapes), enabled=ui.err.is_terminal) as bar:
+    with ui.progress_bar("verify", (len(impls) + len(fused)) * len(shapes), enabled=ui.err.is_terminal) as bar:
         for impl in impls:
-            results = []
-            for r in verify_impl(impl, device, shapes, seed):
-                results.append(r)
-                bar.advance()
-            reports.append(ImplReport(impl, results))
+            for check, is_fused in ((verify_impl, False), (verify_fused, True)):
+                if is_fused and impl.fused is None:
+                    continue
+                results = []
+                for r in check(impl, device, shapes, seed):
+                    results.append(r)
+                    bar.advance()
+                reports.append(ImplReport(impl, results, is_fused))
 
-    table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN")
+    table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
+                        + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""))
     for col in ("impl", "precision", "shapes", "max rel. error", "tolerance", "worst shape", "result"):
         table.add_column(col, justify="right" if col in ("shapes", "max rel. error", "tolerance") else "left")
     for rep in reports:
@@ -50,7 +57,7 @@ def cmd_verify(args) -> int:
             verdict = f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} with unwritten/NaN output)" if unwritten else "")
         else:
             verdict = "[green]ok"
-        table.add_row(rep.impl.name, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
-                      f"{rep.impl.tolerance:.0e}", str(worst.shape), verdict)
+        table.add_row(rep.label, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
+                      f"{rep.impl.tolerance:.0e}", worst.where(), verdict)
     Console(highlight=False, width=max(140, Console().width)).print(table)
     return 0 if all(rep.ok for rep in reports) else 1

@@ -16,6 +16,21 @@ An implementation is one function in one file of this folder, registered with `@
 Library wrappers whose natural form returns a new tensor register with `writes_into=False` and define
 `conv_forward(x, k) -> y`. `ConvImpl.__call__` hides the difference: it allocates y when the caller passes none
 (allocation is part of the timed call for everyone), and copies into a caller's y (verify passes a NaN-poisoned y).
+
+Two optional declarations:
+
+- `arithmetic=`: what the FLOPs run on, when that differs from `precision` (what the answer is accurate to). A
+  3xTF32 kernel is fp32-accurate (`precision="fp32"`) but runs on the TF32 tensor cores (`arithmetic="tf32x3"`);
+  the floor bench divides its FLOPs by is the ceiling of the arithmetic (measure/ceilings.py). One of
+  ARITHMETICS; empty means the same as precision.
+- `fused=`: `fused(x, k, act, pool) -> y`, y = pool(act(conv(x, k))) in one kernel, where act is "tanh" | "relu" |
+  "sigmoid" | None and pool a `network.spec.Pool` (max, size, stride, ceil) or None; same dtypes and device as the
+  contract, output allocated by the function with torch.empty (verify fills uninitialized memory with NaN, so an
+  element it never writes fails). `run --fuse` uses it for each conv directly followed by an activation and/or a
+  pool (network/model.py); `verify` checks it against problem.fused_reference.
+
+Precision variants are found by name (`impl_for_precision`): the tf32 / fp16 / bf16 variant of implementation
+NAME is the registered implementation NAME-tf32 / NAME-fp16 / NAME-bf16 (cudnn -> cudnn-tf32).
 """
 
 from __future__ import annotations
@@ -30,6 +45,8 @@ import torch
 from convbench.errors import UsageError
 
 DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # what --precision chooses among (fp64 is the reference's alone)
+ARITHMETICS = ("fp64", "fp32", "tf32x3", "tf32", "fp16", "bf16")  # see ConvImpl.arithmetic
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,16 @@ class ConvImpl:
     # whose point is how it moves data (gpu-streams). Layer Time then measures this instead of copy + call + copy.
     host_layer: Callable | None = None
     rung: int = 0  # position on its device's ladder (listing order); 0 for the libraries and the reference
+    # What the FLOPs run on: "fp32" (CUDA-core / CPU FMAs), "tf32x3" (three TF32 tensor-core products per multiply,
+    # fp32-accurate), "tf32", "fp16", "bf16" (tensor cores), "fp64". Empty: the same as precision.
+    arithmetic: str = ""
+    # Optional: fused(x, k, act, pool) -> y = pool(act(conv(x, k))) in one kernel (see the module's docstring)
+    fused: Callable | None = None
+
+    @property
+    def ceiling_arithmetic(self) -> str:
+        """The arithmetic whose measured ceiling bounds this implementation's FLOP rate (Ceilings.flop_per_s)."""
+        return self.arithmetic or self.precision
 
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
@@ -57,6 +84,15 @@ class ConvImpl:
             self.fn(x, k, y)
             return y
         out = self.fn(x, k)
+        if y is None:
+            return out
+        y.copy_(out)
+        return y
+
+    def call_fused(self, x: torch.Tensor, k: torch.Tensor, act: str | None, pool, y: torch.Tensor | None = None
+                   ) -> torch.Tensor:
+        """y = pool(act(conv(x, k))) through `fused` (which allocates its output); copied into a caller's y."""
+        out = self.fused(x, k, act, pool)
         if y is None:
             return out
         y.copy_(out)
@@ -89,14 +125,17 @@ _REGISTRY: dict[str, ConvImpl] = {}
 
 def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes_into: bool = True,
               precision: str = "fp32", tolerance: float = 1e-5, setup: Callable[[], None] | None = None,
-              tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None, rung: int = 0):
+              tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None, rung: int = 0,
+              arithmetic: str = "", fused: Callable | None = None):
     """Register the decorated function as implementation `name`."""
+    if arithmetic and arithmetic not in ARITHMETICS:
+        raise ValueError(f"implementation {name}: arithmetic={arithmetic!r}; use one of {', '.join(ARITHMETICS)}")
 
     def register(fn: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name].module != fn.__module__:
             raise RuntimeError(f"two implementations are named {name}: {_REGISTRY[name].module} and {fn.__module__}")
         _REGISTRY[name] = ConvImpl(name, device, summary, demonstrates, fn, writes_into, precision, tolerance, setup,
-                                   fn.__module__, tunables, host_layer, rung)
+                                   fn.__module__, tunables, host_layer, rung, arithmetic, fused)
         return fn
 
     return register
@@ -131,3 +170,23 @@ def get_impl(name: str) -> ConvImpl:
         return user.load(name)
     raise UsageError(f"unknown implementation {name!r}; choose one of {', '.join(impls)} (see `convbench impls`), "
                      "or give the path of your own kernel file (.py or .cu)")
+
+
+def impl_for_precision(impl: ConvImpl, precision: str) -> ConvImpl:
+    """The variant of `impl` that computes in `precision` (--precision): fp32 is the implementation itself; an
+    implementation already of that precision is itself; otherwise the registered implementation named
+    f"{impl.name}-{precision}" (cudnn -> cudnn-tf32, gpu-igemm-tc -> gpu-igemm-tc-fp16), which must be of that
+    precision. Anything else is a UsageError naming the implementations that have the precision."""
+    if precision not in PRECISIONS:
+        raise UsageError(f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}")
+    if precision == "fp32" or impl.precision == precision:
+        return impl
+    impls = {i.name: i for i in all_impls()}
+    variant = impls.get(f"{impl.name}-{precision}")
+    if variant is not None and variant.precision == precision:
+        return variant
+    have = [i.name for i in impls.values() if i.precision == precision]
+    fix = (f"use --impl with one of the {precision} implementations ({', '.join(have)})" if have
+           else f"no implementation has precision {precision} yet")
+    raise UsageError(f"implementation {impl.name} has no {precision} variant (no {impl.name}-{precision} "
+                     f"registered); {fix}, or --precision fp32")

@@ -93,6 +93,7 @@ def conv_forward(x, k, y):
     rung=21,
     summary="Triton implicit GEMM on tensor cores, 3xTF32 (error-compensated): fp32-level accuracy",
     demonstrates="tensor-core speed at fp32 accuracy: hi*hi + hi*lo + lo*hi TF32 products",
+    arithmetic="tf32x3",
 )
 def conv_forward_tf32x3(x, k, y):
     _launch(x, k, y, "tf32x3")

@@ -9,11 +9,14 @@ bench takes, per conv layer and batch size:
   GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache;
 - Layer Time: the median of copy-in + call + copy-out from host tensors (impl.host_layer where the impl has its
   own pipeline); on the CPU there are no copies and Layer Time is Op Time;
-- GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py) and the share
-  of it reached (100 % = at the floor), and the speed-up over the library (cudnn on the GPU, onednn on the CPU)
-  measured in the same run, which is always included;
-- verify: a quick check of each implementation on 12 shapes (problem.shapes), so that a results file says whether
-  its fast numbers are also right (the leaderboard ranks only verified implementations).
+- GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py: bytes / copy
+  rate or FLOPs / the ceiling of the implementation's arithmetic, ConvImpl.ceiling_arithmetic) and the share of it
+  reached (100 % = at the floor), the memory floor alone (bytes / copy rate, the target of the reduced-precision
+  implementations) and the share of it reached, and the speed-up over the library (cudnn on the GPU, onednn on the
+  CPU) measured in the same run, which is always included;
+- verify: a quick check of each implementation on 12 shapes (problem.shapes), and of its fused op where it has one
+  (verify.verify_fused), so that a results file says whether its fast numbers are also right (the leaderboard
+  ranks only verified implementations).
 
 The result is one JSON-ready dict; every number's unit is in its key.
 """
@@ -32,7 +35,7 @@ from convbench.measure.ceilings import Ceilings
 from convbench.measure.environment import environment
 from convbench.measure.results import BENCH_FORMAT, REFERENCE, totals
 from convbench.measure.timing import median_time, rotation_count
-from convbench.measure.verify import verify_impl
+from convbench.measure.verify import verify_fused, verify_impl
 from convbench.network.model import forward
 from convbench.network.weights import load_weights
 
@@ -87,11 +90,19 @@ def with_reference(impls: list[ConvImpl], device: str) -> list[ConvImpl]:
 
 
 def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
-    worst, ok = 0.0, True
-    for r in verify_impl(impl, device, problem.shapes(VERIFY_SHAPES, VERIFY_SEED), VERIFY_SEED):
-        worst, ok = max(worst, r.check.rel_error), ok and r.check.ok
-        advance()
-    return {"ok": ok, "max_rel_error": worst, "tolerance": impl.tolerance, "shapes": VERIFY_SHAPES, "seed": VERIFY_SEED}
+    """{"ok", "max_rel_error", ...} of the convolution; with a fused op also "fused": {"ok", "max_rel_error"} of it
+    (the convolution's "ok" alone decides: bench times the convolution)."""
+    shapes = problem.shapes(VERIFY_SHAPES, VERIFY_SEED)
+    out = {}
+    for key, check in (("conv", verify_impl), ("fused", verify_fused)):
+        if key == "fused" and impl.fused is None:
+            continue
+        worst, ok = 0.0, True
+        for r in check(impl, device, shapes, VERIFY_SEED):
+            worst, ok = max(worst, r.check.rel_error), ok and r.check.ok
+            advance()
+        out[key] = {"ok": ok, "max_rel_error": worst}
+    return {**out.pop("conv"), "tolerance": impl.tolerance, "shapes": VERIFY_SHAPES, "seed": VERIFY_SEED, **out}
 
 
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
@@ -120,7 +131,8 @@ def total_steps(impls, nets, sizes) -> int:
     from convbench.network.spec import get_network
 
     layers = sum(len(get_network(n).conv_layers) for n in nets)
-    return len(impls) * (VERIFY_SHAPES + layers * len(sizes))
+    fused = sum(1 for i in impls if i.fused is not None)
+    return len(impls) * (VERIFY_SHAPES + layers * len(sizes)) + fused * VERIFY_SHAPES
 
 
 def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: str, reps: int, layer_reps: int,
@@ -149,7 +161,8 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
             for impl in impls:
                 for inp in inputs:
                     op, lt = measured[impl.name, inp.layer]
-                    floor = ceilings.floor_s(inp.flop, inp.nbytes, impl.precision)
+                    floor = ceilings.floor_s(inp.flop, inp.nbytes, impl.ceiling_arithmetic)
+                    memory_floor = ceilings.memory_floor_s(inp.nbytes)
                     rows.append({
                         "impl": impl.name, "net": net, "images": size, "layer": inp.layer,
                         "shape_BCHWMK": list(inp.shape), "flop": inp.flop, "bytes": inp.nbytes,
@@ -157,6 +170,7 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                         "op_time_s": op, "layer_time_s": lt,
                         "gflop_per_s": inp.flop / op / 1e9, "gbyte_per_s": inp.nbytes / op / 1e9,
                         "floor_s": floor, "of_floor_pct": 100.0 * floor / op,
+                        "memory_floor_s": memory_floor, "of_memory_floor_pct": 100.0 * memory_floor / op,
                         "speedup_vs_reference_x": measured[ref, inp.layer][0] / op,
                     })
             del inputs
@@ -172,7 +186,8 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         "settings": {"nets": nets, "sizes": sizes, "reps": reps, "layer_time_reps": layer_reps,
                      "warmup": WARMUP[device], "verify_shapes": VERIFY_SHAPES, "verify_seed": VERIFY_SEED},
         "ceilings": ceilings.to_json(),
-        "impls": {i.name: {"device": i.device, "precision": i.precision, "summary": i.summary} for i in impls},
+        "impls": {i.name: {"device": i.device, "precision": i.precision, "arithmetic": i.ceiling_arithmetic,
+                           "fused": i.fused is not None, "summary": i.summary} for i in impls},
         "verify": verify,
         "layers": rows,
         "totals": totals(rows, ref),

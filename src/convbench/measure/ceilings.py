@@ -3,18 +3,26 @@
 A measured time means little alone: 5 ms is slow for a layer that moves 1 MB and does 1 MFLOP, and fast for one
 that does 1 TFLOP. So bench compares each Op Time with a floor, the least time this machine could possibly take:
 
-    floor = max(bytes / copy bandwidth, FLOPs / arithmetic ceiling)
+    floor = max(bytes / copy bandwidth, FLOPs / ceiling of the arithmetic the implementation uses)
 
-with bytes = x read once + k read once + y written once (float32) and FLOPs = 2 per multiply-add. The ceilings are
-measured, not taken from a data sheet (a data sheet is never reached by real code, and the CI machine has none):
+with bytes = x read once + k read once + y written once (float32: reduced-precision implementations take and give
+float32 tensors too) and FLOPs = 2 per multiply-add. `bytes / copy bandwidth` alone is the memory floor, the
+target of the reduced-precision implementations. The ceilings are measured, not taken from a data sheet (a data
+sheet is never reached by real code, and the CI machine has none):
 
     GPU  copy: a large device-to-device copy, (bytes read + written) / time
-         fp32: torch.matmul of two 8192 x 8192 float32 matrices with TF32 off (CUDA cores)
-         tf32: the same with TF32 on (tensor cores); the ceiling for the tf32 and fp16 implementations
-    CPU  copy: a large tensor copy on all threads; fp32: a float32 torch.matmul on all threads (oneDNN / BLAS)
+         fp32: torch.matmul of two 8192 x 8192 float32 matrices with TF32 off (CUDA cores); fp64 counts as fp32
+               (a lower bound on the time, so still a floor)
+         tf32: the same with TF32 on (tensor cores)
+         tf32x3: not measured: the tf32 rate / 3 (three TF32 products per fp32 multiply-add: hi*hi, hi*lo, lo*hi)
+         fp16, bf16: torch.matmul of two 8192 x 8192 float16 / bfloat16 matrices (tensor cores)
+    CPU  copy: a large tensor copy on all threads; fp32: a float32 torch.matmul on all threads (oneDNN / BLAS);
+         every arithmetic counts as fp32 there
 
-Each is the median of a few runs after a warm-up. They are measured once per machine and kept in
-`$CONVBENCH_CACHE/ceilings/<machine>.json`; `convbench ceilings --remeasure` measures again.
+An implementation declares its arithmetic (ConvImpl.ceiling_arithmetic: `arithmetic=`, else its precision).
+Each ceiling is the median of a few runs after a warm-up. They are measured once per machine and kept in
+`$CONVBENCH_CACHE/ceilings/<machine>.json`; `convbench ceilings --remeasure` measures again, and a GPU cache
+written before the fp16 / bf16 ceilings existed is measured again when read.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from convbench.measure.timing import median_time
 GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
 GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
 REPS = 5
-REDUCED = ("tf32", "fp16", "bf16")  # precisions whose arithmetic ceiling is the tensor-core (tf32) one
+ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")  # what flop_per_s accepts (registry.ARITHMETICS)
 
 
 @dataclass(frozen=True)
@@ -47,15 +55,31 @@ class Ceilings:
     fp32_flop_per_s: float
     tf32_flop_per_s: float | None  # GPU only
     measured: str  # UTC date
+    fp16_flop_per_s: float | None = None  # GPU only; None in caches and results files from before they existed
+    bf16_flop_per_s: float | None = None
 
-    def flop_per_s(self, precision: str) -> float:
-        """The arithmetic ceiling for an implementation of this precision (fp64 counts as fp32: a lower bound)."""
-        if precision in REDUCED and self.tf32_flop_per_s:
-            return self.tf32_flop_per_s
-        return self.fp32_flop_per_s
+    def flop_per_s(self, arithmetic: str) -> float:
+        """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic). fp64 counts as fp32 (a lower bound on the
+        time); tf32x3 is the tf32 rate / 3; a ceiling this machine lacks (the CPU has no tensor cores) is fp32's,
+        and fp16 / bf16 in files from before they were measured are tf32's."""
+        if arithmetic not in ARITHMETICS:
+            raise ValueError(f"unknown arithmetic {arithmetic!r}; one of {', '.join(ARITHMETICS)}")
+        tf32 = self.tf32_flop_per_s
+        rate = {"tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None,
+                "fp16": self.fp16_flop_per_s or tf32, "bf16": self.bf16_flop_per_s or tf32}.get(arithmetic)
+        return rate or self.fp32_flop_per_s
 
-    def floor_s(self, flop: float, nbytes: float, precision: str) -> float:
-        return max(nbytes / self.copy_bytes_per_s, flop / self.flop_per_s(precision))
+    def memory_floor_s(self, nbytes: float) -> float:
+        """The bytes moved once at the copy rate: the floor of a layer no arithmetic could speed up."""
+        return nbytes / self.copy_bytes_per_s
+
+    def floor_s(self, flop: float, nbytes: float, arithmetic: str) -> float:
+        return max(self.memory_floor_s(nbytes), flop / self.flop_per_s(arithmetic))
+
+    @property
+    def complete(self) -> bool:
+        """Every ceiling this device has was measured (a GPU cache from an older convbench lacks fp16 / bf16)."""
+        return self.device != "cuda" or None not in (self.tf32_flop_per_s, self.fp16_flop_per_s, self.bf16_flop_per_s)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -82,11 +106,11 @@ def _copy_rate(device: str) -> float:
     return 2 * src.numel() * 4 / t  # every byte read once and written once
 
 
-def _gemm_rate(device: str, tf32: bool) -> float:
+def _gemm_rate(device: str, tf32: bool = False, dtype: torch.dtype = torch.float32) -> float:
     n = GPU_GEMM_N if device == "cuda" else CPU_GEMM_N
     g = torch.Generator(device=device).manual_seed(0)
-    a = torch.randn(n, n, device=device, generator=g)
-    b = torch.randn(n, n, device=device, generator=g)
+    a = torch.randn(n, n, device=device, generator=g).to(dtype)
+    b = torch.randn(n, n, device=device, generator=g).to(dtype)
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
@@ -97,14 +121,17 @@ def _gemm_rate(device: str, tf32: bool) -> float:
 
 
 def measure(device: str) -> Ceilings:
-    """Measure the ceilings now (about a second on the GPU, a few on a 2-core CPU)."""
+    """Measure the ceilings now (a few seconds on the GPU, a few on a 2-core CPU)."""
     copy = _copy_rate(device)
     fp32 = _gemm_rate(device, tf32=False)
-    tf32 = _gemm_rate(device, tf32=True) if device == "cuda" else None
+    tf32 = fp16 = bf16 = None
     if device == "cuda":
+        tf32 = _gemm_rate(device, tf32=True)
+        fp16 = _gemm_rate(device, dtype=torch.float16)
+        bf16 = _gemm_rate(device, dtype=torch.bfloat16)
         torch.cuda.empty_cache()
     return Ceilings(machine_key(device), device, copy, fp32, tf32,
-                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), fp16, bf16)
 
 
 def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
@@ -113,10 +140,11 @@ def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
     path = cache_file(device)
     if not remeasure:
         try:
-            data = json.loads(path.read_text())
-            return Ceilings(**data), False
+            cached = Ceilings(**json.loads(path.read_text()))
+            if cached.complete:
+                return cached, False
         except (OSError, ValueError, TypeError):
-            pass  # absent or from an older convbench: measure again
+            pass  # absent, damaged, or from an older convbench: measure again
     ceilings = measure(device)
     path.parent.mkdir(parents=True, exist_ok=True)
     outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")

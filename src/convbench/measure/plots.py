@@ -110,9 +110,25 @@ def ratio_figure(rows: list[dict], reference: str, title: str = "") -> Figure:
     return fig
 
 
-def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[str, str], title: str = "") -> Figure:
-    """One point per implementation x layer at each network's largest batch; the roof from the ceilings dict
-    (measure/ceilings.Ceilings.to_json()), left out when the results file has none."""
+ROOF_STYLES = {"fp32": "-", "tf32": "--", "tf32x3": "-.", "fp16": ":", "bf16": (0, (1, 4))}
+
+
+def roof_rates(ceilings: dict, arithmetics) -> dict[str, float]:
+    """The roofs to draw: fp32 and tf32 where measured, and the roof of each other arithmetic the plotted
+    implementations use (tf32x3 = tf32 / 3, fp16, bf16) where the file has its ceiling."""
+    tf32 = ceilings.get("tf32_flop_per_s")
+    rates = {"fp32": ceilings.get("fp32_flop_per_s"), "tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None,
+             "fp16": ceilings.get("fp16_flop_per_s"), "bf16": ceilings.get("bf16_flop_per_s")}
+    wanted = {"fp32", "tf32"} | set(arithmetics)
+    return {name: rate for name, rate in rates.items() if rate and name in wanted}
+
+
+def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[str, str], title: str = "",
+                    arithmetic: dict[str, str] | None = None) -> Figure:
+    """One point per implementation x layer at each network's largest batch; the roofs from the ceilings dict
+    (measure/ceilings.Ceilings.to_json()), left out when the results file has none. `arithmetic`: impl -> what its
+    FLOPs ran on, where that is not its precision (a 3xTF32 kernel: fp32 precision, tf32x3 arithmetic)."""
+    arithmetic = arithmetic or {}
     largest: dict[str, int] = defaultdict(int)
     for r in rows:
         largest[r["net"]] = max(largest[r["net"]], r["images"])
@@ -131,14 +147,17 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
     lo, hi = min(xs) / 4, max(xs) * 4
     if ceilings:
         bw = ceilings["copy_bytes_per_s"]
-        for name, rate, style in (("fp32", ceilings.get("fp32_flop_per_s"), "-"),
-                                  ("tf32", ceilings.get("tf32_flop_per_s"), "--")):
-            if rate:
-                knee = rate / bw
-                ax.plot([lo, knee, max(hi, knee * 4)], [bw * lo / 1e9, rate / 1e9, rate / 1e9], style, color="black",
-                        lw=1, label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s")
+        used = {arithmetic.get(i) or precisions.get(i, "fp32") for i in impls}
+        for name, rate in roof_rates(ceilings, used).items():
+            knee = rate / bw
+            ax.plot([lo, knee, max(hi, knee * 4)], [bw * lo / 1e9, rate / 1e9, rate / 1e9], linestyle=ROOF_STYLES[name],
+                    color="black", lw=1, label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s"
+                    + (" (tf32 / 3)" if name == "tf32x3" else ""))
     for impl in impls:  # legend entries: colour = implementation
-        ax.scatter([], [], color=colors[impl], s=22, label=f"{impl} ({precisions.get(impl, 'fp32')})")
+        prec = precisions.get(impl, "fp32")
+        arith = arithmetic.get(impl) or prec
+        label = f"{impl} ({prec})" if arith == prec else f"{impl} ({prec}, {arith} arithmetic)"
+        ax.scatter([], [], color=colors[impl], s=22, label=label)
     for i, key in enumerate(layer_names):  # marker = layer
         ax.scatter([], [], color="grey", marker=markers[i % len(markers)], s=22, label=key)
     ax.set_xscale("log")

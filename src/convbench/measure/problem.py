@@ -1,15 +1,22 @@
 """The convolution problem: a float64 reference, an input generator and a checker (as in GPU MODE's
 reference-kernels). Every implementation is judged by these three and nothing else.
+
+A fused implementation (ConvImpl.fused: convolution + activation + pooling in one kernel) is judged the same way
+against `fused_reference`, pool(act(conv)) in float64, for every case of `fused_cases()`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from convbench.network.spec import Pool, pool_out
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,52 @@ def reference(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return F.conv2d(x.double(), k.double())
 
 
+ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+
+
+def activation(x: torch.Tensor, fn: str | None) -> torch.Tensor:
+    return x if fn is None else ACTIVATIONS[fn](x)
+
+
+def pool(x: torch.Tensor, layer: Pool | None) -> torch.Tensor:
+    """A network's pooling layer (network/spec.Pool): max or average, floor or ceil mode, PyTorch's rule."""
+    if layer is None:
+        return x
+    op = F.max_pool2d if layer.kind == "max" else F.avg_pool2d
+    return op(x, layer.size, layer.stride, ceil_mode=layer.ceil)
+
+
+def fused_reference(x: torch.Tensor, k: torch.Tensor, act: str | None, pool_layer: Pool | None) -> torch.Tensor:
+    """What a fused implementation computes, in float64: pool(act(conv(x, k)))."""
+    return pool(activation(reference(x, k), act), pool_layer)
+
+
+@dataclass(frozen=True)
+class FusedCase:
+    act: str | None  # "tanh" | "relu" | "sigmoid" | None
+    pool: Pool | None
+
+    def out(self, shape: ConvShape) -> tuple[int, int, int, int] | None:
+        """The fused output's shape for this conv shape; None where the pool window does not fit its input."""
+        B, M, H, W = shape.out
+        if self.pool is None:
+            return (B, M, H, W)
+        oh, ow = (pool_out(n, self.pool.size, self.pool.stride, self.pool.ceil) for n in (H, W))
+        return (B, M, oh, ow) if oh >= 1 and ow >= 1 else None
+
+    def __str__(self) -> str:
+        p = self.pool
+        pool_text = "no pool" if p is None else f"{p.kind}pool {p.size}/{p.stride}" + (" ceil" if p.ceil else "")
+        return f"{self.act or 'no act'} + {pool_text}"
+
+
+def fused_cases() -> list[FusedCase]:
+    """Every activation (and none) with every pooling the course networks use (2/2; 4/4 ceil mode, mini-dnn's
+    conv2, whose last window hangs over the edge) and none."""
+    return [FusedCase(act, p) for act in (None, "tanh", "relu", "sigmoid")
+            for p in (None, Pool(2, 2), Pool(4, 4, ceil=True))]
+
+
 def generate(shape: ConvShape, seed: int, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Fresh random float32 inputs: x like raw pixels (0..255) for half the seeds, like activations for the rest,
     so that both the first layer's range and the later layers' signs are exercised."""
@@ -51,6 +104,27 @@ def poisoned_output(shape: ConvShape, device: str) -> torch.Tensor:
     return torch.full(shape.out, float("nan"), dtype=torch.float32, device=device)
 
 
+@contextlib.contextmanager
+def poisoned_allocations():
+    """Inside: every torch.empty (CPU and GPU) is filled with NaN, so that an element a function returning its own
+    output forgets to write fails the check (PyTorch's fill_uninitialized_memory, which works in deterministic
+    mode; warn_only keeps ops without a deterministic version running, their warnings silenced)."""
+    import torch.utils.deterministic as det
+
+    was_on = torch.are_deterministic_algorithms_enabled()
+    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    was_fill = det.fill_uninitialized_memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        det.fill_uninitialized_memory = True
+        try:
+            yield
+        finally:
+            det.fill_uninitialized_memory = was_fill
+            torch.use_deterministic_algorithms(was_on, warn_only=was_warn_only)
+
+
 @dataclass(frozen=True)
 class Check:
     rel_error: float  # ||y - ref|| / ||ref||, Frobenius; inf when an element is NaN/inf or unwritten
@@ -58,16 +132,25 @@ class Check:
     ok: bool
 
 
-def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float) -> Check:
+def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Tensor | None = None) -> Check:
+    """||y - ref|| / ||ref||; with `scale`, / ||scale|| instead (a fused op: / ||conv||, see fused_check)."""
     if tuple(y.shape) != tuple(ref.shape):
         return Check(math.inf, y.numel(), False)
     y64 = y.double()
     bad = int((~torch.isfinite(y64)).sum())
     if bad:
         return Check(math.inf, bad, False)
-    denom = float(torch.linalg.vector_norm(ref))
+    denom = float(torch.linalg.vector_norm(ref if scale is None else scale))
     err = float(torch.linalg.vector_norm(y64 - ref)) / (denom if denom > 0 else 1.0)
     return Check(err, 0, err <= tolerance)
+
+
+def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolerance: float) -> Check:
+    """A fused op's output against pool(act(conv_ref)), its error relative to the CONVOLUTION's norm: the activations
+    and a max pool with stride = size never grow an error (1-Lipschitz; each pooled error is one of its window's), so
+    a fused op whose convolution is within tolerance stays within it, while relative to the output's own norm a tiny
+    output (a sigmoid of -300 is 5e-131 in float64 and 0 in float32) would fail on rounding alone."""
+    return check(y, pool(activation(conv_ref, case.act), case.pool), tolerance, scale=conv_ref)
 
 
 def edge_shapes() -> list[ConvShape]:

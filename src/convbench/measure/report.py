@@ -226,10 +226,12 @@ def build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None =
         blocks.append(Heading(3, f"Leaderboard: Σ Op Time at {images} images, verified implementations"))
         blocks += [leaderboard_table(b) for b in board_list] + [Para(n) for n in notes]
         precisions = {k: v for f in group for k, v in f.precision.items()}
+        arithmetic = {k: v for f in group for k, v in f.arithmetic.items()}
         ceilings = next((f.ceilings for f in group if f.ceilings), None)
         figures = [("optime", plots.optime_figure(rows, f"Op Time vs images · {card}"), "Op Time vs images"),
                    ("ratio", plots.ratio_figure(rows, ref, f"speed-up over {ref} · {card}"), f"speed-up over {ref}"),
-                   ("roofline", plots.roofline_figure(rows, ceilings, precisions, f"roofline · {card}"), "roofline")]
+                   ("roofline", plots.roofline_figure(rows, ceilings, precisions, f"roofline · {card}", arithmetic),
+                    "roofline")]
         blocks.append(Heading(3, "Plots"))
         if ceilings is None:
             blocks.append(Para("The roofline has no roof: these results files carry no measured ceilings "

@@ -38,6 +38,7 @@ class ResultsFile:
     reference: str
     verify: dict[str, dict] | None  # impl -> {"ok": bool, "max_rel_error": float | None}; None: not recorded
     precision: dict[str, str]
+    arithmetic: dict[str, str]  # impl -> what its FLOPs ran on (ConvImpl.ceiling_arithmetic)
     layers: list[dict]  # bench's per-layer rows (impl, net, images, layer, op_time_s, flop, bytes, ...)
     ceilings: dict | None
 
@@ -100,6 +101,14 @@ def _precisions(names) -> dict[str, str]:
     return {n: known.get(n, "fp32") for n in names}
 
 
+def _arithmetics(precision: dict[str, str], recorded: dict[str, str] | None = None) -> dict[str, str]:
+    """What each impl's FLOPs ran on: as the file recorded it, else as the impl declares it today, else its
+    precision (files from before `arithmetic` existed)."""
+    known = {i.name: i.ceiling_arithmetic for i in all_impls()}
+    recorded = recorded or {}
+    return {n: recorded.get(n) or known.get(n) or p for n, p in precision.items()}
+
+
 def spec_layer_rows(net: str, images: int, impl: str, op_times: list[float]) -> list[dict]:
     """Per-layer rows for a writer that recorded only Op Times: shapes, FLOPs and bytes from the network spec."""
     spec = NETWORKS[net]
@@ -122,9 +131,10 @@ def spec_layer_rows(net: str, images: int, impl: str, op_times: list[float]) -> 
 
 def _bench(path: Path, doc: dict) -> ResultsFile:
     device = doc["device"]
+    precision = {n: v["precision"] for n, v in doc["impls"].items()}
+    arithmetic = _arithmetics(precision, {n: v.get("arithmetic") for n, v in doc["impls"].items()})
     return ResultsFile(path, "bench", device, doc.get("card") or _card(doc["environment"], device), doc["environment"],
-                       doc["reference"], doc["verify"], {n: v["precision"] for n, v in doc["impls"].items()},
-                       list(doc["layers"]), doc.get("ceilings"))
+                       doc["reference"], doc["verify"], precision, arithmetic, list(doc["layers"]), doc.get("ceilings"))
 
 
 def _ladder(path: Path, doc: dict) -> ResultsFile:
@@ -134,16 +144,18 @@ def _ladder(path: Path, doc: dict) -> ResultsFile:
             for impl, times in by_impl.items():
                 rows += spec_layer_rows(net, int(size), impl, times)
     names = {r["impl"] for r in rows} | set(doc["verify"])
+    precision = _precisions(names)
     return ResultsFile(path, "ladder", "cuda", _card(doc["environment"], "cuda"), doc["environment"], "cudnn",
-                       doc["verify"], _precisions(names), rows, None)
+                       doc["verify"], precision, _arithmetics(precision), rows, None)
 
 
 def _cpu(path: Path, doc: dict) -> ResultsFile:
     rows = []
     for r in doc["rows"]:
         rows += spec_layer_rows(r["net"], int(doc["images"]), r["impl"], r["op_times_s"])
+    precision = _precisions({r["impl"] for r in rows})
     return ResultsFile(path, "cpu", "cpu", _card(doc["environment"], "cpu"), doc["environment"], "onednn", None,
-                       _precisions({r["impl"] for r in rows}), rows, None)
+                       precision, _arithmetics(precision), rows, None)
 
 
 def _card(env: dict, device: str) -> str:
@@ -156,14 +168,16 @@ def totals(rows: list[dict], reference: str) -> list[dict]:
     for r in rows:
         key = (r["impl"], r["net"], r["images"])
         s = sums.setdefault(key, {"impl": r["impl"], "net": r["net"], "images": r["images"], "op_time_s": 0.0,
-                                  "layer_time_s": 0.0, "floor_s": 0.0, "flop": 0, "bytes": 0})
-        for field in ("op_time_s", "layer_time_s", "floor_s", "flop", "bytes"):
+                                  "layer_time_s": 0.0, "floor_s": 0.0, "memory_floor_s": 0.0, "flop": 0, "bytes": 0})
+        for field in ("op_time_s", "layer_time_s", "floor_s", "memory_floor_s", "flop", "bytes"):
             if s[field] is not None:
                 s[field] = None if r.get(field) is None else s[field] + r[field]
     for (impl, net, images), s in sums.items():
         base = sums.get((reference, net, images))
         s["gflop_per_s"] = s["flop"] / s["op_time_s"] / 1e9
         s["of_floor_pct"] = 100.0 * s["floor_s"] / s["op_time_s"] if s["floor_s"] is not None else None
+        s["of_memory_floor_pct"] = (100.0 * s["memory_floor_s"] / s["op_time_s"] if s["memory_floor_s"] is not None
+                                    else None)
         s["speedup_vs_reference_x"] = base["op_time_s"] / s["op_time_s"] if base else None
     return list(sums.values())
 

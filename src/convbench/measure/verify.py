@@ -1,5 +1,10 @@
 """Verify: every implementation against the float64 reference, on fresh random inputs of many shapes, with the
 output poisoned (NaN) before each call so that an element the implementation never writes fails.
+
+An implementation with a fused op (ConvImpl.fused) is also checked as that op: pool(act(conv)) against
+problem.fused_reference on the same shapes and inputs, for every activation x pooling of problem.fused_cases(); the
+fused function allocates its own output, so its allocations are poisoned instead (problem.poisoned_allocations);
+its error is relative to the convolution's norm (problem.fused_check says why).
 """
 
 from __future__ import annotations
@@ -16,12 +21,21 @@ from convbench.measure.timing import synchronize
 class ShapeResult:
     shape: problem.ConvShape
     check: problem.Check
+    case: problem.FusedCase | None = None  # the fused op's activation and pooling; None: the convolution alone
+
+    def where(self) -> str:
+        return str(self.shape) + (f" ({self.case})" if self.case else "")
 
 
 @dataclass(frozen=True)
 class ImplReport:
     impl: ConvImpl
     results: list[ShapeResult]
+    fused: bool = False  # the report of the impl's fused op
+
+    @property
+    def label(self) -> str:
+        return f"{self.impl.name} (fused)" if self.fused else self.impl.name
 
     @property
     def worst(self) -> ShapeResult:
@@ -45,3 +59,28 @@ def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], se
         impl(x.to(device), k.to(device), y)
         synchronize(device)
         yield ShapeResult(shape, problem.check(y.cpu(), ref, impl.tolerance))
+
+
+def verify_fused(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int,
+                 cases: list[problem.FusedCase] | None = None) -> Iterator[ShapeResult]:
+    """impl.fused on each shape (the same inputs as verify_impl) and each case where the pool fits the output: one
+    ShapeResult per shape, the worst of its cases (so that a progress bar counts shapes). A returned tensor of the
+    wrong shape fails."""
+    if impl.fused is None:
+        raise ValueError(f"{impl.name} has no fused op")
+    impl.prepare()
+    cases = problem.fused_cases() if cases is None else cases
+    for i, shape in enumerate(shapes):
+        x, k = problem.generate(shape, seed + i)
+        conv = problem.reference(x, k)  # float64 on the CPU, once per shape
+        x_dev, k_dev = x.to(device), k.to(device)
+        results = []
+        for case in cases:
+            if case.out(shape) is None:
+                continue  # the pool window is larger than this output
+            with problem.poisoned_allocations():
+                y = impl.fused(x_dev, k_dev, case.act, case.pool)
+                synchronize(device)
+            results.append(ShapeResult(shape, problem.fused_check(y.cpu(), conv, case, impl.tolerance), case))
+        if results:  # without a pool-free case a tiny output may fit none
+            yield max(results, key=lambda r: (not r.check.ok, r.check.rel_error))

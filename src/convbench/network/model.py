@@ -10,6 +10,11 @@ back. Hence two times per convolution layer:
 The weights are copied to the device once, when the network is built (not timed). Before the timed call each
 layer runs one untimed warm-up call (JIT compilation, cuDNN's algorithm search, caches), on the full batch for GPU
 impls and on a slice of it for CPU impls.
+
+Fused (`Network(..., fuse=True)`, `run --fuse`, for an impl with a fused op, ConvImpl.fused): a convolution directly
+followed by an activation and/or a max pool (stride = size) runs as one call, y = pool(act(conv(x, k))), and the
+activation and pool are not run again. Its timing row is named after the layers it covers (`conv1+tanh+pool1`); Op
+Time is the fused call, Layer Time the fused call plus the same copies (its input in, its smaller output back).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import torch
 import torch.nn.functional as F
 
 from convbench import ui
-from convbench.impls.registry import ConvImpl
+from convbench.errors import UsageError
+from convbench.impls.registry import ConvImpl, output_shape
+from convbench.measure import problem
 from convbench.measure.timing import timed
-from convbench.network.spec import Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax
+from convbench.network.spec import Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax, pool_out
 from convbench.network.weights import Weights
 
 PROGRESS_AFTER_S = 2.0  # show a progress bar for a layer expected to run longer than this
@@ -33,8 +40,8 @@ PROGRESS_STEPS = 20
 
 @dataclass(frozen=True)
 class ConvTiming:
-    layer: str
-    shape: tuple[int, ...]  # (B, C, H, W, M, K)
+    layer: str  # conv1; fused: the layers covered, conv1+tanh+pool1
+    shape: tuple[int, ...]  # (B, C, H, W, M, K) of the convolution
     op_time: float
     layer_time: float
 
@@ -54,23 +61,61 @@ def correctness(predictions: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(predictions == labels))
 
 
-_ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+FusedConv = Callable[[str, torch.Tensor, torch.Tensor, "str | None", "Pool | None"], torch.Tensor]
+
+
+def fusable(spec: NetSpec) -> list[tuple[int, int, str, str | None, Pool | None]]:
+    """The convolutions a fused op can take with what follows them: (index of the conv in spec.layer_info, index
+    after the last layer it covers, row name, activation, pool), for each conv directly followed by an activation
+    and/or a max pool with stride = size (in that order: pool(act(conv))). Other pools (average, overlapping
+    windows) run on their own, as unfused."""
+    infos, groups = spec.layer_info, []
+    for i, info in enumerate(infos):
+        if not isinstance(info.layer, Conv):
+            continue
+        j, act, pool, names = i + 1, None, None, [info.name]
+        if j < len(infos) and isinstance(infos[j].layer, Activation):
+            act = infos[j].layer.fn
+            names.append(act)
+            j += 1
+        if (j < len(infos) and isinstance(infos[j].layer, Pool) and infos[j].layer.kind == "max"
+                and infos[j].layer.stride == infos[j].layer.size):
+            pool = infos[j].layer
+            names.append(infos[j].name)
+            j += 1
+        if j > i + 1:
+            groups.append((i, j, "+".join(names), act, pool))
+    return groups
+
+
+def fused_output_shape(x_shape, k_shape, pool: Pool | None) -> tuple[int, int, int, int]:
+    B, M, H, W = output_shape(x_shape, k_shape)
+    if pool is None:
+        return (B, M, H, W)
+    return (B, M, pool_out(H, pool.size, pool.stride, pool.ceil), pool_out(W, pool.size, pool.stride, pool.ceil))
 
 
 def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
             conv: Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor] = lambda name, x, k: F.conv2d(x, k),
-            logits: bool = False) -> torch.Tensor:
+            logits: bool = False, fused: FusedConv | None = None) -> torch.Tensor:
     """The network's layers in order; `conv(name, x, k)` computes each convolution. `logits` stops before the
-    softmax (training's cross-entropy wants it so)."""
-    for info in spec.layer_info:
+    softmax (training's cross-entropy wants it so). `fused(name, x, k, act, pool)`, where given, computes each
+    convolution that `fusable` finds together with the activation and pool after it (name: conv1+tanh+pool1)."""
+    groups = {i: (end, name, act, pool) for i, end, name, act, pool in fusable(spec)} if fused is not None else {}
+    skip_until = 0
+    for i, info in enumerate(spec.layer_info):
         layer = info.layer
-        if isinstance(layer, Conv):
+        if i < skip_until:
+            continue  # done by the fused op
+        if i in groups:
+            skip_until, name, act, pool = groups[i]
+            x = fused(name, x, params[f"{info.name}.weight"], act, pool)
+        elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = _ACTIVATIONS[layer.fn](x)
+            x = problem.activation(x, layer.fn)
         elif isinstance(layer, Pool):
-            pool = F.max_pool2d if layer.kind == "max" else F.avg_pool2d
-            x = pool(x, layer.size, layer.stride, ceil_mode=layer.ceil)
+            x = problem.pool(x, layer)
         elif isinstance(layer, Flatten):
             x = x.reshape(x.shape[0], -1)
         elif isinstance(layer, Dense):
@@ -80,11 +125,20 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
     return x
 
 
+def require_fused(impl: ConvImpl) -> None:
+    if impl.fused is None:
+        raise UsageError(f"--fuse: implementation {impl.name} has no fused op (conv + activation + pool); "
+                         "use an implementation that declares fused=, or run without --fuse")
+
+
 class Network:
-    def __init__(self, weights: Weights, impl: ConvImpl, device: str):
+    def __init__(self, weights: Weights, impl: ConvImpl, device: str, fuse: bool = False):
+        if fuse:
+            require_fused(impl)
         self.spec = weights.spec
         self.impl = impl
         self.device = device
+        self.fuse = fuse
         self.params = {name: t.to(device) if name.startswith("conv") else t for name, t in weights.params.items()}
 
     def infer(self, images: np.ndarray, show_progress: bool = True) -> Inference:
@@ -97,38 +151,54 @@ class Network:
             timings.append(timing)
             return y
 
-        return Inference(forward(self.spec, self.params, x, conv), timings)
+        def fused(name: str, x: torch.Tensor, k: torch.Tensor, act: str | None, pool: Pool | None) -> torch.Tensor:
+            y, timing = self._conv(name, x, k, show_progress, (act, pool))
+            timings.append(timing)
+            return y
 
-    def _conv(self, name: str, x_host: torch.Tensor, k: torch.Tensor, show_progress: bool):
+        return Inference(forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None), timings)
+
+    def _conv(self, name: str, x_host: torch.Tensor, k: torch.Tensor, show_progress: bool,
+              fuse: tuple[str | None, Pool | None] | None = None):
+        """One conv layer (or, with `fuse` = (act, pool), the fused conv + act + pool), timed."""
         impl, device = self.impl, self.device
         B = x_host.shape[0]
         shape = (B, *x_host.shape[1:], k.shape[0], k.shape[2])
+        if fuse is None:
+            call = impl.__call__
+            out_shape = output_shape(x_host.shape, k.shape)
+            host_layer = impl.host_layer
+        else:
+            act, pool = fuse
+            call = lambda x, k, y=None: impl.call_fused(x, k, act, pool, y)  # noqa: E731
+            out_shape = fused_output_shape(x_host.shape, k.shape, pool)
+            host_layer = None  # an impl's own host pipeline is the convolution's
 
         # Warm-up, untimed. CPU: a slice (cpu-naive on a full batch takes minutes), which also estimates the time.
         if device == "cuda":
-            impl(x_host.to(device), k)
-            if impl.host_layer is not None:
-                impl.host_layer(x_host, k)
+            call(x_host.to(device), k)
+            if host_layer is not None:
+                host_layer(x_host, k)
             chunks = 1
         else:
             n = min(B, 4)
-            _, t = timed(device, lambda: impl(x_host[:n], k))
+            _, t = timed(device, lambda: call(x_host[:n], k))
             estimate = t * B / n
             chunks = PROGRESS_STEPS if estimate > PROGRESS_AFTER_S and B >= PROGRESS_STEPS else 1
 
-        if impl.host_layer is not None:
+        if host_layer is not None:
             # Op Time on device-resident data like every impl; Layer Time from the impl's own host-to-host pipeline.
             x_dev = x_host.to(device)
             _, op_time = timed(device, lambda: impl(x_dev, k))
             op_time = impl.reported_op_time() or op_time
             del x_dev
-            y, layer_time = timed(device, lambda: impl.host_layer(x_host, k))
+            y, layer_time = timed(device, lambda: host_layer(x_host, k))
             return y, ConvTiming(name, shape, op_time, layer_time)
 
         if chunks == 1:
             def layer():
                 x_dev = x_host.to(device)
-                y_dev, op = timed(device, lambda: impl(x_dev, k))
+                y_dev, op = timed(device, lambda: call(x_dev, k))
                 return y_dev.cpu(), op
 
             (y, op_time), layer_time = timed(device, layer)
@@ -136,12 +206,12 @@ class Network:
 
         # A long CPU layer: the same call over PROGRESS_STEPS slices of the batch, so a bar can move. Op Time is the
         # sum of the slices' calls; on the CPU there are no copies, so Layer Time is the same sum.
-        y = torch.empty((B, k.shape[0], x_host.shape[2] - k.shape[2] + 1, x_host.shape[3] - k.shape[3] + 1))
+        y = torch.empty(out_shape)
         op_time = 0.0
         bounds = np.linspace(0, B, chunks + 1).astype(int)
         with ui.progress_bar(f"{name} {impl.name}", B, enabled=show_progress) as bar:
             for lo, hi in zip(bounds[:-1], bounds[1:]):
-                _, t = timed(device, lambda: impl(x_host[lo:hi], k, y[lo:hi]))
+                _, t = timed(device, lambda: call(x_host[lo:hi], k, y[lo:hi]))
                 op_time += t
                 bar.advance(int(hi - lo))
         return y, ConvTiming(name, shape, op_time, op_time)

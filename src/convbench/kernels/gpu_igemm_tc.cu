@@ -1,0 +1,612 @@
+// gpu-igemm-tc — GPU rung: implicit GEMM on mma.sync tensor cores, fp32-accurate through 3xTF32, one persistent
+// block per SM slot that keeps the layer's weights in shared memory and streams whole images through a
+// double-buffered cp.async pipeline; optional epilogue: activation + pooling (the fused layer).
+//
+// What changes relative to gpu-tc-tf32 (WMMA): 
+//  * Accuracy. TF32 keeps 10 mantissa bits; here each fp32 operand is split, v = hi + lo with hi = tf32(v) and
+//    lo = tf32(v - hi), and a*b is computed as a_lo*b_hi + a_hi*b_lo + a_hi*b_hi (the a_lo*b_lo term is ~2^-22 of
+//    the product), accumulated in fp32: relative error ~1e-7, the same as fp32 FMA, at tensor-core speed ("3xTF32",
+//    CUTLASS's fast-fp32 trick). PREC selects the arithmetic: 0 = 3xTF32 (fp32-accurate), 1 = TF32 (one product),
+//    2 = FP16 and 3 = BF16 (m16n8k16, operands rounded to 16 bits, fp32 accumulate).
+//  * Exact shortcuts (SKIP = 1). A product whose low parts are all zero contributes exactly nothing: pixel values
+//    0..255 and fp16-valued weights are exact in TF32. Each block checks, once per image tile, whether any x in it
+//    has a low part (and once whether any weight has), and runs the k-loop with only the products that are not
+//    exactly zero: 1, 2 or 3. The result is bit-identical to the full 3xTF32 loop.
+//  * mma.sync.m16n8k8 with raw fragments instead of WMMA: the A operand (16 output pixels x 8 reduction indices)
+//    is gathered per thread straight from the staged input with a table of reduction offsets, koff[r] = offset
+//    of (c, p, q); a pixel's base offset is computed once. No im2col tile, no store_matrix_sync staging: the
+//    accumulators are stored from registers — lanes 4t..4t+3 hold 8 consecutive pixels of one map, so each store
+//    instruction writes whole 32-byte sectors.
+//  * Whole layers per block. A block is persistent (grid = SMs x blocks per SM) and loops over work items (one
+//    image, or a slab of TH output rows of one image): the weights (M x C*K*K, zero-padded to 8-column n-tiles and
+//    to the k-step) are read into shared memory once per block, not once per tile; the next item's input rows are
+//    copied with cp.async into the second buffer while the current one is multiplied.
+//  * EPI = 1 fuses the next two layers: the conv outputs go to shared memory, then each thread max- (or average-)
+//    pools a window and applies the activation (after the max: tanh, relu, sigmoid are monotone, so
+//    act(max v) = max act(v)), and only the pooled map is written: 1/4 (2x2) or 1/16 (4x4) of the bytes.
+// Warp tiling: NT = ceil(M / 8) n-tiles (all maps) x MT m-tiles (16 pixels each) per warp; the block's NW warps
+// take groups of MT m-tiles of the work item in turn. Per k-step and warp: MT*4 A loads (split on the fly),
+// NT*2 B loads, MT*NT*(1..3) mma.
+// Why faster: cuDNN runs these fp32 layers on CUDA cores (51 TFLOP/s on an H100); 3xTF32 on tensor cores gives
+// ~1/3 of the TF32 rate (~130 TFLOP/s), and the layers' small M (4..24) and C*K*K (25..588) fit the m16n8 shape
+// with little padding. The weights never leave shared memory; each input image is read from DRAM once.
+// What limits it: C = 1 layers are bound by writing y; C > 1 layers by the mma issue rate and the gather loads
+// (shared-memory bandwidth: 4 scalar loads per 16x8 A fragment).
+// Measured: see the launcher's table (impls/gpu_igemm_tc.py) and results/fast-H100.md.
+
+#ifndef NT
+#define NT 3  // n-tiles of 8 output maps: ceil(M / 8)
+#endif
+#ifndef MT
+#define MT 4  // m-tiles of 16 pixels per warp and pass
+#endif
+#ifndef NW
+#define NW 8  // warps per block
+#endif
+#ifndef PREC
+#define PREC 0  // 0 = 3xTF32 (fp32-accurate), 1 = TF32, 2 = FP16, 3 = BF16
+#endif
+#ifndef SKIP
+#define SKIP 0  // 1: leave out the products whose low parts are all zero (exact; PREC 0 only)
+#endif
+#ifndef EPI
+#define EPI 0  // 0: write the conv output; 1: act + pool through a shared-memory tile (any pool); 2: act + max pool
+               // (size = stride = 1, 2 or 4) in registers: pixels numbered window by window, a window reduced
+               // with warp shuffles
+#endif
+#ifndef ACT
+#define ACT 0  // EPI 1, 2: 0 none, 1 tanh, 2 relu, 3 sigmoid
+#endif
+#ifndef MINB
+#define MINB 1  // __launch_bounds__' minimum resident blocks per SM (caps registers per thread)
+#endif
+#ifndef SPLITX
+#define SPLITX 0  // PREC 0: 1 = split x and k into (hi, lo) pairs once, in shared memory, instead of per use
+#endif
+#ifndef STAGE
+#define STAGE 0  // EPI 0: 1 = write y through a per-warp shared-memory tile (whole 128-bit, fully coalesced stores)
+#endif
+#ifndef POOLAVG
+#define POOLAVG 0  // EPI 1: 0 max pooling, 1 average pooling
+#endif
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define KSTEP (PREC >= 2 ? 16 : 8)  // reduction depth of one mma
+
+typedef unsigned int u32;
+
+// TF32 rounding by integer arithmetic (finite inputs): adding half a TF32 ulp to the bits and clearing the 13 low
+// bits rounds to nearest (ties away from zero) in 2 instructions; cvt.rna.tf32.f32 compiles to ~5 on sm_90.
+__device__ __forceinline__ u32 tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
+
+// v = hi + lo exactly (Sterbenz: v - hi is exact), |lo| <= 2^-11 |v|. The tensor core reads only the top 19 bits
+// of a TF32 operand, so lo goes in as it is (truncated there: ~2^-21 |v| lost, the CUTLASS fast-fp32 recipe).
+__device__ __forceinline__ void split_tf32(float v, u32 &hi, u32 &lo) {
+    hi = tf32_round(v);
+    lo = __float_as_uint(v - __uint_as_float(hi));
+}
+
+// One TF32 operand (PREC 1): half an ulp added, the low bits left for the tensor core to drop.
+__device__ __forceinline__ u32 tf32_operand(float v) { return __float_as_uint(v) + 0x1000u; }
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two fp32 values as one register of two 16-bit operands, the lower reduction index in the low half.
+__device__ __forceinline__ u32 pack16(float lo_k, float hi_k) {
+    u32 r;
+#if PREC == 3
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi_k), "f"(lo_k));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi_k), "f"(lo_k));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ void mma_16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+#if PREC == 3
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+#endif
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src));
+}
+__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+__device__ __forceinline__ float activate(float v) {
+#if ACT == 1
+    return tanhf(v);
+#elif ACT == 2
+    return fmaxf(v, 0.0f);
+#elif ACT == 3
+    return 1.0f / (1.0f + expf(-v));
+#else
+    return v;
+#endif
+}
+
+// The shapes one launch works with (all runtime: one compiled kernel serves every layer with the same NT).
+struct Geometry {
+    int B, C, H, W, M, K, TH;
+    int WS, PLS;  // row and channel-plane strides of a staged tile (>= W, >= XR * WS: padded against bank conflicts)
+    int OH, OW, XR, CKK, KP, KPS, NPIX, NMT, XTILE, BUF, NTILES, YSTRIDE;  // see geometry()
+    int PS, PCEIL, POH, POW;  // EPI 1
+};
+
+__device__ __forceinline__ Geometry geometry(int B, int C, int H, int W, int M, int K, int TH, int PS, int PCEIL,
+                                             int WS, int PLS) {
+    Geometry g;
+    g.B = B; g.C = C; g.H = H; g.W = W; g.M = M; g.K = K; g.TH = TH;
+    g.WS = WS; g.PLS = PLS;
+    g.OH = H - K + 1; g.OW = W - K + 1;
+    g.XR = TH + K - 1;
+    g.CKK = C * K * K;
+    g.KP = (g.CKK + KSTEP - 1) / KSTEP * KSTEP;
+    // Row stride of the weight tile: == 4 (mod 32) for the TF32 loads (8 rows x 4 columns hit 32 banks), == 8 for
+    // the 16-bit modes' float2 loads.
+    const int want = PREC >= 2 ? 8 : 4;
+    g.KPS = g.KP + ((want - g.KP % 32) + 32) % 32;
+    g.NPIX = TH * g.OW;
+    g.NMT = (g.NPIX + 15) / 16;
+    g.XTILE = (C * PLS + 3) / 4 * 4;
+    g.YSTRIDE = g.NPIX + ((4 - g.NPIX % 16) + 16) % 16;  // == 4 (mod 16): conflict-free accumulator stores
+    g.BUF = g.XTILE;
+    g.PS = PS; g.PCEIL = PCEIL;
+    g.POH = g.POW = 0;
+#if EPI >= 1
+    g.POH = PCEIL ? (g.OH - PS + PS - 1) / PS + 1 : (g.OH - PS) / PS + 1;
+    if (PCEIL && (g.POH - 1) * PS >= g.OH) g.POH -= 1;
+    g.POW = PCEIL ? (g.OW - PS + PS - 1) / PS + 1 : (g.OW - PS) / PS + 1;
+    if (PCEIL && (g.POW - 1) * PS >= g.OW) g.POW -= 1;
+#endif
+#if EPI == 2
+    // pixels in window order: item = TPH pooled rows x POW windows x PS*PS pixels (ceil mode's partial windows
+    // included; their missing pixels are masked)
+    g.NPIX = (TH + PS - 1) / PS * g.POW * PS * PS;
+    g.NMT = (g.NPIX + 15) / 16;
+#endif
+    g.NTILES = (g.OH + TH - 1) / TH;
+    return g;
+}
+
+// Stage the input rows of work item `item` (image b, output rows r0 .. r0 + TH - 1) into dst, asynchronously.
+__device__ __forceinline__ void load_tile(float *dst, const float *__restrict__ x, const Geometry &g, int item) {
+    const int b = item / g.NTILES, r0 = (item % g.NTILES) * g.TH;
+    const int rows = min(g.XR, g.H - r0);
+    const size_t image = static_cast<size_t>(b) * g.C * g.H * g.W;
+    if (g.TH == g.OH && g.WS == g.W && g.PLS == g.H * g.W && (g.C * g.H * g.W) % 4 == 0 &&
+        (reinterpret_cast<size_t>(x) & 15) == 0) {
+        // whole image, a contiguous multiple of 16 bytes: 16-byte copies
+        const int n4 = g.C * g.H * g.W / 4;
+        for (int i = threadIdx.x; i < n4; i += blockDim.x) cp_async16(dst + 4 * i, x + image + 4 * i);
+    } else {
+        // row by row (a warp per row): the tile's rows are padded to WS
+        for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
+            const int c = row / rows, r = row - c * rows;
+            const float *src = x + image + (static_cast<size_t>(c) * g.H + r0 + r) * g.W;
+            float *d = dst + c * g.PLS + r * g.WS;
+            for (int col = threadIdx.x & 31; col < g.W; col += 32) cp_async4(d + col, src + col);
+        }
+    }
+}
+
+// One pass of the k-loop for MT m-tiles x NT n-tiles. XLO / WLO: include the products with x's / k's low parts.
+// X: the staged tile; pb: byte offsets of the thread's pixels in it; koff: byte offsets of the reduction indices
+// (pixel + reduction offset = one integer add per operand, the load's address).
+__device__ __forceinline__ float lds(const char *X, int offset) { return *reinterpret_cast<const float *>(X + offset); }
+
+// SPL: X and Ws are split once per tile (SPLITX): the hi parts where the raw values would be, the lo parts `lo`
+// bytes further on (lo_x for X, lo_w for Ws), so both are plain 32-bit loads straight into fragment registers.
+template <bool XLO, bool WLO, bool SPL>
+__device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, const float *Ws, const int *koff,
+                                       const int (&pb)[MT][2], const Geometry &g, int lane, int lo_x, int lo_w) {
+    const int gq = lane >> 2, t = lane & 3;
+#pragma unroll 2
+    for (int k0 = 0; k0 < g.KP; k0 += KSTEP) {
+#if PREC == 0
+        if (SPL) {
+            const int o0 = koff[k0 + t], o1 = koff[k0 + t + 4];
+            u32 bh[NT][2], bl[NT][2];
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const char *wr = reinterpret_cast<const char *>(Ws + (j * 8 + gq) * g.KPS + k0 + t);
+                bh[j][0] = __float_as_uint(lds(wr, 0));
+                bh[j][1] = __float_as_uint(lds(wr, 16));
+                if (WLO) {
+                    bl[j][0] = __float_as_uint(lds(wr, lo_w));
+                    bl[j][1] = __float_as_uint(lds(wr, lo_w + 16));
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const int a0 = pb[i][0] + o0, a1 = pb[i][1] + o0, a2 = pb[i][0] + o1, a3 = pb[i][1] + o1;
+                const u32 ah[4] = {__float_as_uint(lds(X, a0)), __float_as_uint(lds(X, a1)),
+                                   __float_as_uint(lds(X, a2)), __float_as_uint(lds(X, a3))};
+                u32 al[4];
+                if (XLO) {
+                    al[0] = __float_as_uint(lds(X, a0 + lo_x)); al[1] = __float_as_uint(lds(X, a1 + lo_x));
+                    al[2] = __float_as_uint(lds(X, a2 + lo_x)); al[3] = __float_as_uint(lds(X, a3 + lo_x));
+                }
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    if (XLO) mma_tf32(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
+                    if (WLO) mma_tf32(acc[i][j], ah, bl[j][0], bl[j][1]);
+                    mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
+                }
+            }
+            continue;
+        }
+#endif
+#if PREC <= 1
+        const int o0 = koff[k0 + t], o1 = koff[k0 + t + 4];
+        u32 bh[NT][2], bl[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0;
+#if PREC == 0
+            if (WLO) {
+                split_tf32(wr[t], bh[j][0], bl[j][0]);
+                split_tf32(wr[t + 4], bh[j][1], bl[j][1]);
+            } else {  // every weight is exact in TF32: its bits are the operand
+                bh[j][0] = __float_as_uint(wr[t]);
+                bh[j][1] = __float_as_uint(wr[t + 4]);
+                bl[j][0] = bl[j][1] = 0u;
+            }
+#else
+            bh[j][0] = tf32_operand(wr[t]);
+            bh[j][1] = tf32_operand(wr[t + 4]);
+            bl[j][0] = bl[j][1] = 0u;
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const float v[4] = {lds(X, pb[i][0] + o0), lds(X, pb[i][1] + o0), lds(X, pb[i][0] + o1),
+                                lds(X, pb[i][1] + o1)};
+            u32 ah[4], al[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+#if PREC == 0
+                if (XLO) {
+                    split_tf32(v[e], ah[e], al[e]);
+                } else {  // exact in TF32 (pixel values): no rounding
+                    ah[e] = __float_as_uint(v[e]);
+                    al[e] = 0u;
+                }
+#else
+                ah[e] = tf32_operand(v[e]);
+                al[e] = 0u;
+#endif
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                if (XLO) mma_tf32(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
+                if (WLO) mma_tf32(acc[i][j], ah, bl[j][0], bl[j][1]);
+                mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
+            }
+        }
+#else
+        const int o0 = koff[k0 + 2 * t], o1 = koff[k0 + 2 * t + 1], o2 = koff[k0 + 2 * t + 8],
+                  o3 = koff[k0 + 2 * t + 9];
+        u32 b[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0 + 2 * t;
+            const float2 w0 = *reinterpret_cast<const float2 *>(wr), w1 = *reinterpret_cast<const float2 *>(wr + 8);
+            b[j][0] = pack16(w0.x, w0.y);
+            b[j][1] = pack16(w1.x, w1.y);
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const char *x0 = X + pb[i][0], *x1 = X + pb[i][1];
+            const u32 a[4] = {pack16(lds(x0, o0), lds(x0, o1)), pack16(lds(x1, o0), lds(x1, o1)),
+                              pack16(lds(x0, o2), lds(x0, o3)), pack16(lds(x1, o2), lds(x1, o3))};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma_16(acc[i][j], a, b[j][0], b[j][1]);
+        }
+#endif
+    }
+}
+
+// grid = min(B * NTILES, SMs * blocks per SM), block = NW * 32. Dynamic shared memory, floats:
+//   Ws [NT * 8][KPS] (SPLITX: hi plane, then lo plane)  |  koff [KP rounded up to 4] (ints)  |  input buffers:
+//   2 x [BUF] (SPLITX: 1 x [BUF] raw, then [BUF] hi + [BUF] lo)  |  EPI 1: Ys [M][YSTRIDE], or STAGE: NW x [8][MT * 16 + 4]
+// (the launcher computes the same sizes: impls/_mma.py smem_floats)
+extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
+    igemm_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
+                    const int C, const int H, const int W, const int M, const int K, const int TH, const int PS,
+                    const int PCEIL, const int WS, const int PLS) {
+    constexpr bool SPLIT = SPLITX && PREC == 0;
+    const Geometry g = geometry(B, C, H, W, M, K, TH, PS, PCEIL, WS, PLS);
+    extern __shared__ float4 smem4[];
+    float *Ws = reinterpret_cast<float *>(smem4);
+    int *koff = reinterpret_cast<int *>(Ws + (SPLIT ? 2 : 1) * NT * 8 * g.KPS);
+    float *buf0 = reinterpret_cast<float *>(koff + (g.KP + 3) / 4 * 4);
+    float *after = buf0 + 2 * g.BUF;  // SPLIT: buf0 = the raw tile, buf0 + BUF = its (hi, lo) pairs (2 * BUF)
+    if (SPLIT) after += g.BUF;
+#if EPI == 1
+    float *Ys = after;  // [M][YSTRIDE]: the conv output of one item
+#elif STAGE
+    constexpr int SST = MT * 16 + 4;  // staging row stride: == 4 (mod 32) for MT = 4 (2: == 4 mod 16, 2-way at worst)
+    float *stage = after + (threadIdx.x >> 5) * 8 * SST;  // this warp's [8 maps][MT * 16 pixels]
+    const bool vec = (g.OH * g.OW) % 4 == 0 && (g.TH * g.OW) % 4 == 0 && (reinterpret_cast<size_t>(y) & 15) == 0;
+#else
+    (void)after;
+#endif
+    const int items = B * g.NTILES;
+    int item = blockIdx.x;
+    if (item >= items) return;
+
+    load_tile(buf0, x, g, item);  // first item's input, in flight while the weights are staged
+    cp_async_commit();
+
+    // Weights, zero-padded to NT*8 rows and KP columns (SPLIT: as (hi, lo) pairs); reduction offsets into a tile.
+    int wlo = 0;
+    for (int i = threadIdx.x; i < NT * 8 * g.KPS; i += blockDim.x) {
+        const int n = i / g.KPS, r = i - n * g.KPS;
+        const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
+        const float hi = __uint_as_float(tf32_round(v));
+        Ws[i] = SPLIT ? hi : v;
+        if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
+        wlo |= v != hi;
+    }
+    for (int r = threadIdx.x; r < g.KP; r += blockDim.x) {
+        int o = 0;  // padded reduction indices point at element 0 (their weights are zero)
+        if (r < g.CKK) {
+            const int c = r / (K * K), pq = r - c * K * K, p = pq / K, q = pq - p * K;
+            o = 4 * (c * g.PLS + p * g.WS + q);  // bytes
+        }
+        koff[r] = o;
+    }
+    const bool w_has_lo = __syncthreads_or(wlo);
+
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3;
+    const float inv_ow = 1.0f / g.OW;
+    const int lo_x = 4 * g.BUF, lo_w = 4 * NT * 8 * g.KPS;  // SPLIT: bytes from a hi part to its lo part
+    for (int it = 0; item < items; item += gridDim.x, ++it) {
+        const int next = item + gridDim.x;
+        const int b = item / g.NTILES, r0 = (item % g.NTILES) * g.TH, th = min(g.TH, g.OH - r0);
+        const int valid = th * g.OW;  // pixels of this item
+#if SKIP && PREC == 0
+        bool x_has_lo;
+#endif
+        const char *Xb;
+        if (SPLIT) {
+            // One raw buffer: wait for this item's tile, split it into (hi, lo) pairs, then the raw buffer is free
+            // for the next item's copy, which runs while this one is multiplied.
+            cp_async_wait_0();
+            __syncthreads();
+            float *XS = buf0 + g.BUF;  // [BUF] hi parts, then [BUF] lo parts
+            int xlo = 0;
+            for (int i = threadIdx.x; i < g.XTILE; i += blockDim.x) {
+                const float v = buf0[i];  // rows past the image are stale and feed only unstored pixels
+                const float hi = __uint_as_float(tf32_round(v));
+                XS[i] = hi;
+                XS[g.BUF + i] = v - hi;
+                xlo |= v != hi;
+            }
+#if SKIP
+            x_has_lo = __syncthreads_or(xlo);
+#else
+            (void)xlo;
+            __syncthreads();
+#endif
+            if (next < items) load_tile(buf0, x, g, next);
+            cp_async_commit();
+            Xb = reinterpret_cast<const char *>(XS);
+        } else {
+            float *X = buf0 + (it & 1) * g.BUF;
+            Xb = reinterpret_cast<const char *>(X);
+            if (next < items) load_tile(buf0 + ((it + 1) & 1) * g.BUF, x, g, next);
+            cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current tile")
+            cp_async_wait_1();
+#if SKIP && PREC == 0
+            int xlo = 0;
+            const int rows = min(g.XR, g.H - r0);  // the rows loaded for this item, per channel
+            for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
+                const int c = row / rows, r = row - c * rows;
+                for (int col = threadIdx.x & 31; col < g.W; col += 32) {
+                    const float v = X[c * g.PLS + r * g.WS + col];
+                    xlo |= (v - __uint_as_float(tf32_round(v))) != 0.0f;
+                }
+            }
+            x_has_lo = __syncthreads_or(xlo);
+#else
+            __syncthreads();
+#endif
+        }
+
+#if EPI == 2
+        (void)valid; (void)inv_ow;
+        const int pr0 = r0 / g.PS, tphv = min((g.TH + g.PS - 1) / g.PS, g.POH - pr0);  // this item's pooled rows
+        const int wshift = g.PS == 4 ? 4 : g.PS == 2 ? 2 : 0;                           // log2(PS * PS)
+        const float inv_pow = 1.0f / g.POW;
+#endif
+        for (int m0 = warp * MT; m0 < g.NMT; m0 += NW * MT) {
+            int pb[MT][2];
+#if EPI == 2
+            unsigned live = 0;  // bit 2i+h: the pixel exists (inside the conv output and this item's windows)
+#endif
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    int p = (m0 + i) * 16 + gq + 8 * h;
+#if EPI == 2
+                    const int w = p >> wshift, d = p & ((1 << wshift) - 1);
+                    const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
+                    const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
+                    const bool ok = prl < tphv && r0 + row < g.OH && col < g.OW;
+                    live |= static_cast<unsigned>(ok) << (2 * i + h);
+                    pb[i][h] = ok ? 4 * (row * g.WS + col) : 0;  // a missing pixel computes element 0, masked below
+#else
+                    p = p < valid ? p : 0;  // padding pixels compute pixel 0 again and are not stored
+                    const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
+                    pb[i][h] = 4 * (row * g.WS + (p - row * g.OW));
+#endif
+                }
+            float acc[MT][NT][4];
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+#if PREC == 0 && SKIP
+            if (x_has_lo && w_has_lo) k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else if (x_has_lo) k_loop<true, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else if (w_has_lo) k_loop<false, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else k_loop<false, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+#elif PREC == 0
+            (void)w_has_lo;
+            k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+#else
+            (void)w_has_lo;
+            k_loop<false, false, false>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+#endif
+
+#if EPI == 0 && STAGE
+            // Through shared memory, one n-tile (8 maps) at a time: the warp's MT*16 pixels of a map are
+            // consecutive in y, so each map row leaves as whole float4s (or coalesced scalars when unaligned).
+            const int p0 = m0 * 16, np = min(MT * 16, valid - p0);
+            float *yb = y + static_cast<size_t>(b) * M * g.OH * g.OW + r0 * g.OW + p0;
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                __syncwarp();
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) stage[(2 * t + e) * SST + i * 16 + gq + 8 * h] = acc[i][j][2 * h + e];
+                __syncwarp();
+                const int rows = min(8, M - j * 8);
+                if (vec && np == MT * 16) {
+                    for (int idx = lane; idx < rows * MT * 4; idx += 32) {
+                        const int r = idx / (MT * 4), c4 = idx - r * (MT * 4);
+                        *reinterpret_cast<float4 *>(yb + (j * 8 + r) * g.OH * g.OW + 4 * c4) =
+                            *reinterpret_cast<const float4 *>(stage + r * SST + 4 * c4);
+                    }
+                } else {
+                    for (int r = 0; r < rows; ++r)
+                        for (int q = lane; q < np; q += 32) yb[(j * 8 + r) * g.OH * g.OW + q] = stage[r * SST + q];
+                }
+            }
+#elif EPI == 0
+            // Straight from the accumulators: c0 c1 = (pixel gq, maps 2t, 2t+1), c2 c3 = (pixel gq + 8, same maps).
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int p = (m0 + i) * 16 + gq + 8 * h;
+                    if (p >= valid) continue;
+                    float *yp = y + static_cast<size_t>(b) * M * g.OH * g.OW + r0 * g.OW + p;
+#pragma unroll
+                    for (int j = 0; j < NT; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int m = j * 8 + 2 * t + e;
+                            if (m < M) yp[m * g.OH * g.OW] = acc[i][j][2 * h + e];
+                        }
+                }
+#elif EPI == 2
+            // Max over each window with shuffles (a window is 1, 4 or 16 consecutive pixels: lanes 4 apart hold
+            // consecutive pixels of a fragment column, c2 c3 the column 8 pixels on), then the activation, and one
+            // lane per window writes the pooled value.
+            const float ninf = __int_as_float(0xff800000);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float v0 = (live >> (2 * i)) & 1 ? acc[i][j][e] : ninf;
+                        float v1 = (live >> (2 * i + 1)) & 1 ? acc[i][j][2 + e] : ninf;
+                        if (wshift >= 2) {
+                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 4));
+                            v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 4));
+                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 8));
+                            v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 8));
+                        }
+                        if (wshift == 4) {
+                            v0 = fmaxf(v0, v1);
+                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 16));
+                        }
+                        const int m = j * 8 + 2 * t + e;
+                        const int lead = wshift == 4 ? 8 : wshift == 2 ? 4 : 1;  // lanes' gq sharing a window
+                        if (m >= M || gq % lead) continue;
+#pragma unroll
+                        for (int h = 0; h < 2; ++h) {
+                            if (wshift == 4 && h) break;
+                            const float v = h ? v1 : v0;
+                            const int w = ((m0 + i) * 16 + gq + 8 * h) >> wshift;
+                            const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
+                            if (prl < tphv && v != ninf)
+                                y[((static_cast<size_t>(b) * M + m) * g.POH + pr0 + prl) * g.POW + pc] = activate(v);
+                        }
+                    }
+#else
+            // Park the accumulators in the item's conv-output tile Ys[M][YSTRIDE] (its own region: a warp that
+            // finishes early must not overwrite input another warp still reads).
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int p = (m0 + i) * 16 + gq + 8 * h;
+                    if (p >= valid) continue;
+#pragma unroll
+                    for (int j = 0; j < NT; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int m = j * 8 + 2 * t + e;
+                            if (m < M) Ys[m * g.YSTRIDE + p] = acc[i][j][2 * h + e];
+                        }
+                }
+#endif
+        }
+#if EPI == 1
+        __syncthreads();
+        // Pool + activate: the item owns pooled rows pr0 .. pr0 + prows - 1 (TH is a multiple of PS, or the whole
+        // map); a window is clipped at the map's edge (ceil mode's last window).
+        const int pr0 = r0 / g.PS, prows = min((th + g.PS - 1) / g.PS, g.POH - pr0);
+        for (int row = threadIdx.x >> 5; row < M * prows; row += blockDim.x >> 5) {  // a warp per pooled row
+            const int m = row / prows, pr = row - m * prows;
+            const int h0 = pr * g.PS, h1 = min(h0 + g.PS, th);
+            const float *ys = Ys + m * g.YSTRIDE;
+            float *yrow = y + ((static_cast<size_t>(b) * M + m) * g.POH + pr0 + pr) * g.POW;
+            for (int pc = threadIdx.x & 31; pc < g.POW; pc += 32) {
+                const int w0 = pc * g.PS, w1 = min(w0 + g.PS, g.OW);
+#if POOLAVG
+                float s = 0.0f;
+                for (int hh = h0; hh < h1; ++hh)
+                    for (int ww = w0; ww < w1; ++ww) s += activate(ys[hh * g.OW + ww]);
+                const float out = s / static_cast<float>((h1 - h0) * (w1 - w0));
+#else
+                float mx = __int_as_float(0xff800000);  // -inf
+                for (int hh = h0; hh < h1; ++hh)
+                    for (int ww = w0; ww < w1; ++ww) mx = fmaxf(mx, ys[hh * g.OW + ww]);
+                const float out = activate(mx);
+#endif
+                yrow[pc] = out;
+            }
+        }
+#endif
+        __syncthreads();  // every warp is done with X before the next iteration's prefetch overwrites it
+    }
+}

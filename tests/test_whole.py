@@ -1,0 +1,511 @@
+"""Whole-network inference (network/whole.py, impls/_dense.py, kernels/dense_mma.cu, `run --whole-network`).
+
+CPU: the floor's arithmetic, how every network's layers group into kernels (fused conv triples, dense + fused last
+layer + softmax, torch leftovers), the dense launcher's plans (every shape covered, within the GPU's limits), the
+wiring of WholeNetwork with torch stand-ins for both kernels (the same probabilities as network/model.forward), and
+`run --whole-network` refusing bad combinations with one line, exit 2.
+GPU (@pytest.mark.gpu): dense() against float64 for odd shapes in every precision, output poisoned with NaN; the
+whole network's probabilities against float64 (rel. error <= 1e-5, same argmax) through its CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+from dataclasses import fields
+
+import pytest
+import torch
+
+from convbench.cli.main import main
+from convbench.impls import _dense
+from convbench.measure import problem
+from convbench.measure.ceilings import Ceilings
+from convbench.network import whole
+from convbench.network.model import forward
+from convbench.network.spec import NETWORKS, Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax
+from convbench.network.weights import Weights, load_weights
+from convbench.network.whole import ConvStep, DenseStep, FlattenStep, TorchStep, group_layers, whole_network_floor
+
+NO_GPU = not torch.cuda.is_available()
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def random_weights(spec: NetSpec, seed: int = 0) -> Weights:
+    g = torch.Generator().manual_seed(seed)
+    params = {name: torch.randn(*shape, generator=g) * (0.5 / math.sqrt(math.prod(shape[1:]) or 1))
+              for name, shape in spec.param_shapes.items()}
+    return Weights(spec, params, f"random {spec.name}")
+
+
+def pixels(spec: NetSpec, B: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (B, 1, spec.input_size, spec.input_size), generator=g).float()
+
+
+def standin_conv_act_pool(x, k, act, pool, precision="tf32x3", out=None):
+    """pool(act(conv(x, k))) in float64, fp32 out, into `out` when given (what impls/_mma.conv_act_pool computes)."""
+    y = problem.fused_reference(x, k, act, pool).to(torch.float32)
+    if out is None:
+        return y
+    out.copy_(y)
+    return out
+
+
+class TorchDense:
+    """impls/_dense.Dense in PyTorch (float64 inside): the CPU stand-in for the tensor-core kernel."""
+
+    def __init__(self, w, b, act=None, softmax=False, w2=None, b2=None, precision="tf32x3"):
+        self.w, self.b, self.act, self.softmax, self.w2, self.b2 = w, b, act, softmax, w2, b2
+        self.calls = 0
+
+    def prepare(self, B):
+        pass
+
+    def __call__(self, x, out=None):
+        self.calls += 1
+        y = reference_dense(x, self.w, self.b, self.act, self.softmax, self.w2, self.b2).to(torch.float32)
+        if out is None:
+            return y
+        out.copy_(y)
+        return out
+
+
+def reference_dense(x, w, b, act, softmax, w2=None, b2=None) -> torch.Tensor:
+    acts = {None: lambda v: v, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+    y = acts[act](x.double() @ w.double().T + b.double())
+    if w2 is not None:
+        y = y @ w2.double().T + b2.double()
+    return torch.softmax(y, dim=1) if softmax else y
+
+
+def rel(y: torch.Tensor, ref: torch.Tensor) -> float:
+    y, ref = y.double().cpu(), ref.double().cpu()
+    return float(torch.linalg.norm(y - ref) / torch.linalg.norm(ref))
+
+
+def cli(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def assert_one_line_usage_error(rc, out, err, *fragments):
+    assert rc == 2, (rc, out, err)
+    assert "Traceback" not in err and out == ""
+    assert err.count("\n") == 1 and err.startswith("convbench: error: "), err
+    for f in fragments:
+        assert f in err, (f, err)
+
+
+# ------------------------------------------------------------------------------------------------ floor
+
+
+class StubCeilings:
+    def __init__(self, copy, rates):
+        self.copy_bytes_per_s, self.rates, self.asked = copy, rates, []
+
+    def flop_per_s(self, precision):
+        self.asked.append(precision)
+        return self.rates[precision]
+
+
+@pytest.mark.parametrize("net", list(NETWORKS))
+def test_floor_is_the_larger_of_input_read_once_and_all_flops_at_the_ceiling(net):
+    spec = NETWORKS[net]
+    B = 10000
+    flops = B * sum(info.flops for info in spec.layer_info)
+    nbytes = 4 * B * spec.input_size ** 2
+    c = StubCeilings(2.9e12, {"tf32x3": 132e12, "fp16": 700e12})
+    f = whole_network_floor(spec, B, c)
+    assert c.asked == ["tf32x3"]
+    assert f.flops == flops and f.input_bytes == nbytes
+    assert f.memory_s == pytest.approx(nbytes / 2.9e12) and f.compute_s == pytest.approx(flops / 132e12)
+    assert f.seconds == max(f.memory_s, f.compute_s) == f.compute_s  # the course networks are compute-bound here
+    slow_copy = whole_network_floor(spec, B, StubCeilings(1e9, {"tf32x3": 132e12}))
+    assert slow_copy.seconds == slow_copy.memory_s == pytest.approx(nbytes / 1e9)
+    assert whole_network_floor(spec, B, c, "fp16").compute_s == pytest.approx(flops / 700e12)
+
+
+def test_floor_of_fa19_at_10000_with_the_h100_ceilings():
+    # every layer: conv1 2.614, conv2 12.11, fc1 6.459 MFLOP per image, plus the cheap layers: 21.29 MFLOP per image
+    values = {f.name: 0.0 for f in fields(Ceilings)}
+    values.update(machine="h100", device="cuda", measured="now", copy_bytes_per_s=2896.4e9,
+                  fp32_flop_per_s=51.5e12, tf32_flop_per_s=396.0868e12)
+    floor = whole_network_floor(NETWORKS["fa19"], 10000, Ceilings(**values))
+    assert floor.flops == 10000 * 21290814
+    assert floor.compute_s == pytest.approx(21290814e4 / (396.0868e12 / 3))
+    assert floor.seconds == pytest.approx(1.6126e-3, rel=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------ grouping
+
+
+def covered(steps) -> list[str]:
+    return [name for s in steps for name in s.covers]
+
+
+@pytest.mark.parametrize("net", list(NETWORKS))
+def test_every_network_groups_into_fused_conv_triples_then_one_dense_kernel(net):
+    spec = NETWORKS[net]
+    steps = group_layers(spec)
+    assert covered(steps) == [info.name for info in spec.layer_info]  # every layer exactly once, in order
+    kinds = [type(s) for s in steps]
+    convs = [s for s in steps if isinstance(s, ConvStep)]
+    assert TorchStep not in kinds, "the course networks need no PyTorch op"
+    assert kinds[-2:] == [FlattenStep, DenseStep] and kinds[:-2] == [ConvStep] * len(convs)
+    first = convs[0]
+    assert first.act == spec.layers[1].fn and first.pool == spec.layers[2]
+    info = {i.name: i for i in spec.layer_info}
+    for step in convs:
+        assert step.out_shape == info[step.covers[-1]].out_shape
+    if net == "minidnn":
+        assert [(s.act, s.pool) for s in convs] == [("relu", Pool(2, 2)), ("relu", Pool(4, 4, ceil=True))]
+    elif net != "fa17":  # the MXNet LeNets: conv2 straight into Flatten, no activation, no pool
+        assert len(convs) == 2 and (convs[1].act, convs[1].pool) == (None, None)
+    dense = steps[-1]
+    assert (dense.name, dense.fused, dense.softmax, dense.out_features) == ("fc1", "fc2", True, 10)
+    assert dense.act == ("relu" if net == "minidnn" else "tanh")
+    names = [i.name for i in spec.layer_info]
+    assert dense.covers == tuple(names[names.index("fc1"):])  # fc1, its activation, fc2, softmax
+
+
+def test_odd_layer_orders_still_group():
+    spec = NetSpec("odd", 20, (Conv(4, 3), Pool(2, 2), Activation("relu"), Conv(6, 3), Activation("sigmoid"),
+                               Flatten(), Dense(10), Softmax()))
+    steps = group_layers(spec)
+    assert covered(steps) == [i.name for i in spec.layer_info]
+    assert [type(s) for s in steps] == [ConvStep, TorchStep, ConvStep, FlattenStep, DenseStep]
+    assert (steps[0].act, steps[0].pool) == (None, Pool(2, 2))  # conv + pool, no activation
+    assert (steps[2].act, steps[2].pool) == ("sigmoid", None)  # conv + activation, no pool
+    assert (steps[4].fused, steps[4].softmax, steps[4].act) == (None, True, None)  # Dense + Softmax: one kernel
+
+    spec = NetSpec("tail", 12, (Conv(3, 5), Flatten(), Dense(40), Dense(10)))  # no activation, no softmax
+    steps = group_layers(spec)
+    assert [type(s) for s in steps] == [ConvStep, FlattenStep, DenseStep]
+    assert (steps[2].act, steps[2].fused, steps[2].softmax) == (None, "fc2", False)
+
+    spec = NetSpec("act-last", 12, (Conv(3, 5), Flatten(), Dense(64), Activation("tanh"), Dense(10),
+                                    Activation("sigmoid"), Softmax()))
+    steps = group_layers(spec)  # the last Dense has its own activation: not fused into fc1
+    assert [(type(s), s.covers) for s in steps][2:] == [(DenseStep, ("fc1", "tanh1")),
+                                                        (DenseStep, ("fc2", "sigmoid1", "softmax1"))]
+
+    spec = NetSpec("wide", 12, (Conv(3, 5), Flatten(), Dense(40), Dense(40), Dense(10)))
+    steps = group_layers(spec)  # 40 outputs is too many for the fused tail: fc1 alone, fc2 + fc3 fused
+    assert [(s.name, s.fused) for s in steps if isinstance(s, DenseStep)] == [("fc1", None), ("fc2", "fc3")]
+
+
+# ------------------------------------------------------------------------------------------------ the dense plans
+
+
+@pytest.mark.parametrize("B", [1, 37, 100, 1000, 10000])
+@pytest.mark.parametrize("F_, N, n2", [(7200, 500, 10), (10816, 140, 10), (17496, 160, 10), (5184, 140, 10),
+                                       (20184, 160, 10), (1296, 32, 10), (301, 23, 0), (301, 13, 0), (64, 10, 0)])
+@pytest.mark.parametrize("prec", [0, 1, 2, 3])
+def test_dense_plans_cover_every_row_feature_and_split(B, F_, N, n2, prec):
+    p = _dense.plan(B, F_, N, n2, softmax=n2 > 0 or N <= 32, prec=prec, wlo=True)
+    t = p.tile
+    assert p.row_tiles * t.bm >= B > (p.row_tiles - 1) * t.bm
+    assert p.col_blocks * t.bn >= N > (p.col_blocks - 1) * t.bn
+    assert p.kchunk % _dense.BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk  # no empty split
+    assert t.warps_m * t.warps_n <= 8 and t.mt * t.nt8 <= 16
+    assert p.smem <= 227 * 1024 and p.smem >= _dense.smem_bytes(t, N, n2)
+    assert p.grid == (p.col_blocks, p.splits, p.row_tiles) and p.row_tiles <= 65535
+    needs_whole_rows = n2 > 0 or N <= 32
+    assert p.workspace == (p.splits > 1 or (p.col_blocks > 1 and needs_whole_rows))
+    assert 65536 // (t.threads * p.min_blocks) >= 128  # registers: at least 128 per thread
+
+
+def test_small_batches_split_the_reduction_to_fill_the_gpu():
+    p = _dense.plan(100, 20184, 160, 10, True, 0, True, sms=132)
+    assert p.row_tiles * p.col_blocks * p.splits >= 66  # at least half the SMs busy at 100 images
+    assert _dense.plan(10000, 20184, 160, 10, True, 0, True).row_tiles >= 132
+
+
+REAL_DENSE = [(20184, 160, 10), (17496, 160, 10), (5184, 140, 10), (1296, 32, 10), (7200, 500, 10), (10816, 140, 10)]
+
+
+@pytest.mark.parametrize("B", [1, 5, 37, 100, 1000, 3000, 10000])
+@pytest.mark.parametrize("F_, N, n2", REAL_DENSE + [(301, 23, 0), (301, 13, 0), (300, 23, 0)])
+@pytest.mark.parametrize("prec", [0, 1, 2, 3])
+@pytest.mark.parametrize("wlo", [True, False])
+def test_dense_plan_shared_memory_is_the_kernels_layout_within_the_opt_in(B, F_, N, n2, prec, wlo):
+    """The launcher's dynamic shared memory is exactly what dense_mma.cu lays out (its SMEM_PIPE / SMEM_EPI macros,
+    written out here) and, with the kernel's static shared memory, within the H100's 227 KB opt-in; the plan passes
+    it to the kernel as -DSMEM, where a static_assert checks the same equality at compile time."""
+    p = _dense.plan(B, F_, N, n2, softmax=n2 > 0 or N <= 32, prec=prec, wlo=wlo)
+    t = p.tile
+    lds, ldcs = _dense.BK + 4, max(t.bn, N) + 4
+    pipe = _dense.STAGES * (t.bm + t.bn) * lds * 4
+    epi = (t.bm * ldcs + (t.warps_m * t.warps_n * N if n2 else 0)) * 4
+    assert p.smem == max(pipe, epi)
+    assert p.smem + _dense.STATIC_SMEM <= 227 * 1024
+    layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=n2 > 0, prec=prec, wlo=wlo)
+    assert _dense.Dense.defines(layer, p, True)["SMEM"] == p.smem
+
+
+class FakeFunction:
+    """CuPy's Function: a new Python object per get_function call, the opt-in stored on the driver's CUfunction."""
+
+    driver: dict = {}  # CUfunction (the defines) -> max dynamic shared memory opted in
+
+    def __init__(self, key):
+        self.key = key
+
+    @property
+    def max_dynamic_shared_size_bytes(self):
+        return self.driver.get(self.key, 48 * 1024)
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, value):
+        self.driver[self.key] = value
+
+
+def test_every_kernel_variant_is_opted_in_before_its_launch_even_when_function_ids_are_reused(monkeypatch):
+    """The H100 failure (CUDA_ERROR_INVALID_VALUE, fp16 variant, 76 KB): the opt-in was remembered per id() of a
+    Function object that CuPy makes anew per get_function; a freed object's id came back for another variant."""
+    FakeFunction.driver = {}
+    monkeypatch.setattr(_dense, "_KERNELS", {})
+    monkeypatch.setattr(_dense._cuda, "kernel", lambda src, name, **d: FakeFunction(tuple(sorted(d.items()))))
+    smem = 76032
+    for prec in range(4):  # tf32x3, tf32, fp16, bf16 of one shape: the same plan, different modules
+        for _ in range(3):
+            fn = _dense._kernel({"PREC": prec, "SMEM": smem}, smem)
+            assert fn.max_dynamic_shared_size_bytes >= smem, prec
+            del fn
+    assert len(FakeFunction.driver) == 4
+    small = _dense._kernel({"PREC": 0, "SMEM": 20736}, 20736)  # under 48 KB: no opt-in needed
+    assert small.key not in FakeFunction.driver
+
+
+def test_exact_tf32_detects_weights_without_a_low_part():
+    w = torch.randn(64, 33)
+    assert not _dense.exact_tf32(w)
+    assert _dense.exact_tf32(w.half().float())  # convbench's shipped weights are float16 values
+    assert _dense.exact_tf32(torch.tensor([0.0, 1.0, -2.5, 6e-8]).half().float())  # fp16 subnormals too
+
+
+# ------------------------------------------------------------------------------------------------ wiring on the CPU
+
+
+@pytest.fixture
+def cpu_standins(monkeypatch):
+    """Both kernels replaced by float64 PyTorch: WholeNetwork's grouping, buffers and order run on the CPU."""
+    monkeypatch.setitem(sys.modules, "convbench.impls._mma",
+                        types.SimpleNamespace(conv_act_pool=standin_conv_act_pool))
+    monkeypatch.setattr(whole, "Dense", TorchDense)
+
+
+@pytest.mark.parametrize("net", list(NETWORKS))
+def test_whole_network_layers_give_the_forward_probabilities(net, cpu_standins):
+    spec = NETWORKS[net]
+    weights = random_weights(spec)
+    wn = whole.WholeNetwork(weights, device="cpu")
+    x = pixels(spec, 5)
+    bufs = wn.buffers(5)
+    p = wn.run_layers(x, bufs)
+    assert p.shape == (5, 10) and p.data_ptr() == bufs[len(wn.steps) - 1].data_ptr()  # the static output buffer
+    ref = forward(spec, {k: v.double() for k, v in weights.params.items()}, x.double())
+    assert rel(p, ref) < 1e-5
+    assert torch.equal(p.argmax(1), ref.argmax(1))
+    assert sum(d.calls for d in wn._dense.values()) == 1  # fc1 + act + fc2 + softmax: one kernel
+
+
+def test_whole_network_runs_odd_layer_orders(cpu_standins):
+    spec = NetSpec("odd", 20, (Conv(4, 3), Pool(2, 2), Activation("relu"), Conv(6, 3), Activation("sigmoid"),
+                               Flatten(), Dense(10), Softmax()))
+    weights = random_weights(spec, 3)
+    wn = whole.WholeNetwork(weights, device="cpu")
+    x = pixels(spec, 3)
+    ref = forward(spec, {k: v.double() for k, v in weights.params.items()}, x.double())
+    assert rel(wn.run_layers(x, wn.buffers(3)), ref) < 1e-5
+
+
+def test_whole_network_rejects_an_unknown_precision(cpu_standins):
+    from convbench.errors import UsageError
+
+    with pytest.raises(UsageError, match="precision"):
+        whole.WholeNetwork(random_weights(NETWORKS["sp19"]), precision="fp8", device="cpu")
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+
+
+def test_run_whole_network_on_the_cpu_is_one_line(capsys):
+    rc, out, err = cli(capsys, "run", "--whole-network", "--device", "cpu")
+    assert_one_line_usage_error(rc, out, err, "--whole-network", "GPU")
+
+
+@pytest.mark.parametrize("impl", ["cudnn", "cpu-parallel"])
+def test_run_whole_network_with_an_impl_is_one_line(capsys, impl):
+    rc, out, err = cli(capsys, "run", "--whole-network", "--impl", impl)
+    assert_one_line_usage_error(rc, out, err, "--impl")
+
+
+@pytest.mark.skipif(not NO_GPU, reason="a CUDA GPU is present here, so --whole-network is not an error")
+def test_run_whole_network_without_a_gpu_is_one_line(capsys):
+    rc, out, err = cli(capsys, "run", "--whole-network", "--net", "sp19", "--size", "10")
+    assert_one_line_usage_error(rc, out, err, "no CUDA GPU")
+
+
+def test_run_help_lists_whole_network(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--whole-network" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------ GPU
+
+TOLERANCE = {"tf32x3": 1e-5, "tf32": 1e-3, "fp16": 1e-2, "bf16": 1e-2}
+DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
+    (37, 301, 23, None, False, 0),  # odd everything: 4-byte copies, partial tiles in B, F and N
+    (37, 301, 23, "tanh", False, 0),
+    (37, 301, 13, "relu", True, 0),  # softmax over N <= 32 in the epilogue
+    (37, 300, 23, "sigmoid", False, 0),  # F % 4 == 0: 16-byte copies
+    (5, 20184, 160, "tanh", True, 10),  # fa19's fc1 + fc2 + softmax at a tiny batch: many splits, workspace path
+    (1000, 7200, 500, "tanh", True, 10),  # fa17's: two column blocks, the last block finishes whole rows
+    (3000, 1296, 32, "relu", True, 10),  # minidnn's
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", list(TOLERANCE))
+@pytest.mark.parametrize("case", DENSE_CASES, ids=lambda c: "x".join(map(str, c[:3])) + f"-{c[3]}-sm{int(c[4])}-t{c[5]}")
+def test_dense_matches_float64(precision, case):
+    B, F_, N, act, softmax, n2 = case
+    g = torch.Generator(device="cuda").manual_seed(B * 7 + F_)
+    x = torch.randn(B, F_, device="cuda", generator=g)
+    w = torch.randn(N, F_, device="cuda", generator=g) / math.sqrt(F_)
+    b = torch.randn(N, device="cuda", generator=g) * 0.1
+    w2 = torch.randn(n2, N, device="cuda", generator=g) / math.sqrt(N) if n2 else None
+    b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
+    out = torch.full((B, n2 or N), float("nan"), device="cuda")
+    layer = _dense.Dense(w, b, act, softmax, w2, b2, precision=precision)
+    y = layer(x, out)
+    torch.cuda.synchronize()
+    assert y.data_ptr() == out.data_ptr()
+    assert torch.isfinite(y).all(), "an output element was never written"
+    ref = reference_dense(x, w, b, act, softmax, w2, b2)
+    assert rel(y, ref) <= TOLERANCE[precision]
+    y2 = layer(x, out)  # again: the row-tile counters were left at zero
+    assert rel(y2, ref) <= TOLERANCE[precision]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", list(TOLERANCE))
+def test_dense_function_odd_shape(precision):
+    x = torch.randn(37, 301, device="cuda")
+    w, b = torch.randn(23, 301, device="cuda") / 17, torch.randn(23, device="cuda")
+    y = _dense.dense(x, w, b, "tanh", False, precision)
+    assert rel(y, reference_dense(x, w, b, "tanh", False)) <= TOLERANCE[precision]
+
+
+@pytest.mark.gpu
+def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact():
+    x = torch.randn(64, 5184, device="cuda")
+    w = (torch.randn(140, 5184, device="cuda") / 72).half().float()
+    b = torch.randn(140, device="cuda")
+    layer = _dense.Dense(w, b, "tanh", precision="tf32x3")
+    assert not layer.wlo
+    assert rel(layer(x), reference_dense(x, w, b, "tanh", False)) <= 1e-5
+
+
+def conv_act_pool_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("convbench.impls._mma") is not None
+
+
+@pytest.fixture
+def gpu_conv(monkeypatch):
+    """The lead's fused conv kernel where it exists, else a float64 PyTorch stand-in (then only dense is tested)."""
+    if not conv_act_pool_available():
+        monkeypatch.setitem(sys.modules, "convbench.impls._mma",
+                            types.SimpleNamespace(conv_act_pool=standin_conv_act_pool))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("net", list(NETWORKS))
+def test_whole_network_matches_float64(net, gpu_conv):
+    from convbench.data.fashion_mnist import load_dataset
+
+    weights = load_weights("own", net)
+    spec = weights.spec
+    data = load_dataset(spec.input_size, count=37, quiet=True)
+    x = torch.from_numpy(data.images).float().unsqueeze(1).cuda()
+    wn = whole.WholeNetwork(weights, "tf32x3")
+    p = wn.infer(x)
+    ref = whole.reference_probabilities(spec, wn.params, x)
+    assert rel(p, ref) <= 1e-5
+    assert torch.equal(p.argmax(1), ref.argmax(1))
+    assert wn.captures == 1
+    p2 = wn.infer(x)  # a replay, no second capture
+    assert wn.captures == 1 and rel(p2, p) <= 1e-6
+
+
+@pytest.mark.gpu
+def test_graph_replay_reads_the_input_where_it_lies(gpu_conv):
+    weights = load_weights("own", "sp19")
+    spec = weights.spec
+    wn = whole.WholeNetwork(weights)
+    a, b = pixels(spec, 50, seed=1).cuda(), pixels(spec, 50, seed=2).cuda()
+    x = a.clone()
+    pa = wn.infer(x)
+    x.copy_(b)  # same pointer, new pixels: the captured graph reads them
+    pb = wn.infer(x)
+    assert wn.captures == 1
+    ref_b = whole.reference_probabilities(spec, wn.params, b)
+    assert rel(pb, ref_b) <= 1e-5 and not torch.equal(pa, pb)
+    pc = wn.infer(b)  # another pointer: another graph, same answer
+    assert wn.captures == 2 and rel(pc, ref_b) <= 1e-5
+
+
+@pytest.mark.gpu
+def test_stage_times_cover_every_kernel_step(gpu_conv):
+    spec = NETWORKS["sp19"]
+    net = whole.WholeNetwork(random_weights(spec))
+    x = pixels(spec, 64).cuda()
+    times = whole.stage_times(net, x, reps=3)
+    kernel_steps = [s for s in net.steps if not isinstance(s, FlattenStep)]
+    assert [name for name, _ in times] == ["+".join(s.covers) for s in kernel_steps]
+    assert all(t > 0 for _, t in times)
+    rows = whole.stage_details(net, x, reps=3, ceilings=StubCeilings(2e12, {"tf32x3": 132e12}))
+    dense = [r for r in rows if "plan" in r]
+    assert len(dense) == 1 and dense[0]["plan"]["splits"] >= 1 and dense[0]["floor_s"] > 0
+    assert torch.allclose(net.infer(x), net.run_layers(x), atol=1e-6)  # the static buffers still serve the graph
+
+
+@pytest.mark.gpu
+def test_benchmark_reports_every_number(gpu_conv):
+    from convbench.data.fashion_mnist import load_dataset
+
+    weights = load_weights("own", "minidnn")
+    data = load_dataset(weights.spec.input_size, count=100, quiet=True)
+    wn = whole.WholeNetwork(weights)
+    c = StubCeilings(2.9e12, {"tf32x3": 132e12})
+    r = whole.benchmark(wn, data.images, data.labels, reps=5, compile_baseline=False, ceilings=c)
+    assert r["whole"]["time_s"] > 0 and r["eager"]["time_s"] > 0 and r["whole"]["x_floor"] > 0
+    assert r["whole"]["correctness"] == r["eager"]["correctness"]
+    assert r["whole"]["rel_error_vs_fp64"] <= 1e-5
+
+
+@pytest.mark.gpu
+def test_run_whole_network_cli(capsys, gpu_conv):
+    import json
+    import re
+
+    rc, out, err = cli(capsys, "run", "--whole-network", "--net", "sp19", "--size", "100")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[:3] == ["Loading fashion-mnist data... done", "Loading model... done", "New Inference"]
+    assert re.fullmatch(r"Network Time: \d+\.\d{6} \(device-resident input, CUDA graph\)", lines[3]), lines[3]
+    assert re.fullmatch(r"Correctness: \S+ Model: .+", lines[4]), lines[4]
+    rc, out, err = cli(capsys, "run", "--whole-network", "--net", "sp19", "--size", "100", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["mode"] == "whole-network" and doc["precision"] == "tf32x3"
+    assert doc["network_time_s"] > 0 and doc["floor_s"] > 0 and doc["rel_error_vs_fp64"] <= 1e-5
