@@ -101,7 +101,18 @@ _SMALL = {  # 100 images, tf32x3 sweep: short slabs, many blocks
     (1, 72, 72, 12, 7): (6, 1, 8, 2, 0, 1, 0),
     (12, 33, 33, 24, 7): (6, 1, 8, 2, 0, 0, 0),
 }
+_FUSED = {  # conv + act + max pool in registers (EPI 2), tf32x3 sweeps: (10000 images, 100 images)
+    (1, 70, 70, 12, 5): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa19 conv1
+    (1, 48, 48, 6, 5): ((44, 2, 8, 2, 0, 1, 0), (8, 1, 4, 4, 0, 1, 0)),  # sp19 conv1
+    (1, 86, 86, 4, 7): ((80, 2, 8, 2, 0, 1, 0), (4, 2, 4, 4, 0, 1, 0)),  # minidnn conv1
+    (4, 40, 40, 16, 7): ((34, 2, 8, 2, 0, 1, 0), (8, 2, 4, 4, 0, 1, 0)),  # minidnn conv2
+    (1, 72, 72, 12, 7): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa18 conv1
+}
 TABLE: dict[tuple, tuple[int, ...]] = {}
+for _shape, (_large, _small) in _FUSED.items():
+    for _prec in range(4):
+        TABLE[(*_shape, _prec, 2, True)] = _large if _prec == 0 else _large[:5] + (0, 0)
+        TABLE[(*_shape, _prec, 2, False)] = _small if _prec == 0 else _small[:5] + (0, 0)
 for _shape, (_x3, _f16) in _LARGE.items():
     TABLE[(*_shape, 0, 0, True)] = _x3
     TABLE[(*_shape, 1, 0, True)] = _x3[:5] + (0, 0)  # TF32: tf32x3's tiling, nothing to split

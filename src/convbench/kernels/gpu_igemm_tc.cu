@@ -527,40 +527,51 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                 }
 #elif EPI == 2
             // Max over each window with shuffles (a window is 1, 4 or 16 consecutive pixels: lanes 4 apart hold
-            // consecutive pixels of a fragment column, c2 c3 the column 8 pixels on), then the activation, and one
-            // lane per window writes the pooled value.
+            // consecutive pixels of a fragment column, c2 c3 the column 8 pixels on). After the reduction the lanes
+            // of a window all hold its maxima; each takes a different one of them for the activation and the store,
+            // so a warp evaluates tanh once per pooled value, not once per pixel.
             const float ninf = __int_as_float(0xff800000);
+            const int q = gq & (wshift == 4 ? 1 : wshift == 2 ? 3 : 0);  // this lane's share of a window's values
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j)
+                for (int j = 0; j < NT; ++j) {
+                    float v[2][2];  // [h][e]
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        float v0 = (live >> (2 * i)) & 1 ? acc[i][j][e] : ninf;
-                        float v1 = (live >> (2 * i + 1)) & 1 ? acc[i][j][2 + e] : ninf;
-                        if (wshift >= 2) {
-                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 4));
-                            v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 4));
-                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 8));
-                            v1 = fmaxf(v1, __shfl_xor_sync(0xffffffffu, v1, 8));
-                        }
-                        if (wshift == 4) {
-                            v0 = fmaxf(v0, v1);
-                            v0 = fmaxf(v0, __shfl_xor_sync(0xffffffffu, v0, 16));
-                        }
-                        const int m = j * 8 + 2 * t + e;
-                        const int lead = wshift == 4 ? 8 : wshift == 2 ? 4 : 1;  // lanes' gq sharing a window
-                        if (m >= M || gq % lead) continue;
+                    for (int h = 0; h < 2; ++h)
 #pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            if (wshift == 4 && h) break;
-                            const float v = h ? v1 : v0;
-                            const int w = ((m0 + i) * 16 + gq + 8 * h) >> wshift;
-                            const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
-                            if (prl < tphv && v != ninf)
-                                y[((static_cast<size_t>(b) * M + m) * g.POH + pr0 + prl) * g.POW + pc] = activate(v);
+                        for (int e = 0; e < 2; ++e) {
+                            float u = (live >> (2 * i + h)) & 1 ? acc[i][j][2 * h + e] : ninf;
+                            if (wshift >= 2) {
+                                u = fmaxf(u, __shfl_xor_sync(0xffffffffu, u, 4));
+                                u = fmaxf(u, __shfl_xor_sync(0xffffffffu, u, 8));
+                            }
+                            v[h][e] = u;
+                        }
+                    if (wshift == 4) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            v[0][e] = fmaxf(v[0][e], v[1][e]);
+                            v[0][e] = fmaxf(v[0][e], __shfl_xor_sync(0xffffffffu, v[0][e], 16));
                         }
                     }
+                    // (h, e) of the value this lane stores: PS 4: lanes gq 0, 1 take e = 0, 1 of the m-tile's
+                    // window; PS 2: lanes gq % 4 = 0..3 take (h, e) = (0,0) (0,1) (1,0) (1,1); PS 1: all four.
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        int h, e;
+                        if (wshift == 4) { if (r || gq >= 2) break; h = 0; e = q; }
+                        else if (wshift == 2) { if (r) break; h = q >> 1; e = q & 1; }
+                        else { h = r >> 1; e = r & 1; }
+                        const float val = wshift == 4 ? (e ? v[0][1] : v[0][0])
+                                          : (h ? (e ? v[1][1] : v[1][0]) : (e ? v[0][1] : v[0][0]));
+                        const int m = j * 8 + 2 * t + e;
+                        const int w = ((m0 + i) * 16 + (gq & ~((1 << wshift) - 1) & 7) + 8 * h) >> wshift;
+                        const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
+                        if (m < M && prl < tphv && val != ninf)
+                            y[((static_cast<size_t>(b) * M + m) * g.POH + pr0 + prl) * g.POW + pc] = activate(val);
+                    }
+                }
 #else
             // Park the accumulators in the item's conv-output tile Ys[M][YSTRIDE] (its own region: a warp that
             // finishes early must not overwrite input another warp still reads).

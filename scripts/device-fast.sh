@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 4's measurements in two device calls (each well inside 10 minutes; results under $OUT):
+#   bash scripts/device-fast.sh check   GPU tests of the new code, verify (60 shapes, fused too), compute-sanitizer
+#                                       memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense kernel, and the
+#                                       tensor-core conv's modes on the course layers (dev_fast, tuned plans)
+#   bash scripts/device-fast.sh bench   bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
+#                                       whole-network comparison against PyTorch eager and torch.compile
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+NEW=gpu-igemm-tc,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
+NETS=fa19,sp19,minidnn,fa18
+case "${1:-check}" in
+check)
+    timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -k "igemm or fused or whole or precision" \
+        tests/test_impls.py tests/test_fused.py tests/test_whole.py tests/test_precision.py 2>&1 | tail -8 | tee "$OUT/pytest-gpu.log"
+    timeout 120 python3 -m convbench verify --device cuda --impl "$NEW" --shapes 60 --seed 4 2>&1 | tee "$OUT/verify.log" | tail -14
+    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    for tool in memcheck racecheck; do
+        for cmd in "-m convbench verify --device cuda --impl gpu-igemm-tc,gpu-igemm-tc-fp16 --shapes 8 --seed 7" \
+                   "scripts/sanitize_dense.py"; do
+            echo "== compute-sanitizer --tool $tool python3 $cmd" >> "$OUT/sanitize.log"
+            timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 $cmd 2>&1 | tail -6 >> "$OUT/sanitize.log"
+            echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize.log"
+        done
+    done
+    unset PYTORCH_NO_CUDA_MEMORY_CACHING
+    grep -E "^==|SUMMARY" "$OUT/sanitize.log"
+    timeout 150 python3 scripts/dev_fast.py --out "$OUT" --no-verify --sizes 10000 --nets $NETS 2>&1 | grep -v -i warn > "$OUT/modes.log"
+    tail -3 "$OUT/modes.log"
+    ;;
+bench)
+    timeout 280 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \
+        --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
+    tail -4 "$OUT/bench-fast.txt"
+    timeout 330 python3 scripts/whole_network.py --nets $NETS --sizes 100,10000 --out "$OUT/whole-network.json" \
+        > "$OUT/whole-network.txt" 2>&1
+    tail -4 "$OUT/whole-network.txt"
+    ;;
+esac
