@@ -25,6 +25,10 @@ SMEM_PER_SM = 228 * 1024
 RESERVED_PER_BLOCK = 1024  # the driver's shared memory per resident block
 
 
+class TooBig(UsageError):
+    """The layer's weights and one input row slab do not fit a block's shared memory (C*K*K*M beyond ~40k floats)."""
+
+
 @dataclass(frozen=True)
 class Plan:
     TH: int  # output rows per work item (OH: whole images)
@@ -142,8 +146,7 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
     feasible = [th for th in range(OH, 0, -1)
                 if (th == OH or th % step == 0) and 4 * smem_floats(C, H, W, M, K, th, NT, prec, epi) <= SMEM_PER_BLOCK]
     if not feasible:
-        raise UsageError(f"gpu-igemm-tc: C*K*K = {C * K * K} and M = {M} need more shared memory than a block has; "
-                         "use gpu-per-layer for this shape")
+        raise TooBig(f"gpu-igemm-tc: C*K*K = {C * K * K} and M = {M} need more shared memory than a block has")
     within = [th for th in feasible if 4 * smem_floats(C, H, W, M, K, th, NT, prec, epi) <= SMEM_BUDGET] or feasible[-1:]
     busy = [th for th in within if B * -(-OH // th) >= 4 * sms] or within[-1:]  # small batches: work for every SM
 
@@ -252,8 +255,34 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
     if job is None:
         if len(_LAUNCHES) > 4096:  # pointers come and go: keep the table bounded
             _LAUNCHES.clear()
-        job = _LAUNCHES[key] = _prepare(x, k, y, prec, skip and prec == 0, epi, act, pool, override)
+        try:
+            job = _prepare(x, k, y, prec, skip and prec == 0, epi, act, pool, override)
+        except TooBig:
+            _fallback(x, k, y, act, pool if epi else None, bool(epi))
+            return
+        _LAUNCHES[key] = job
     job(stream.cuda_stream)
+
+
+def _fallback(x, k, y, act, pool, epi: bool) -> None:
+    """A layer too large for one block's shared memory: gpu-per-layer's fp32 kernels (at least as accurate as any
+    mode here), then PyTorch's activation and pooling for the fused op. No course layer comes near this."""
+    import torch.nn.functional as F
+
+    from convbench.impls.gpu_per_layer import conv_forward
+    from convbench.impls.registry import output_shape
+
+    if not epi:
+        conv_forward(x, k, y)
+        return
+    t = torch.empty(output_shape(x.shape, k.shape), dtype=torch.float32, device=x.device)
+    conv_forward(x, k, t)
+    if act is not None:
+        t = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act](t)
+    if pool is not None and pool.size > 1:
+        fn = F.max_pool2d if pool.kind == "max" else F.avg_pool2d
+        t = fn(t, pool.size, pool.stride, ceil_mode=pool.ceil)
+    y.copy_(t)
 
 
 def pooled_shape(x_shape, k_shape, pool) -> tuple[int, int, int, int]:

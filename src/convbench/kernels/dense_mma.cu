@@ -44,8 +44,9 @@
 //   in registers; a tile with MT*NT8 <= 16 keeps the accumulators at <= 64 registers. Split-K costs a round trip of
 //   S*B*NOUT partials through L2 and a tail per row tile that starts only when its last split is done; at
 //   B = 100 the whole layer is a few microseconds and launch latency is of the same order.
-// Measured: not yet on a GPU at the time of writing (this tree's author had none); scripts/whole_network.py
-//   records the whole network's time (this kernel included) next to PyTorch eager and torch.compile.
+// Measured (H100 80GB HBM3, results/fast/, whole network's stages timed alone, 10000 images, weights exact in TF32
+//   so 2 products): fa19 fc1+tanh+fc2+softmax 0.98 ms (2.06x its floor, 0.48 ms), fa18 0.89 ms (2.15x), sp19
+//   0.35 ms (3.27x), minidnn 0.084 ms (4.8x); at 100 images 0.05-0.08 ms (the split-K tail and launch dominate).
 
 // ---- compile-time shape and configuration (-D from impls/_dense.py) ----
 #ifndef FIN

@@ -2,11 +2,11 @@
 // block per SM slot that keeps the layer's weights in shared memory and streams whole images through a
 // double-buffered cp.async pipeline; optional epilogue: activation + pooling (the fused layer).
 //
-// What changes relative to gpu-tc-tf32 (WMMA): 
-//  * Accuracy. TF32 keeps 10 mantissa bits; here each fp32 operand is split, v = hi + lo with hi = tf32(v) and
-//    lo = tf32(v - hi), and a*b is computed as a_lo*b_hi + a_hi*b_lo + a_hi*b_hi (the a_lo*b_lo term is ~2^-22 of
-//    the product), accumulated in fp32: relative error ~1e-7, the same as fp32 FMA, at tensor-core speed ("3xTF32",
-//    CUTLASS's fast-fp32 trick). PREC selects the arithmetic: 0 = 3xTF32 (fp32-accurate), 1 = TF32 (one product),
+// What changes relative to gpu-tc-tf32 (WMMA):
+//  * Accuracy. TF32 keeps 10 mantissa bits; here each fp32 operand is split, v = hi + lo with hi = v rounded to TF32
+//    (integer add + mask) and lo = v - hi (exact; the tensor core reads its top 19 bits), and a*b is computed as
+//    a_lo*b_hi + a_hi*b_lo + a_hi*b_hi (the a_lo*b_lo term is ~2^-22 of the product), accumulated in fp32: relative
+//    error ~1e-7 like fp32 FMA (verify: <= 4.2e-6 on 60 shapes), at tensor-core speed ("3xTF32", CUTLASS's fast-fp32). PREC selects the arithmetic: 0 = 3xTF32 (fp32-accurate), 1 = TF32 (one product),
 //    2 = FP16 and 3 = BF16 (m16n8k16, operands rounded to 16 bits, fp32 accumulate).
 //  * Exact shortcuts (SKIP = 1). A product whose low parts are all zero contributes exactly nothing: pixel values
 //    0..255 and fp16-valued weights are exact in TF32. Each block checks, once per image tile, whether any x in it
@@ -21,18 +21,27 @@
 //    image, or a slab of TH output rows of one image): the weights (M x C*K*K, zero-padded to 8-column n-tiles and
 //    to the k-step) are read into shared memory once per block, not once per tile; the next item's input rows are
 //    copied with cp.async into the second buffer while the current one is multiplied.
-//  * EPI = 1 fuses the next two layers: the conv outputs go to shared memory, then each thread max- (or average-)
-//    pools a window and applies the activation (after the max: tanh, relu, sigmoid are monotone, so
-//    act(max v) = max act(v)), and only the pooled map is written: 1/4 (2x2) or 1/16 (4x4) of the bytes.
+//  * EPI fuses the next two layers, and only the pooled map is written: 1/4 (2x2) or 1/16 (4x4) of the bytes.
+//    EPI = 2 (max pools, size = stride = 1, 2, 4): pixels are numbered window by window, so a window's conv values
+//    sit in 1, 4 or 16 lanes/registers of a fragment column and reduce with warp shuffles; the activation comes
+//    after the max (tanh, relu, sigmoid are monotone: act(max v) = max act(v)), once per pooled value.
+//    EPI = 1 (any pool): the conv outputs go to a shared-memory tile, then a warp per pooled row pools and activates.
 // Warp tiling: NT = ceil(M / 8) n-tiles (all maps) x MT m-tiles (16 pixels each) per warp; the block's NW warps
-// take groups of MT m-tiles of the work item in turn. Per k-step and warp: MT*4 A loads (split on the fly),
-// NT*2 B loads, MT*NT*(1..3) mma.
+// take groups of MT m-tiles of the work item in turn. Per k-step and warp: MT*4 A loads (SPLITX: 8, the hi and lo
+// planes), NT*2 B loads, MT*NT*(1..3) mma. Launch parameters per layer (TH, MT, NW, MINB, STAGE, SPLITX, PAD) come
+// from a sweep (scripts/dev_fast.py --sweep) recorded in impls/_mma.py's tables.
 // Why faster: cuDNN runs these fp32 layers on CUDA cores (51 TFLOP/s on an H100); 3xTF32 on tensor cores gives
 // ~1/3 of the TF32 rate (~130 TFLOP/s), and the layers' small M (4..24) and C*K*K (25..588) fit the m16n8 shape
 // with little padding. The weights never leave shared memory; each input image is read from DRAM once.
-// What limits it: C = 1 layers are bound by writing y; C > 1 layers by the mma issue rate and the gather loads
-// (shared-memory bandwidth: 4 scalar loads per 16x8 A fragment).
-// Measured: see the launcher's table (impls/gpu_igemm_tc.py) and results/fast-H100.md.
+// What limits it: the gather of A from shared memory, not the tensor cores. Each staged x value is loaded once per
+// filter tap (K*K times) and feeds only M = 4..24 multiply-adds per load; a 16x8 TF32 fragment takes 4 scalar
+// loads. Nsight Compute, fa19 conv2 (3xTF32, tuned plan): shared-memory wavefronts at 72 % of peak, 31 % of them
+// bank-conflict replays, tensor pipe active 43 %, top stalls MIO throttle and barriers. C = 1 layers with M = 4
+// use half of each n8 tile. Next: channels-last staging read with ldmatrix, compile-time reduction offsets.
+// Measured (H100 80GB HBM3, results/fast/README.md, Σ conv Op Time at 10000 images, tuned plans in impls/_mma.py):
+//   fp32-accurate (gpu-igemm-tc): fa19 2.89 ms (3.70x cudnn's 10.70 ms in the same run, 1.74x the tf32x3 floor),
+//   sp19 0.61 ms (5.45x), minidnn 2.30 ms (5.88x), fa18 4.30 ms (4.59x); with arbitrary fp32 weights (3 products)
+//   fa19 3.58 ms (2.99x). TF32 / FP16 / BF16 modes: 4.6x-7.4x cudnn, 1.6x-3.0x the memory floor.
 
 #ifndef NT
 #define NT 3  // n-tiles of 8 output maps: ceil(M / 8)

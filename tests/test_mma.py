@@ -1,0 +1,126 @@
+"""The tensor-core implicit GEMM's launcher (impls/_mma.py) on the CPU: plans fit shared memory, the tuned tables
+are valid plans, the padded strides keep their bank-conflict properties, and the kernel's variants compile."""
+
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from convbench.impls import _cuda, _mma
+from convbench.impls.registry import get_impl, impl_for_precision
+from convbench.network.spec import NETWORKS, Conv, Pool
+
+
+def course_layers():
+    """(C, H, W, M, K) of every course conv layer."""
+    for spec in NETWORKS.values():
+        for info in spec.conv_layers:
+            C, H, W = info.in_shape
+            yield C, H, W, info.layer.out_channels, info.layer.kernel
+
+
+@pytest.mark.parametrize("key", sorted(_mma.TABLE), ids=str)
+def test_every_tuned_plan_is_taken_as_it_is(key):
+    C, H, W, M, K, prec, epi, large = key
+    B = 10000 if large else 100
+    plan = _mma.plan(B, C, H, W, M, K, prec, epi, 2 if epi else 1)
+    want = _mma.TABLE[key]
+    assert (plan.TH, plan.MT, plan.NW, plan.MINB, plan.STAGE, plan.SPLITX, plan.PAD) == tuple(want), \
+        "the table's plan does not fit shared memory or the pool windows: plan() fell back to the heuristic"
+    assert plan.smem <= _mma.SMEM_PER_BLOCK
+
+
+@pytest.mark.parametrize("prec", range(4))
+@pytest.mark.parametrize("epi", (0, 1, 2))
+def test_heuristic_plans_fit_for_random_shapes(prec, epi):
+    rng = random.Random(prec * 10 + epi)
+    for _ in range(200):
+        K = rng.randint(1, 7)
+        C, M = rng.randint(1, 24), rng.randint(1, 40)
+        H, W = rng.randint(K, K + 60), rng.randint(K, K + 60)
+        B = rng.choice([1, 7, 100, 1000])
+        pool = rng.choice([1, 2, 4]) if epi else 1
+        OH = H - K + 1
+        try:
+            p = _mma.plan(B, C, H, W, M, K, prec, epi, pool)
+        except _mma.TooBig:  # then even the thinnest slab does not fit: launch() falls back to gpu-per-layer
+            assert 4 * _mma.smem_floats(C, H, W, M, K, 1 if epi != 1 else min(OH, pool), -(-M // 8), prec, epi) \
+                > _mma.SMEM_PER_BLOCK
+            continue
+        assert 1 <= p.TH <= OH and p.smem <= _mma.SMEM_PER_BLOCK
+        assert p.NT == -(-M // 8) and p.items == B * -(-OH // p.TH)
+        if epi:
+            assert p.TH == OH or p.TH % pool == 0
+
+
+def test_every_course_layer_has_a_plan():
+    for C, H, W, M, K in course_layers():
+        for B in (100, 10000):
+            for prec in range(4):
+                for epi in (0, 2):
+                    p = _mma.plan(B, C, H, W, M, K, prec, epi, 2 if epi else 1)
+                    assert p.smem <= _mma.SMEM_PER_BLOCK and p.items >= B
+
+
+@pytest.mark.parametrize("W,K,TH", [(33, 5, 29), (22, 5, 18), (40, 7, 34), (70, 5, 66), (33, 7, 27), (5, 5, 1)])
+def test_padded_strides_avoid_the_conflicting_banks(W, K, TH):
+    assert _mma.strides(0, W, K, TH, False) == (W, (TH + K - 1) * W)
+    WS, PLS = _mma.strides(0, W, K, TH, True)
+    assert WS >= W and 12 <= WS % 32 <= 26
+    assert PLS >= (TH + K - 1) * WS and PLS % 32 == 16
+
+
+def test_smem_grows_with_the_options():
+    base = _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 0)
+    assert _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 0, split=True) > base  # a second x plane, weights x2
+    assert _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 0, stage=True) > base
+    assert _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 1) > base  # EPI 1: the conv-output tile
+    assert _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 2) == base  # EPI 2 pools in registers
+
+
+def test_the_family_and_its_precision_modes():
+    fp32 = get_impl("gpu-igemm-tc")
+    assert fp32.precision == "fp32" and fp32.ceiling_arithmetic == "tf32x3" and fp32.tolerance == 1e-5
+    assert fp32.fused is not None
+    for p in ("tf32", "fp16", "bf16"):
+        mode = impl_for_precision(fp32, p)
+        assert mode.name == f"gpu-igemm-tc-{p}" and mode.precision == p and mode.fused is not None
+
+
+def test_pooled_shape_follows_the_network_rule():
+    assert _mma.pooled_shape((5, 4, 40, 40), (16, 4, 7, 7), Pool(4, 4, ceil=True)) == (5, 16, 9, 9)
+    assert _mma.pooled_shape((5, 12, 33, 33), (24, 12, 5, 5), None) == (5, 24, 29, 29)
+    assert _mma.pooled_shape((5, 1, 70, 70), (12, 1, 5, 5), Pool(2, 2)) == (5, 12, 33, 33)
+
+
+VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
+    dict(PREC=0, SKIP=1, SPLITX=1, NT=3, MT=4, NW=16, MINB=1),
+    dict(PREC=0, SKIP=1, STAGE=1, NT=2, MT=4, NW=16, MINB=1),
+    dict(PREC=0, SKIP=0, NT=1, MT=1, NW=8, MINB=2),
+    dict(PREC=2, NT=2, MT=4, NW=4, MINB=2, STAGE=1),
+    dict(PREC=3, NT=3, MT=4, NW=16, MINB=1),
+    dict(PREC=0, SKIP=1, SPLITX=1, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=2),
+    dict(PREC=1, EPI=1, ACT=3, POOLAVG=1, NT=2, MT=4, NW=8, MINB=1),
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("defines", VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
+    """The 512-thread plans (NW = 16, 128 registers a thread) spill a few bytes; the sweep measured them fastest
+    anyway. More than that would be a regression."""
+    source = Path(str(_cuda.KERNEL_DIR)) / _mma.SOURCE
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-c", str(source), "-o",
+                        str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    stores = [int(n) for n in re.findall(r"(\d+) bytes spill stores", p.stderr)]
+    assert stores and max(stores) <= (32 if defines.get("NW") == 16 else 0), p.stderr
+
+
+def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
+    assert all(isinstance(i.layer, Conv) for s in NETWORKS.values() for i in s.conv_layers)
+    assert (12, 33, 33, 24, 5) in set(course_layers())
