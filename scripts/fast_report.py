@@ -36,6 +36,14 @@ def total(bench, net, images, impl):
     return next(r for r in bench["totals"] if r["net"] == net and r["images"] == images and r["impl"] == impl)
 
 
+def one_product_floor(bench, net, images) -> float:
+    """Σ over the conv layers of max(bytes / copy, FLOPs / TF32 rate): the floor if every multiply-add took one
+    TF32 product — what the exact-zero skipping reaches at best on our weights (conv1: 1 product, conv2: 2)."""
+    c = bench["ceilings"]
+    return sum(max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / c["tf32_flop_per_s"]) for r in bench["layers"]
+               if r["net"] == net and r["images"] == images and r["impl"] == "cudnn")
+
+
 def mark(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
@@ -61,8 +69,9 @@ def report(folder: Path) -> str:
         "",
         "## Targets 1 and 2: Σ conv Op Time, fp32-accurate (`gpu-igemm-tc`, 3xTF32)",
         "",
-        "| net | images | cudnn ms | gpu-igemm-tc ms | x cudnn (target) | floor ms | x floor (target <= 1.5) | max rel. err |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| net | images | cudnn ms | gpu-igemm-tc ms | x cudnn (target) | floor ms | x floor (target <= 1.5) | "
+        "x one-product floor | max rel. err |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     err = bench["verify"][FP32]["max_rel_error"]
     for net in nets:
@@ -73,8 +82,13 @@ def report(folder: Path) -> str:
             xf = me["op_time_s"] / me["floor_s"]
             out.append(f"| {net} | {n} | {ref['op_time_s'] * 1e3:.4f} | {me['op_time_s'] * 1e3:.4f} | {x:.2f}x "
                        f"(>= {want}: {mark(x >= want)}) | {me['floor_s'] * 1e3:.4f} | {xf:.2f}x"
-                       f"{'' if n < 10000 else ' (' + mark(xf <= 1.5) + ')'} | {err:.1e} |")
+                       f"{'' if n < 10000 else ' (' + mark(xf <= 1.5) + ')'} | "
+                       f"{me['op_time_s'] / one_product_floor(bench, net, n):.2f}x | {err:.1e} |")
     out += [
+        "",
+        "The floor counts three TF32 products per multiply-add (the 3xTF32 arithmetic). On our weights (float16 values) "
+        "and pixel inputs the kernel skips the products that are exactly zero, so the x floor column is generous; "
+        "the one-product floor (FLOPs at the TF32 rate) is the strict bound.",
         "",
         "## Target 5: reduced-precision modes (`--precision tf32|fp16|bf16`) against the memory floor",
         "",

@@ -2,6 +2,7 @@
 are valid plans, the padded strides keep their bank-conflict properties, and the kernel's variants compile."""
 
 import random
+import types
 import re
 import shutil
 import subprocess
@@ -26,7 +27,8 @@ def course_layers():
 def test_every_tuned_plan_is_taken_as_it_is(key):
     C, H, W, M, K, prec, epi, large = key
     B = 10000 if large else 100
-    plan = _mma.plan(B, C, H, W, M, K, prec, epi, 2 if epi else 1)
+    pool = 4 if (C, H, W, M, K) == (4, 40, 40, 16, 7) else 2  # minidnn conv2 pools 4x4, every other fused layer 2x2
+    plan = _mma.plan(B, C, H, W, M, K, prec, epi, pool if epi else 1)
     want = _mma.TABLE[key]
     assert (plan.TH, plan.MT, plan.NW, plan.MINB, plan.STAGE, plan.SPLITX, plan.PAD) == tuple(want), \
         "the table's plan does not fit shared memory or the pool windows: plan() fell back to the heuristic"
@@ -124,3 +126,75 @@ def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
     assert all(isinstance(i.layer, Conv) for s in NETWORKS.values() for i in s.conv_layers)
     assert (12, 33, 33, 24, 5) in set(course_layers())
+
+
+# ---- the launch cache, on the CPU with stand-ins for the GPU parts ----
+
+class FakeTensor:
+    def __init__(self, shape, ptr):
+        self.shape, self._ptr = shape, ptr
+        self.device = types.SimpleNamespace(index=0, type="cuda")
+
+    def data_ptr(self):
+        return self._ptr
+
+
+class FakeKernel:
+    num_regs = 128
+
+    def __init__(self):
+        self.max_dynamic_shared_size_bytes = 48 * 1024
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    kernels = {}
+    monkeypatch.setattr(_mma, "_kernel", lambda *a: kernels.setdefault(a, FakeKernel()))
+    monkeypatch.setattr(_mma, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(_mma, "_smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
+    monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
+    monkeypatch.setattr(_mma.torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=7))
+    monkeypatch.setattr(_mma, "_LAUNCHES", {})
+    return kernels
+
+
+def test_shared_memory_opt_in_is_the_maximum_not_the_plans(fake_gpu):
+    big = _mma._prepare(FakeTensor((10000, 12, 33, 33), 1), FakeTensor((24, 12, 5, 5), 2),
+                        FakeTensor((10000, 24, 29, 29), 3), 0, True, 0, None, None)
+    fn = big.fn
+    assert big.smem > 100 * 1024 and fn.max_dynamic_shared_size_bytes == _mma.SMEM_PER_BLOCK
+    # a later layer compiled alike with a smaller plan must not lower the limit the first one needs
+    _mma._prepare(FakeTensor((10000, 12, 20, 20), 4), FakeTensor((24, 12, 5, 5), 2),
+                  FakeTensor((10000, 24, 16, 16), 5), 0, True, 0, None, None)
+    assert fn.max_dynamic_shared_size_bytes >= big.smem
+
+
+def test_launches_are_prepared_once_per_key_and_too_big_layers_fall_back(fake_gpu, monkeypatch):
+    prepared, ran, fell_back = [], [], []
+
+    def prepare(x, *a, **kw):
+        prepared.append(x.shape)
+        if x.shape[1] > 100:
+            raise _mma.TooBig("too big")
+        return lambda stream: ran.append(stream)
+
+    monkeypatch.setattr(_mma, "_prepare", prepare)
+    monkeypatch.setattr(_mma, "_fallback", lambda *a: fell_back.append(a))
+    x, k, y = FakeTensor((2, 4, 40, 40), 10), FakeTensor((16, 4, 7, 7), 11), FakeTensor((2, 16, 34, 34), 12)
+    for _ in range(3):
+        _mma.launch(x, k, y)
+    assert len(prepared) == 1 and ran == [7, 7, 7]
+    _mma.launch(FakeTensor((2, 4, 40, 40), 13), k, y)  # another input buffer: another launch
+    assert len(prepared) == 2
+    big = FakeTensor((2, 200, 40, 40), 14), FakeTensor((40, 200, 7, 7), 15), FakeTensor((2, 40, 34, 34), 16)
+    _mma.launch(*big)
+    _mma.launch(*big)
+    assert len(prepared) == 3 and len(fell_back) == 2  # planned once, then the cached fallback
+
+
+def test_bad_tensors_are_one_line_errors():
+    from convbench.errors import UsageError
+
+    x = _mma.torch.zeros(1, 1, 5, 5)
+    with pytest.raises(UsageError, match="float32, contiguous CUDA tensors"):
+        _mma._check_tensors(x, x, x, (1, 1, 1, 1))

@@ -347,6 +347,11 @@ def test_run_whole_network_with_an_impl_is_one_line(capsys, impl):
     assert_one_line_usage_error(rc, out, err, "--impl")
 
 
+def test_run_whole_network_with_fuse_is_one_line(capsys):
+    rc, out, err = cli(capsys, "run", "--whole-network", "--fuse")
+    assert_one_line_usage_error(rc, out, err, "--whole-network", "--fuse")
+
+
 @pytest.mark.skipif(not NO_GPU, reason="a CUDA GPU is present here, so --whole-network is not an error")
 def test_run_whole_network_without_a_gpu_is_one_line(capsys):
     rc, out, err = cli(capsys, "run", "--whole-network", "--net", "sp19", "--size", "10")

@@ -135,6 +135,8 @@ def run_whole_network(args) -> int:
                          "leave out --impl, or drop --whole-network to time one convolution implementation")
     if args.device == "cpu":
         raise UsageError("--whole-network runs on the GPU; leave out --device or use --device cuda")
+    if getattr(args, "fuse", False):
+        raise UsageError("--whole-network always fuses conv + activation + pool; leave out --fuse")
     require_cuda()
     precision = WHOLE_PRECISION[getattr(args, "precision", None) or "fp32"]
     quiet = args.json

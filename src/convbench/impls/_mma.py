@@ -82,6 +82,12 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+@functools.cache
+def _smem_optin(index: int) -> int:
+    """Dynamic shared memory a block may opt in to on this GPU (227 KB on Hopper)."""
+    return getattr(torch.cuda.get_device_properties(index), "shared_memory_per_block_optin", SMEM_PER_BLOCK)
+
+
 # Tuned plans for the course's layers: (C, H, W, M, K, prec, epi, B >= 1000) -> (TH, MT, NW, MINB, STAGE, SPLITX,
 # PAD), the fastest of scripts/dev_fast.py's sweep on an H100 80GB HBM3 (results/dev-fast-H100-*.json)
 # at 10000 and 100 images. A shape not in the table gets the heuristic below.
@@ -222,20 +228,33 @@ class _Launch:
             raise UsageError(f"CUDA launch of igemm_tc_kernel grid={self.grid} failed: {e}") from None
 
 
-_LAUNCHES: dict[tuple, _Launch] = {}
+_FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through _fallback
+_LAUNCHES: dict[tuple, _Launch | str] = {}
+
+
+def _check_tensors(x, k, y, expected_y) -> None:
+    """Once per cache key: the kernel reads raw pointers, so layout and type must be what it assumes."""
+    for name, t in (("x", x), ("k", k), ("y", y)):
+        if t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cuda":
+            raise UsageError(f"gpu-igemm-tc needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
+                             f"{'contiguous' if t.is_contiguous() else 'not contiguous'}, on {t.device}")
+    if tuple(y.shape) != tuple(expected_y):
+        raise UsageError(f"gpu-igemm-tc: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
 
 
 def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
-    if pool is not None and pool.size != pool.stride:
-        raise UsageError("gpu-igemm-tc fuses pooling with stride = size only; run this layer unfused")
+    if pool is not None and pool.size != pool.stride:  # overlapping or gapped windows: not this kernel's tiling
+        raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
     sms = _sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, epi, ps, sms, override)
     fn = _kernel(p.NT, p.MT, p.NW, prec, skip, epi, ACTS[act], avg, p.MINB, p.STAGE, p.SPLITX)
     if p.smem > 48 * 1024:
-        fn.max_dynamic_shared_size_bytes = p.smem
+        # The opt-in belongs to the compiled kernel, which layers of other shapes share: always the block's
+        # maximum, never this plan's size (a later, smaller plan would otherwise break an earlier cached launch).
+        fn.max_dynamic_shared_size_bytes = _smem_optin(x.device.index or 0)
     threads = 32 * p.NW
     grid = (min(p.items, sms * _blocks_per_sm(fn, threads, p.smem)), 1, 1)
     WS, PLS = strides(H, W, K, p.TH, bool(p.PAD))
@@ -255,18 +274,22 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
     if job is None:
         if len(_LAUNCHES) > 4096:  # pointers come and go: keep the table bounded
             _LAUNCHES.clear()
+        _check_tensors(x, k, y, pooled_shape(x.shape, k.shape, pool if epi else None))
         try:
             job = _prepare(x, k, y, prec, skip and prec == 0, epi, act, pool, override)
         except TooBig:
-            _fallback(x, k, y, act, pool if epi else None, bool(epi))
-            return
+            job = _FALLBACK
         _LAUNCHES[key] = job
-    job(stream.cuda_stream)
+    if job is _FALLBACK:
+        _fallback(x, k, y, act, pool if epi else None, bool(epi))
+    else:
+        job(stream.cuda_stream)
 
 
 def _fallback(x, k, y, act, pool, epi: bool) -> None:
-    """A layer too large for one block's shared memory: gpu-per-layer's fp32 kernels (at least as accurate as any
-    mode here), then PyTorch's activation and pooling for the fused op. No course layer comes near this."""
+    """A layer too large for one block's shared memory, or a pool whose stride is not its size: gpu-per-layer's fp32
+    kernels (at least as accurate as any mode here), then PyTorch's activation and pooling for the fused op. No
+    course layer comes near this."""
     import torch.nn.functional as F
 
     from convbench.impls.gpu_per_layer import conv_forward

@@ -133,7 +133,7 @@ class Check:
 
 
 def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Tensor | None = None) -> Check:
-    """||y - ref|| / ||ref||; with `scale`, / ||scale|| instead (a fused op: / ||conv||, see fused_check)."""
+    """||y - ref|| / ||ref||; with `scale`, / ||scale|| instead (a fused op: / ||pool(|conv|)||, see fused_check)."""
     if tuple(y.shape) != tuple(ref.shape):
         return Check(math.inf, y.numel(), False)
     y64 = y.double()
@@ -146,11 +146,24 @@ def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Ten
 
 
 def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolerance: float) -> Check:
-    """A fused op's output against pool(act(conv_ref)), its error relative to the CONVOLUTION's norm: the activations
-    and a max pool with stride = size never grow an error (1-Lipschitz; each pooled error is one of its window's), so
-    a fused op whose convolution is within tolerance stays within it, while relative to the output's own norm a tiny
-    output (a sigmoid of -300 is 5e-131 in float64 and 0 in float32) would fail on rounding alone."""
-    return check(y, pool(activation(conv_ref, case.act), case.pool), tolerance, scale=conv_ref)
+    """A fused op's output against ref = pool(act(conv_ref)), judged twice:
+
+    - its error relative to pool(|conv_ref|), the convolution's scale at the output's size: the activations and a
+      pool with stride = size never grow an error (1-Lipschitz; each pooled error is one of its window's), so a
+      fused op whose convolution is within tolerance stays within it, while relative to the output's own norm a
+      tiny output (a sigmoid of -300 is 5e-131 in float64 and 0 in float32) would fail on rounding alone;
+    - and, against gross errors that a saturating activation hides from that scale (an all-zero or negated tanh
+      output is small next to a convolution of raw pixels), relative to the output's own norm with a floor of 1e-3
+      per element, within max(tolerance, 1e-3).
+
+    rel_error is the first; ok needs both."""
+    ref = pool(activation(conv_ref, case.act), case.pool)
+    scaled = check(y, ref, tolerance, scale=pool(conv_ref.abs(), case.pool))
+    if not scaled.ok:
+        return scaled
+    floor = 1e-3 * math.sqrt(max(1, ref.numel()))
+    own = float(torch.linalg.vector_norm(y.double() - ref)) / max(float(torch.linalg.vector_norm(ref)), floor)
+    return Check(scaled.rel_error, 0, own <= max(tolerance, 1e-3))
 
 
 def edge_shapes() -> list[ConvShape]:
