@@ -246,8 +246,10 @@ class WholeNetwork:
         self.captures += 1
         self._graphs[key] = (graph, out)
         while len(self._graphs) > self.max_graphs:
-            _, (old, _) = self._graphs.popitem(last=False)
+            (old_shape, _), (old, _) = self._graphs.popitem(last=False)
             old.reset()
+            if not any(k[0][0] == old_shape[0] for k in self._graphs):  # no graph left for that batch size
+                self._buffers.pop(old_shape[0], None)
         return graph, out
 
     def replay(self, x: torch.Tensor) -> torch.Tensor:
