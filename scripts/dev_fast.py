@@ -30,7 +30,7 @@ MODES = [("tf32x3", False), ("tf32x3", True), ("tf32", True), ("fp16", True), ("
 
 
 def rel(y, ref):
-    return float(torch.linalg.vector_norm(y.double().cpu() - ref) / max(float(torch.linalg.vector_norm(ref)), 1e-300))
+    return problem.check(y.cpu(), ref, math.inf).rel_error
 
 
 def verify(n_shapes: int, seed: int) -> list[dict]:
@@ -67,12 +67,7 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
         worst, fails = 0.0, []
         for i, (s, act, pool) in enumerate(zip(big, itertools.cycle(acts), itertools.cycle(pools[::-1] + pools))):
             x, k = problem.generate(s, seed + 100 + i)
-            r = F.conv2d(x.double(), k.double())
-            if act:
-                r = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act](r)
-            if pool is not None:
-                fn = F.max_pool2d if pool.kind == "max" else F.avg_pool2d
-                r = fn(r, pool.size, pool.stride, ceil_mode=pool.ceil)
+            r = problem.fused_reference(x, k, act, pool)
             out = torch.full(r.shape, float("nan"), device="cuda")
             try:
                 _mma.conv_act_pool(x.cuda(), k.cuda(), act, pool, prec, out=out, skip=skip)
@@ -156,10 +151,8 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                 # fused conv + act + pool against cudnn + torch act + pool
                 act, pool = act_pool_after(net, inp.layer)
                 if act and pool:
-                    fact = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act]
-
                     def unfused(i):
-                        return F.max_pool2d(fact(F.conv2d(sets[i], k)), pool.size, pool.stride, ceil_mode=pool.ceil)
+                        return problem.pool(problem.activation(F.conv2d(sets[i], k), act), pool)
 
                     r = unfused(0)
                     out = torch.empty_like(r)
@@ -187,8 +180,7 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                     jobs = [j for j in jobs if j[0] in KINDS]
                     for kind, epi, ths, wl in jobs:
                         if epi:
-                            r = F.max_pool2d({"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act](ref),
-                                             pool.size, pool.stride, ceil_mode=pool.ceil)
+                            r = problem.pool(problem.activation(ref, act), pool)
                             yy = torch.empty_like(r)
                         else:
                             yy = y

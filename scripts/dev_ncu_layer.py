@@ -7,6 +7,7 @@ import torch
 
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import _mma
+from convbench.network.model import fused_output_shape
 from convbench.measure.bench import conv_inputs
 from convbench.network.spec import get_network
 
@@ -14,6 +15,6 @@ net, layer, prec = sys.argv[1:4]
 override = tuple(int(v) for v in sys.argv[4:]) or None
 data = load_dataset(get_network(net).input_size, count=10000, quiet=True)
 inp = next(i for i in conv_inputs(net, data.images, "cuda") if i.layer == layer)
-y = torch.empty(_mma.pooled_shape(inp.x.shape, inp.k.shape, None), device="cuda")
+y = torch.empty(fused_output_shape(inp.x.shape, inp.k.shape, None), device="cuda")
 _mma.launch(inp.x, inp.k, y, prec, True, override=override)
 torch.cuda.synchronize()

@@ -12,6 +12,7 @@ import pytest
 
 from convbench.impls import _cuda, _mma
 from convbench.impls.registry import get_impl, impl_for_precision
+from convbench.network.model import fused_output_shape
 from convbench.network.spec import NETWORKS, Conv, Pool
 
 
@@ -92,10 +93,10 @@ def test_the_family_and_its_precision_modes():
         assert mode.name == f"gpu-igemm-tc-{p}" and mode.precision == p and mode.fused is not None
 
 
-def test_pooled_shape_follows_the_network_rule():
-    assert _mma.pooled_shape((5, 4, 40, 40), (16, 4, 7, 7), Pool(4, 4, ceil=True)) == (5, 16, 9, 9)
-    assert _mma.pooled_shape((5, 12, 33, 33), (24, 12, 5, 5), None) == (5, 24, 29, 29)
-    assert _mma.pooled_shape((5, 1, 70, 70), (12, 1, 5, 5), Pool(2, 2)) == (5, 12, 33, 33)
+def test_fused_output_shape_follows_the_network_rule():  # the launcher's output check and conv_act_pool use it
+    assert fused_output_shape((5, 4, 40, 40), (16, 4, 7, 7), Pool(4, 4, ceil=True)) == (5, 16, 9, 9)
+    assert fused_output_shape((5, 12, 33, 33), (24, 12, 5, 5), None) == (5, 24, 29, 29)
+    assert fused_output_shape((5, 1, 70, 70), (12, 1, 5, 5), Pool(2, 2)) == (5, 12, 33, 33)
 
 
 VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
@@ -150,7 +151,7 @@ class FakeKernel:
 def fake_gpu(monkeypatch):
     kernels = {}
     monkeypatch.setattr(_mma, "_kernel", lambda *a: kernels.setdefault(a, FakeKernel()))
-    monkeypatch.setattr(_mma, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(_mma._cuda, "sm_count", lambda index: 132)
     monkeypatch.setattr(_mma, "_smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
     monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
     monkeypatch.setattr(_mma.torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=7))

@@ -128,5 +128,11 @@ def copy_to_constant(filename: str, symbol: str, src: torch.Tensor, capacity_flo
                                     3, torch.cuda.current_stream().cuda_stream)  # 3: cudaMemcpyDeviceToDevice
 
 
+@functools.cache
+def sm_count(index: int) -> int:
+    """Streaming multiprocessors of GPU `index` (launchers size grids and persistent blocks by it)."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)

@@ -16,6 +16,7 @@ import torch
 
 from convbench.errors import UsageError
 from convbench.impls import _cuda
+from convbench.network.model import fused_output_shape
 
 SOURCE = "gpu_igemm_tc.cu"
 PRECISIONS = {"tf32x3": 0, "tf32": 1, "fp16": 2, "bf16": 3}
@@ -75,11 +76,6 @@ def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split
     if split and prec == 0:  # weights and one input tile as (hi, lo) pairs, one raw input buffer
         return 2 * NT * 8 * KPS + _round4(KP) + 3 * xtile + extra
     return NT * 8 * KPS + _round4(KP) + 2 * xtile + extra
-
-
-@functools.cache
-def _sm_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 @functools.cache
@@ -248,7 +244,7 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
     if pool is not None and pool.size != pool.stride:  # overlapping or gapped windows: not this kernel's tiling
         raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
-    sms = _sm_count(x.device.index or 0)
+    sms = _cuda.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, epi, ps, sms, override)
     fn = _kernel(p.NT, p.MT, p.NW, prec, skip, epi, ACTS[act], avg, p.MINB, p.STAGE, p.SPLITX)
     if p.smem > 48 * 1024:
@@ -274,7 +270,7 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
     if job is None:
         if len(_LAUNCHES) > 4096:  # pointers come and go: keep the table bounded
             _LAUNCHES.clear()
-        _check_tensors(x, k, y, pooled_shape(x.shape, k.shape, pool if epi else None))
+        _check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None))
         try:
             job = _prepare(x, k, y, prec, skip and prec == 0, epi, act, pool, override)
         except TooBig:
@@ -288,41 +284,25 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
 
 def _fallback(x, k, y, act, pool, epi: bool) -> None:
     """A layer too large for one block's shared memory, or a pool whose stride is not its size: gpu-per-layer's fp32
-    kernels (at least as accurate as any mode here), then PyTorch's activation and pooling for the fused op. No
-    course layer comes near this."""
-    import torch.nn.functional as F
-
+    kernels (at least as accurate as any mode here), then the network's activation and pooling (PyTorch) for the
+    fused op. No course layer comes near this."""
     from convbench.impls.gpu_per_layer import conv_forward
     from convbench.impls.registry import output_shape
+    from convbench.measure.problem import activation
+    from convbench.measure.problem import pool as pool_layer
 
     if not epi:
         conv_forward(x, k, y)
         return
     t = torch.empty(output_shape(x.shape, k.shape), dtype=torch.float32, device=x.device)
     conv_forward(x, k, t)
-    if act is not None:
-        t = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[act](t)
-    if pool is not None and pool.size > 1:
-        fn = F.max_pool2d if pool.kind == "max" else F.avg_pool2d
-        t = fn(t, pool.size, pool.stride, ceil_mode=pool.ceil)
-    y.copy_(t)
-
-
-def pooled_shape(x_shape, k_shape, pool) -> tuple[int, int, int, int]:
-    from convbench.network.spec import pool_out
-
-    B, _, H, W = x_shape
-    M, _, K, _ = k_shape
-    OH, OW = H - K + 1, W - K + 1
-    if pool is None:
-        return (B, M, OH, OW)
-    return (B, M, pool_out(OH, pool.size, pool.stride, pool.ceil), pool_out(OW, pool.size, pool.stride, pool.ceil))
+    y.copy_(pool_layer(activation(t, act), pool if pool is not None and pool.size > 1 else None))
 
 
 def conv_act_pool(x, k, act: str | None, pool, precision: str = "tf32x3", out: torch.Tensor | None = None,
                   skip: bool = True, override=None) -> torch.Tensor:
     """pool(act(conv(x, k))) in one kernel (act None: no activation; pool None: no pooling). fp32 in and out."""
-    shape = pooled_shape(x.shape, k.shape, pool)
+    shape = fused_output_shape(x.shape, k.shape, pool)
     y = out if out is not None else torch.empty(shape, dtype=torch.float32, device=x.device)
     if pool is None and act is None:
         launch(x, k, y, precision, skip, override=override)

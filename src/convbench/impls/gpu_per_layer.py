@@ -69,11 +69,6 @@ def launch_c1(x, k, y, MG, TW, T) -> bool:
     return True
 
 
-@functools.cache
-def _sm_count(index: int) -> int:
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
 def launch_gemm(x, k, y, TX, TN, BK, compile_shape=True):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
@@ -82,7 +77,7 @@ def launch_gemm(x, k, y, TX, TN, BK, compile_shape=True):
     TM, TY = m_tiling(M)
     # The table's wide tiles (up to 512 columns) suit 1000+ images; a small batch would leave SMs idle with them:
     # narrow the tile (TX, then TN) until there are >= 4 blocks per SM or it is gpu-regtile's 32 x 4.
-    while TX * TN > 128 and _cuda.ceil_div(B * HW, TX * TN) < 4 * _sm_count(x.device.index or 0):
+    while TX * TN > 128 and _cuda.ceil_div(B * HW, TX * TN) < 4 * _cuda.sm_count(x.device.index or 0):
         if TX > 32:
             TX //= 2
         else:

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from convbench.errors import UsageError
 from convbench.impls._dense import MAX_FUSED_HIDDEN, MAX_TAIL, PRECISIONS, Dense
+from convbench.measure import problem
 from convbench.network.model import correctness, forward
 from convbench.network.spec import Activation, Conv, Dense as DenseLayer, Flatten, NetSpec, Pool, Softmax
 from convbench.network.weights import Weights
@@ -129,10 +129,9 @@ def group_layers(spec: NetSpec) -> list[Step]:
 
 def _torch_layer(layer, x: torch.Tensor) -> torch.Tensor:
     if isinstance(layer, Activation):
-        return {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}[layer.fn](x)
+        return problem.activation(x, layer.fn)
     if isinstance(layer, Pool):
-        pool = F.max_pool2d if layer.kind == "max" else F.avg_pool2d
-        return pool(x, layer.size, layer.stride, ceil_mode=layer.ceil)
+        return problem.pool(x, layer)
     if isinstance(layer, Softmax):
         return torch.softmax(x, dim=1)
     raise TypeError(layer)  # pragma: no cover - group_layers routes nothing else here
