@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 4's measurements in two device calls (each well inside 10 minutes; results under $OUT):
-#   bash scripts/device-fast.sh check   GPU tests of the new code, verify (60 shapes, fused too), compute-sanitizer
-#                                       memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense kernel, and the
-#                                       tensor-core conv's modes on the course layers (dev_fast, tuned plans)
+#   bash scripts/device-fast.sh check     GPU tests of the new code and verify (60 shapes, fused too)
+#   bash scripts/device-fast.sh sanitize  compute-sanitizer memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense
+#                                         kernel, and the tensor-core conv's modes on the course layers (dev_fast)
 #   bash scripts/device-fast.sh bench   bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
 #                                       whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
@@ -14,9 +14,11 @@ NEW=gpu-igemm-tc,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
 NETS=fa19,sp19,minidnn,fa18
 case "${1:-check}" in
 check)
-    timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -k "igemm or fused or whole or precision" \
-        tests/test_impls.py tests/test_fused.py tests/test_whole.py tests/test_precision.py 2>&1 | tail -8 | tee "$OUT/pytest-gpu.log"
+    timeout 420 python3 -m pytest -q -rf -m gpu -p no:cacheprovider -k "igemm or fused or whole or precision" \
+        tests/test_impls.py tests/test_fused.py tests/test_whole.py tests/test_precision.py 2>&1 | tail -25 | tee "$OUT/pytest-gpu.log"
     timeout 120 python3 -m convbench verify --device cuda --impl "$NEW" --shapes 60 --seed 4 2>&1 | tee "$OUT/verify.log" | tail -14
+    ;;
+sanitize)
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
     for tool in memcheck racecheck; do
         for cmd in "-m convbench verify --device cuda --impl gpu-igemm-tc,gpu-igemm-tc-fp16 --shapes 8 --seed 7" \
