@@ -36,10 +36,13 @@ def rel(y, ref):
 def verify(n_shapes: int, seed: int) -> list[dict]:
     rows = []
     shapes = problem.shapes(n_shapes, seed)
-    for prec, skip, override in [(p, k, None) for p, k in MODES] + [("tf32x3", True, (10**6, 4, 8, 1, 1, 0, 1)),
-                                                                     ("tf32x3", True, (10**6, 4, 8, 1, 1, 1, 1)),
-                                                                     ("tf32x3", False, (10**6, 2, 16, 1, 0, 1, 1)),
-                                                                     ("fp16", True, (10**6, 2, 16, 1, 1, 0, 1))]:
+    plans = [("tf32x3", True, (10**6, 4, 8, 1, 1, 0, 1)), ("tf32x3", True, (10**6, 4, 8, 1, 1, 1, 1)),
+             ("tf32x3", False, (10**6, 2, 16, 1, 0, 1, 1)), ("fp16", True, (10**6, 2, 16, 1, 1, 0, 1)),
+             # channels-last + ldmatrix (CL, the 8th field; C = 1: 4 shifted copies): whole images and slabs
+             ("tf32x3", True, (10**6, 4, 8, 1, 0, 1, 0, 1)), ("tf32x3", False, (10**6, 2, 16, 1, 1, 0, 0, 1)),
+             ("tf32x3", True, (6, 4, 4, 2, 0, 0, 0, 1)), ("tf32", True, (10**6, 4, 8, 1, 1, 0, 0, 1)),
+             ("fp16", True, (10**6, 2, 8, 1, 1, 0, 0, 1)), ("bf16", True, (6, 4, 4, 2, 0, 0, 0, 1))]
+    for prec, skip, override in [(p, k, None) for p, k in MODES] + plans:
         worst, fails = 0.0, []
         for i, s in enumerate(shapes):
             x, k = problem.generate(s, seed + i)
@@ -63,14 +66,16 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
     acts = [None, "tanh", "relu", "sigmoid"]
     pools = [None, Pool(2, 2), Pool(4, 4, ceil=True), Pool(2, 2, kind="avg")]
     big = [s for s in shapes if s.H - s.K + 1 >= 4 and s.W - s.K + 1 >= 4][:24]
-    for prec, skip in MODES[1:]:
+    fused_plans = [(p, k, None) for p, k in MODES[1:]] + [("tf32x3", True, (8, 2, 8, 2, 0, 1, 0, 1)),
+                                                           ("fp16", True, (8, 2, 8, 2, 0, 0, 0, 1))]
+    for prec, skip, override in fused_plans:
         worst, fails = 0.0, []
         for i, (s, act, pool) in enumerate(zip(big, itertools.cycle(acts), itertools.cycle(pools[::-1] + pools))):
             x, k = problem.generate(s, seed + 100 + i)
             r = problem.fused_reference(x, k, act, pool)
             out = torch.full(r.shape, float("nan"), device="cuda")
             try:
-                _mma.conv_act_pool(x.cuda(), k.cuda(), act, pool, prec, out=out, skip=skip)
+                _mma.conv_act_pool(x.cuda(), k.cuda(), act, pool, prec, out=out, skip=skip, override=override)
                 torch.cuda.synchronize()
                 err = rel(out, r) if torch.isfinite(out).all() else math.inf
             except Exception as e:  # noqa: BLE001
@@ -79,10 +84,10 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
             worst = max(worst, err)
             if not err <= TOL[prec]:
                 fails.append((str(s), act, str(pool), err))
-        rows.append({"check": "fused", "precision": prec, "skip": skip, "shapes": len(big), "max_rel_error": worst,
-                     "failures": fails[:5], "n_failures": len(fails)})
-        print(f"verify fused {prec:7} skip={skip!s:5} {len(big)} shapes  worst {worst:.2e}  failures {len(fails)}",
-              flush=True)
+        rows.append({"check": "fused", "precision": prec, "skip": skip, "plan": override, "shapes": len(big),
+                     "max_rel_error": worst, "failures": fails[:5], "n_failures": len(fails)})
+        print(f"verify fused {prec:7} skip={skip!s:5} plan={override} {len(big)} shapes  worst {worst:.2e}  "
+              f"failures {len(fails)}", flush=True)
     return rows
 
 
@@ -99,6 +104,9 @@ def act_pool_after(net: str, layer: str):
 
 
 KINDS = ("plain", "fused")  # which sweeps to run (--kinds)
+SWEEP_CL = (0, 1)  # channels-last settings the sweep tries (--cl)
+QUICK = False  # a smaller sweep (--quick)
+LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
 
 
 def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
@@ -110,6 +118,8 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
         for size in sizes:
             for inp in conv_inputs(net, data.images[:size], "cuda"):
+                if LAYERS and inp.layer not in LAYERS:
+                    continue
                 x, k = inp.x, inp.k
                 B, C, H, W = x.shape
                 M, _, K, _ = k.shape
@@ -134,7 +144,7 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                     err = rel(y, ref.double().cpu())
                     p = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], False, 1, torch.cuda.get_device_properties(0).multi_processor_count)
                     add(f"igemm {prec} skip={int(skip)}", t(lambda i: _mma.launch(sets[i], k, y, prec, skip)), err,
-                        plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD])
+                        plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD, p.CL])
                 # through the registered impl (allocation of y included, as bench does)
                 impl = get_impl("gpu-igemm-tc")
                 add("impl gpu-igemm-tc (alloc y)", t(lambda i: impl(sets[i], k)))
@@ -171,6 +181,11 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                         warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (2, 16, 1), (4, 4, 2), (2, 8, 3)]
                         fused_ths = sorted({OH} | {ps * m for m in (2, 4, 6, 8) if ps * m < OH})
                         fused_warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
+                        if QUICK:  # the shapes that won before, fewer of them
+                            plain_ths = sorted({OH, -(-OH // 2)})
+                            warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
+                            fused_ths = sorted({OH, ps * 4} & set(range(1, OH + 1)))
+                            fused_warps = [(2, 8, 2), (4, 8, 1), (4, 4, 2)]
                     else:
                         plain_ths = [th for th in (1, 2, 3, 4, 6, 8) if th <= OH]
                         warps = [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)]
@@ -190,10 +205,10 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                             best = None
                             splits = (0, 1) if prec == "tf32x3" else (0,)
                             stages = (0, 1) if (size >= 1000 and not epi) else (0,)
-                            for th, (mt, nw, minb), stage, split in itertools.product(ths, wl, stages, splits):
-                                plan = (th, mt, nw, minb, stage, split, 0)
+                            for th, (mt, nw, minb), stage, split, cl in itertools.product(ths, wl, stages, splits, SWEEP_CL):
+                                plan = (th, mt, nw, minb, stage, split, 0, cl)
                                 got = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], 2 if epi else 0, ps, 132, plan)
-                                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != plan:
+                                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD, got.CL) != plan:
                                     continue  # does not fit shared memory, or not a whole number of pool windows
 
                                 def call(i, plan=plan):
@@ -236,9 +251,15 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--kinds", default="plain,fused")
     ap.add_argument("--no-verify", action="store_true")
+    ap.add_argument("--cl", default="0,1", help="channels-last settings to sweep")
+    ap.add_argument("--layers", default="", help="only these conv layers, e.g. conv2")
+    ap.add_argument("--quick", action="store_true", help="a smaller sweep")
     a = ap.parse_args()
-    global KINDS
+    global KINDS, SWEEP_CL, LAYERS, QUICK
+    QUICK = a.quick
     KINDS = tuple(a.kinds.split(","))
+    SWEEP_CL = tuple(int(c) for c in a.cl.split(","))
+    LAYERS = tuple(x for x in a.layers.split(",") if x)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

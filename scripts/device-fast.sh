@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 4's measurements in two device calls (each well inside 10 minutes; results under $OUT):
+# Issue 4's measurements, one device call each (each inside 10 minutes; results under $OUT):
 #   bash scripts/device-fast.sh check     GPU tests of the new code and verify (60 shapes, fused too)
 #   bash scripts/device-fast.sh sanitize  compute-sanitizer memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense
 #                                         kernel, and the tensor-core conv's modes on the course layers (dev_fast)
-#   bash scripts/device-fast.sh bench   bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
-#                                       whole-network comparison against PyTorch eager and torch.compile
+#   bash scripts/device-fast.sh sweep     dev_fast's verify and the plan sweep of the channels-last variant (CL=1)
+#   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
+#                                         whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache}
@@ -32,6 +33,11 @@ sanitize)
     grep -E "^==|SUMMARY" "$OUT/sanitize.log"
     timeout 150 python3 scripts/dev_fast.py --out "$OUT" --no-verify --sizes 10000 --nets $NETS 2>&1 | grep -v -i warn > "$OUT/modes.log"
     tail -3 "$OUT/modes.log"
+    ;;
+sweep)  # the channels-last variant (CL): verify every mode and plan kind, then its plan sweep on the course layers
+    timeout 560 python3 scripts/dev_fast.py --out "$OUT" --sizes 10000 --nets $NETS --sweep --quick --verify-shapes 30 --cl "${CL:-1}" \
+        ${LAYERS:+--layers $LAYERS} 2>&1 | grep -v -i warn > "$OUT/sweep.log"
+    grep -E "^verify|best|error" "$OUT/sweep.log" | head -60
     ;;
 bench)
     timeout 230 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \

@@ -78,6 +78,9 @@
 #ifndef POOLAVG
 #define POOLAVG 0  // EPI 1: 0 max pooling, 1 average pooling
 #endif
+#ifndef CL
+#define CL 0  // 1: channels-last staging (pixel-major, channels padded to a multiple of 4) and ldmatrix A fragments
+#endif
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -154,7 +157,10 @@ __device__ __forceinline__ float activate(float v) {
 // The shapes one launch works with (all runtime: one compiled kernel serves every layer with the same NT).
 struct Geometry {
     int B, C, H, W, M, K, TH;
-    int WS, PLS;  // row and channel-plane strides of a staged tile (>= W, >= XR * WS: padded against bank conflicts)
+    int WS, PLS;  // row and channel-plane strides of a staged tile (>= W, >= XR * WS: padded against bank conflicts);
+                  // CL: row and pixel strides (>= W * CS, CS >= C4)
+    int C4, KQ4, RED;  // CL: channels padded to a multiple of 4 (C = 1: 4 shifted copies), C = 1: taps of a filter
+                       // row padded to a multiple of 4; reduction length in the tile (C*K*K; CL: K*K*C4, or K*KQ4)
     int OH, OW, XR, CKK, KP, KPS, NPIX, NMT, XTILE, BUF, NTILES, YSTRIDE;  // see geometry()
     int PS, PCEIL, POH, POW;  // EPI 1
 };
@@ -167,14 +173,17 @@ __device__ __forceinline__ Geometry geometry(int B, int C, int H, int W, int M, 
     g.OH = H - K + 1; g.OW = W - K + 1;
     g.XR = TH + K - 1;
     g.CKK = C * K * K;
-    g.KP = (g.CKK + KSTEP - 1) / KSTEP * KSTEP;
+    g.C4 = (C + 3) / 4 * 4;
+    g.KQ4 = (K + 3) / 4 * 4;
+    g.RED = !CL ? g.CKK : C == 1 ? K * g.KQ4 : K * K * g.C4;
+    g.KP = (g.RED + KSTEP - 1) / KSTEP * KSTEP;
     // Row stride of the weight tile: == 4 (mod 32) for the TF32 loads (8 rows x 4 columns hit 32 banks), == 8 for
     // the 16-bit modes' float2 loads.
     const int want = PREC >= 2 ? 8 : 4;
     g.KPS = g.KP + ((want - g.KP % 32) + 32) % 32;
     g.NPIX = TH * g.OW;
     g.NMT = (g.NPIX + 15) / 16;
-    g.XTILE = (C * PLS + 3) / 4 * 4;
+    g.XTILE = CL ? (g.XR * WS + 3) / 4 * 4 : (C * PLS + 3) / 4 * 4;
     g.YSTRIDE = g.NPIX + ((4 - g.NPIX % 16) + 16) % 16;  // == 4 (mod 16): conflict-free accumulator stores
     g.BUF = g.XTILE;
     g.PS = PS; g.PCEIL = PCEIL;
@@ -200,18 +209,28 @@ __device__ __forceinline__ void load_tile(float *dst, const float *__restrict__ 
     const int b = item / g.NTILES, r0 = (item % g.NTILES) * g.TH;
     const int rows = min(g.XR, g.H - r0);
     const size_t image = static_cast<size_t>(b) * g.C * g.H * g.W;
-    if (g.TH == g.OH && g.WS == g.W && g.PLS == g.H * g.W && (g.C * g.H * g.W) % 4 == 0 &&
+    if (!CL && g.TH == g.OH && g.WS == g.W && g.PLS == g.H * g.W && (g.C * g.H * g.W) % 4 == 0 &&
         (reinterpret_cast<size_t>(x) & 15) == 0) {
         // whole image, a contiguous multiple of 16 bytes: 16-byte copies
         const int n4 = g.C * g.H * g.W / 4;
         for (int i = threadIdx.x; i < n4; i += blockDim.x) cp_async16(dst + 4 * i, x + image + 4 * i);
     } else {
-        // row by row (a warp per row): the tile's rows are padded to WS
+        // row by row (a warp per row): the tile's rows are padded to WS; CL: each value to its pixel's channel slot
         for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
             const int c = row / rows, r = row - c * rows;
             const float *src = x + image + (static_cast<size_t>(c) * g.H + r0 + r) * g.W;
-            float *d = dst + c * g.PLS + r * g.WS;
-            for (int col = threadIdx.x & 31; col < g.W; col += 32) cp_async4(d + col, src + col);
+            float *d = dst + (CL ? r * g.WS + c : c * g.PLS + r * g.WS);
+            const int step = CL ? g.PLS : 1;
+            if (CL && g.C == 1) {
+                // C = 1: pixel slot col holds x[col .. col + 3] (4 shifted copies as 4 "channels"), so 4 taps of a
+                // filter row are 16 contiguous bytes: value col goes to slots col - s, copy s
+                for (int col = threadIdx.x & 31; col < g.W; col += 32)
+#pragma unroll
+                    for (int sh = 0; sh < 4; ++sh)
+                        if (col >= sh) cp_async4(d + (col - sh) * step + sh, src + col);
+            } else {
+                for (int col = threadIdx.x & 31; col < g.W; col += 32) cp_async4(d + col * step, src + col);
+            }
         }
     }
 }
@@ -333,6 +352,110 @@ __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, c
     }
 }
 
+// ldmatrix.x4: four 8x8 matrices of 16-bit values = four 8-row x 4-column fp32 blocks; lane L gives the address of
+// row L % 8 of matrix L / 8 (16 contiguous bytes) and receives, of each matrix, row L / 4, fp32 column L % 4: for
+// matrices (pixels 0-7, k 0-3), (pixels 8-15, k 0-3), (pixels 0-7, k 4-7), (pixels 8-15, k 4-7) that is exactly
+// the m16n8k8 TF32 A fragment (a0..a3 = (gq, t), (gq + 8, t), (gq, t + 4), (gq + 8, t + 4)).
+__device__ __forceinline__ void ldsm4(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// The k-loop on a channels-last tile (CL): a pixel's 4 consecutive reduction indices (4 channels of one filter
+// tap) are 16 contiguous bytes, so a whole A fragment is one ldmatrix.x4 (SPL: two, hi and lo planes) instead of
+// 4 scalar loads, and with the tile's strides (strides() in impls/_mma.py) the 8 rows of each matrix fall in 8
+// different 16-byte bank groups: no conflicts. xs: shared address of the tile; pl: this lane's ldmatrix row pixel
+// (bytes); koff: byte offset of each group of 4 reduction indices. 16-bit modes take two x4 loads per k16 step
+// (groups G0 G1, then G2 G3) and pair them as (G0 + t, G1 + t) = k (2t, 2t + 1), (G2 + t, G3 + t) = k (2t + 8, 2t
+// + 9); the weights are stored in the same permuted order (see the weight staging), so the float2 loads still fit.
+template <bool XLO, bool WLO, bool SPL>
+__device__ __forceinline__ void k_loop_cl(float (&acc)[MT][NT][4], u32 xs, const float *Ws, const int *koff,
+                                          const int (&pl)[MT], const Geometry &g, int lane, int lo_x, int lo_w) {
+    const int gq = lane >> 2, t = lane & 3, half = lane >> 4;
+#pragma unroll 2
+    for (int k0 = 0; k0 < g.KP; k0 += KSTEP) {
+        const int go = koff[(k0 >> 2) + half];
+#if PREC <= 1
+        u32 bh[NT][2], bl[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0 + t;
+#if PREC == 0
+            if (SPL) {
+                bh[j][0] = __float_as_uint(wr[0]);
+                bh[j][1] = __float_as_uint(wr[4]);
+                if (WLO) {
+                    const char *wl = reinterpret_cast<const char *>(wr) + lo_w;
+                    bl[j][0] = __float_as_uint(lds(wl, 0));
+                    bl[j][1] = __float_as_uint(lds(wl, 16));
+                } else {
+                    bl[j][0] = bl[j][1] = 0u;
+                }
+            } else if (WLO) {
+                split_tf32(wr[0], bh[j][0], bl[j][0]);
+                split_tf32(wr[4], bh[j][1], bl[j][1]);
+            } else {
+                bh[j][0] = __float_as_uint(wr[0]);
+                bh[j][1] = __float_as_uint(wr[4]);
+                bl[j][0] = bl[j][1] = 0u;
+            }
+#else
+            bh[j][0] = tf32_operand(wr[0]);
+            bh[j][1] = tf32_operand(wr[4]);
+            bl[j][0] = bl[j][1] = 0u;
+#endif
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            u32 ah[4], al[4];
+            ldsm4(ah, xs + pl[i] + go);
+#if PREC == 0
+            if (XLO) {
+                if (SPL) {
+                    ldsm4(al, xs + pl[i] + go + lo_x);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) split_tf32(__uint_as_float(ah[e]), ah[e], al[e]);
+                }
+            }
+#else
+#pragma unroll
+            for (int e = 0; e < 4; ++e) ah[e] = tf32_operand(__uint_as_float(ah[e]));
+#endif
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                if (XLO) mma_tf32(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
+                if (WLO) mma_tf32(acc[i][j], ah, bl[j][0], bl[j][1]);
+                mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
+            }
+        }
+#else
+        const int go2 = koff[(k0 >> 2) + 2 + half];
+        u32 b[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0 + 2 * t;
+            const float2 w0 = *reinterpret_cast<const float2 *>(wr), w1 = *reinterpret_cast<const float2 *>(wr + 8);
+            b[j][0] = pack16(w0.x, w0.y);
+            b[j][1] = pack16(w1.x, w1.y);
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            u32 p[4], q[4];
+            ldsm4(p, xs + pl[i] + go);
+            ldsm4(q, xs + pl[i] + go2);
+            const u32 a[4] = {pack16(__uint_as_float(p[0]), __uint_as_float(p[2])),
+                              pack16(__uint_as_float(p[1]), __uint_as_float(p[3])),
+                              pack16(__uint_as_float(q[0]), __uint_as_float(q[2])),
+                              pack16(__uint_as_float(q[1]), __uint_as_float(q[3]))};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma_16(acc[i][j], a, b[j][0], b[j][1]);
+        }
+#endif
+    }
+}
+
 // grid = min(B * NTILES, SMs * blocks per SM), block = NW * 32. Dynamic shared memory, floats:
 //   Ws [NT * 8][KPS] (SPLITX: hi plane, then lo plane)  |  koff [KP rounded up to 4] (ints)  |  input buffers:
 //   2 x [BUF] (SPLITX: 1 x [BUF] raw, then [BUF] hi + [BUF] lo)  |  EPI 1: Ys [M][YSTRIDE], or STAGE: NW x [8][MT * 16 + 4]
@@ -362,22 +485,50 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     int item = blockIdx.x;
     if (item >= items) return;
 
+    if (CL && g.C4 != C) {
+        // the padding channels of a channels-last tile (C = 1: the copies past the row's end) are read, with zero
+        // weights, but never copied: zero them
+        for (int i = threadIdx.x; i < (SPLIT ? 3 : 2) * g.BUF; i += blockDim.x) buf0[i] = 0.0f;
+        __syncthreads();
+    }
     load_tile(buf0, x, g, item);  // first item's input, in flight while the weights are staged
     cp_async_commit();
 
     // Weights, zero-padded to NT*8 rows and KP columns (SPLIT: as (hi, lo) pairs); reduction offsets into a tile.
+    // CL: reduction index r = (p * K + q) * C4 + c (channels innermost); 16-bit modes store k0 + 4g + t at
+    // k0 + 8 (g / 2) + 2t + g % 2 (k_loop_cl's pairing).
     int wlo = 0;
     for (int i = threadIdx.x; i < NT * 8 * g.KPS; i += blockDim.x) {
-        const int n = i / g.KPS, r = i - n * g.KPS;
-        const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
+        const int n = i / g.KPS, s = i - n * g.KPS;
+        int r = s, src = s;
+        if (CL) {
+            if (PREC >= 2) {
+                const int s16 = s & 15, hi8 = s16 >> 3, t = (s16 & 7) >> 1, gp = 2 * hi8 + (s16 & 1);
+                r = (s & ~15) + 4 * gp + t;
+            }
+            if (C == 1) {  // r = p * KQ4 + q
+                const int p = r / g.KQ4, q = r - p * g.KQ4;
+                src = p < K && q < K ? p * K + q : g.CKK;
+            } else {
+                const int tap = r / g.C4, c = r - tap * g.C4;
+                src = c < C && tap < K * K ? c * K * K + tap : g.CKK;  // g.CKK: a zero weight
+            }
+        }
+        const float v = (n < M && s < g.KP && src < g.CKK) ? k[n * g.CKK + src] : 0.0f;
         const float hi = __uint_as_float(tf32_round(v));
         Ws[i] = SPLIT ? hi : v;
         if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
         wlo |= v != hi;
     }
-    for (int r = threadIdx.x; r < g.KP; r += blockDim.x) {
+    for (int r = threadIdx.x; r < (CL ? g.KP / 4 : g.KP); r += blockDim.x) {
         int o = 0;  // padded reduction indices point at element 0 (their weights are zero)
-        if (r < g.CKK) {
+        if (CL && C == 1) {  // group r = taps q0 .. q0 + 3 of filter row p: copies 0..3 of pixel slot q0
+            const int p = 4 * r / g.KQ4, q0 = 4 * r - p * g.KQ4;
+            if (p < K) o = 4 * (p * g.WS + q0 * g.PLS);
+        } else if (CL) {  // group r = reduction indices 4r .. 4r + 3: one tap, channels c0 .. c0 + 3
+            const int tap = 4 * r / g.C4, c0 = 4 * r - tap * g.C4, p = tap / K, q = tap - p * K;
+            if (tap < K * K) o = 4 * (p * g.WS + q * g.PLS + c0);
+        } else if (r < g.CKK) {
             const int c = r / (K * K), pq = r - c * K * K, p = pq / K, q = pq - p * K;
             o = 4 * (c * g.PLS + p * g.WS + q);  // bytes
         }
@@ -431,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
                 const int c = row / rows, r = row - c * rows;
                 for (int col = threadIdx.x & 31; col < g.W; col += 32) {
-                    const float v = X[c * g.PLS + r * g.WS + col];
+                    const float v = X[CL ? r * g.WS + col * g.PLS + c : c * g.PLS + r * g.WS + col];
                     xlo |= (v - __uint_as_float(tf32_round(v))) != 0.0f;
                 }
             }
@@ -447,29 +598,47 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         const int wshift = g.PS == 4 ? 4 : g.PS == 2 ? 2 : 0;                           // log2(PS * PS)
         const float inv_pow = 1.0f / g.POW;
 #endif
-        for (int m0 = warp * MT; m0 < g.NMT; m0 += NW * MT) {
-            int pb[MT][2];
+        // Pixel p of the item -> byte offset of its first input value in the tile; ok: the pixel exists.
+        auto pixel = [&](int p, bool &ok) -> int {
 #if EPI == 2
-            unsigned live = 0;  // bit 2i+h: the pixel exists (inside the conv output and this item's windows)
+            const int w = p >> wshift, d = p & ((1 << wshift) - 1);
+            const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
+            const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
+            ok = prl < tphv && r0 + row < g.OH && col < g.OW;
+            if (!ok) return 0;  // a missing pixel computes element 0, masked below
+#else
+            ok = p < valid;
+            p = ok ? p : 0;  // padding pixels compute pixel 0 again and are not stored
+            const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
+            const int col = p - row * g.OW;
 #endif
+            return 4 * (CL ? row * g.WS + col * g.PLS : row * g.WS + col);
+        };
+        for (int m0 = warp * MT; m0 < g.NMT; m0 += NW * MT) {
+#if CL
+            int pl[MT];  // the pixel of this lane's ldmatrix row in each m-tile
+#else
+            int pb[MT][2];  // the fragment's pixels gq, gq + 8 of each m-tile
+#endif
+            unsigned live = 0;  // bit 2i+h: pixel gq + 8h of m-tile i exists (inside the output, this item's windows)
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+            for (int i = 0; i < MT; ++i) {
+                bool ok;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    int p = (m0 + i) * 16 + gq + 8 * h;
-#if EPI == 2
-                    const int w = p >> wshift, d = p & ((1 << wshift) - 1);
-                    const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
-                    const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
-                    const bool ok = prl < tphv && r0 + row < g.OH && col < g.OW;
+                    const int off = pixel((m0 + i) * 16 + gq + 8 * h, ok);
                     live |= static_cast<unsigned>(ok) << (2 * i + h);
-                    pb[i][h] = ok ? 4 * (row * g.WS + col) : 0;  // a missing pixel computes element 0, masked below
+#if !CL
+                    pb[i][h] = off;
 #else
-                    p = p < valid ? p : 0;  // padding pixels compute pixel 0 again and are not stored
-                    const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
-                    pb[i][h] = 4 * (row * g.WS + (p - row * g.OW));
+                    (void)off;
 #endif
                 }
+#if CL
+                pl[i] = pixel((m0 + i) * 16 + (lane & 7) + 8 * ((lane >> 3) & 1), ok);
+#endif
+            }
+            (void)live;
             float acc[MT][NT][4];
 #pragma unroll
             for (int i = 0; i < MT; ++i)
@@ -477,18 +646,26 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                 for (int j = 0; j < NT; ++j)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+#if CL
+#define K_LOOP(XL, WL, SP) k_loop_cl<XL, WL, SP>(acc, xs, Ws, koff, pl, g, lane, lo_x, lo_w)
+#else
+#define K_LOOP(XL, WL, SP) k_loop<XL, WL, SP>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w)
+#endif
+            const u32 xs = static_cast<u32>(__cvta_generic_to_shared(Xb));
+            (void)xs;
 #if PREC == 0 && SKIP
-            if (x_has_lo && w_has_lo) k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
-            else if (x_has_lo) k_loop<true, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
-            else if (w_has_lo) k_loop<false, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
-            else k_loop<false, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            if (x_has_lo && w_has_lo) K_LOOP(true, true, SPLIT);
+            else if (x_has_lo) K_LOOP(true, false, SPLIT);
+            else if (w_has_lo) K_LOOP(false, true, SPLIT);
+            else K_LOOP(false, false, SPLIT);
 #elif PREC == 0
             (void)w_has_lo;
-            k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            K_LOOP(true, true, SPLIT);
 #else
             (void)w_has_lo;
-            k_loop<false, false, false>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            K_LOOP(false, false, false);
 #endif
+#undef K_LOOP
 
 #if EPI == 0 && STAGE
             // Through shared memory, one n-tile (8 maps) at a time: the warp's MT*16 pixels of a map are
