@@ -205,6 +205,11 @@ def test_channels_last_strides_keep_ldmatrix_conflict_free(C, W, K):
     for p0 in range(0, 3 * OW):
         groups = {((p // OW) * RS + (p % OW) * CS) // 4 % 8 for p in range(p0, p0 + 8)}
         assert len(groups) == 8, (p0, groups)
+    # window order (the fused epilogue): 2 rows x 4 columns per matrix, for 2x2 windows and for 4x4 ones
+    RS, CS = _mma.strides(0, W, K, 8, False, True, C, window=True)
+    for c0 in range(0, OW - 3):
+        groups = {(r * RS + (c0 + c) * CS) // 4 % 8 for r in (0, 1) for c in range(4)}
+        assert len(groups) == 8, (c0, groups)
 
 
 def test_smem_grows_with_the_options():

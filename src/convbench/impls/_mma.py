@@ -49,23 +49,26 @@ def _round4(n: int) -> int:
     return -(-n // 4) * 4
 
 
-def strides(H, W, K, TH, pad: bool, cl: bool = False, C: int = 1) -> tuple[int, int]:
+def strides(H, W, K, TH, pad: bool, cl: bool = False, C: int = 1, window: bool = False) -> tuple[int, int]:
     """Row and plane strides of a staged input tile. Unpadded, the tile is the image's rows as they lie. Padded, a
     row stride == 12..26 (mod 32) and a plane stride == 16 (mod 32) keep the A-fragment gather free of bank
     conflicts where a k-step's taps cross into the next filter row or channel (+WS or +PLS words next to the
     8 pixels x 4 taps window: the two groups of banks do not overlap).
 
     Channels-last (cl): (row stride, pixel stride CS). A pixel's channels, padded to C4 = 4 * ceil(C / 4), are one
-    or more 16-byte groups (C = 1: 4 "channels", the pixel and the 3 to its right, so 4 taps of a filter row are); CS / 4 is odd, so 8 consecutive pixels (one ldmatrix matrix) start in 8 different
-    16-byte bank groups, and the row stride continues that sequence (row stride / 4 == OW * CS / 4 mod 8): 8 pixels
-    that wrap into the next output row are conflict-free too."""
+    or more 16-byte groups (C = 1: 4 "channels", the pixel and the 3 to its right, so 4 taps of a filter row are).
+    CS / 4 = s is odd, so 8 consecutive pixels of a row (one ldmatrix matrix) start in 8 different 16-byte bank
+    groups (address / 16 mod 8), and the row stride continues that sequence (row stride / 16 == OW * s mod 8): 8
+    pixels that wrap into the next output row are conflict-free too. In window order (window, the fused epilogue
+    EPI 2) a matrix's 8 pixels are 2 rows x 4 columns (two 2x2 windows, or half a 4x4 one): row stride / 16 == 4s
+    (mod 8) puts the second row in the other 4 groups."""
     XR = TH + K - 1
     if cl:
         c4 = -(-C // 4) * 4
         cs = c4 if (c4 // 4) % 2 else c4 + 4
         ow = W - K + 1
         rs4 = W * cs // 4
-        rs4 += (ow * cs // 4 - rs4) % 8
+        rs4 += ((cs if window else ow * cs // 4) - rs4) % 8  # 4s = CS, or OW * s
         return 4 * rs4, cs
     if not pad:
         return W, XR * W
@@ -87,7 +90,7 @@ def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split
     npix = TH * OW
     ystride = npix + ((4 - npix % 16) + 16) % 16
     if cl:
-        xtile = _round4((TH + K - 1) * strides(H, W, K, TH, pad, True, C)[0])
+        xtile = _round4((TH + K - 1) * strides(H, W, K, TH, pad, True, C, epi == 2)[0])
     else:
         xtile = _round4(C * strides(H, W, K, TH, pad)[1])
     extra = M * ystride if epi == 1 else NW * 8 * (MT * 16 + 4) if stage and not epi else 0
@@ -280,7 +283,7 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
         fn.max_dynamic_shared_size_bytes = _smem_optin(x.device.index or 0)
     threads = 32 * p.NW
     grid = (min(p.items, sms * _blocks_per_sm(fn, threads, p.smem)), 1, 1)
-    WS, PLS = strides(H, W, K, p.TH, bool(p.PAD), bool(p.CL), C)
+    WS, PLS = strides(H, W, K, p.TH, bool(p.PAD), bool(p.CL), C, epi == 2)
     return _Launch(fn, grid, (threads, 1, 1), (y, x, k, B, C, H, W, M, K, p.TH, ps, pceil, WS, PLS), p.smem)
 
 
