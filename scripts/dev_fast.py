@@ -25,8 +25,9 @@ from convbench.measure.environment import environment
 from convbench.measure.timing import median_time, rotation_count
 from convbench.network.spec import Activation, Conv, Pool, get_network
 
-TOL = {"tf32x3": 1e-5, "tf32": 5e-3, "fp16": 1e-2, "bf16": 3e-2}
-MODES = [("tf32x3", False), ("tf32x3", True), ("tf32", True), ("fp16", True), ("bf16", True)]
+TOL = {"tf32x3": 1e-5, "fp16x3": 1e-5, "tf32": 5e-3, "fp16": 1e-2, "bf16": 3e-2}
+MODES = [("tf32x3", False), ("tf32x3", True), ("fp16x3", False), ("fp16x3", True), ("tf32", True), ("fp16", True),
+         ("bf16", True)]
 
 
 def rel(y, ref):
@@ -38,10 +39,8 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
     shapes = problem.shapes(n_shapes, seed)
     plans = [("tf32x3", True, (10**6, 4, 8, 1, 1, 0, 1)), ("tf32x3", True, (10**6, 4, 8, 1, 1, 1, 1)),
              ("tf32x3", False, (10**6, 2, 16, 1, 0, 1, 1)), ("fp16", True, (10**6, 2, 16, 1, 1, 0, 1)),
-             # channels-last + ldmatrix (CL, the 8th field; C = 1: 4 shifted copies): whole images and slabs
-             ("tf32x3", True, (10**6, 4, 8, 1, 0, 1, 0, 1)), ("tf32x3", False, (10**6, 2, 16, 1, 1, 0, 0, 1)),
-             ("tf32x3", True, (6, 4, 4, 2, 0, 0, 0, 1)), ("tf32", True, (10**6, 4, 8, 1, 1, 0, 0, 1)),
-             ("fp16", True, (10**6, 2, 8, 1, 1, 0, 0, 1)), ("bf16", True, (6, 4, 4, 2, 0, 0, 0, 1))]
+             ("fp16x3", True, (10**6, 4, 8, 1, 1, 0, 1)), ("fp16x3", False, (10**6, 2, 16, 1, 0, 0, 0)),
+             ("fp16x3", True, (6, 4, 4, 2, 0, 0, 1))]
     for prec, skip, override in [(p, k, None) for p, k in MODES] + plans:
         worst, fails = 0.0, []
         for i, s in enumerate(shapes):
@@ -66,8 +65,7 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
     acts = [None, "tanh", "relu", "sigmoid"]
     pools = [None, Pool(2, 2), Pool(4, 4, ceil=True), Pool(2, 2, kind="avg")]
     big = [s for s in shapes if s.H - s.K + 1 >= 4 and s.W - s.K + 1 >= 4][:24]
-    fused_plans = [(p, k, None) for p, k in MODES[1:]] + [("tf32x3", True, (8, 2, 8, 2, 0, 1, 0, 1)),
-                                                           ("fp16", True, (8, 2, 8, 2, 0, 0, 0, 1))]
+    fused_plans = [(p, k, None) for p, k in MODES if k]
     for prec, skip, override in fused_plans:
         worst, fails = 0.0, []
         for i, (s, act, pool) in enumerate(zip(big, itertools.cycle(acts), itertools.cycle(pools[::-1] + pools))):
@@ -104,8 +102,8 @@ def act_pool_after(net: str, layer: str):
 
 
 KINDS = ("plain", "fused")  # which sweeps to run (--kinds)
-SWEEP_CL = (0, 1)  # channels-last settings the sweep tries (--cl)
 QUICK = False  # a smaller sweep (--quick)
+SWEEP_PRECS = ("tf32x3", "fp16x3", "fp16")  # the arithmetics the sweep tunes (--precs)
 LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
 
 
@@ -144,7 +142,7 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                     err = rel(y, ref.double().cpu())
                     p = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], False, 1, torch.cuda.get_device_properties(0).multi_processor_count)
                     add(f"igemm {prec} skip={int(skip)}", t(lambda i: _mma.launch(sets[i], k, y, prec, skip)), err,
-                        plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD, p.CL])
+                        plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD])
                 # through the registered impl (allocation of y included, as bench does)
                 impl = get_impl("gpu-igemm-tc")
                 add("impl gpu-igemm-tc (alloc y)", t(lambda i: impl(sets[i], k)))
@@ -166,7 +164,7 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
 
                     r = unfused(0)
                     out = torch.empty_like(r)
-                    for prec in ("tf32x3", "fp16"):
+                    for prec in ("tf32x3", "fp16x3", "fp16"):
                         _mma.conv_act_pool(x, k, act, pool, prec, out=out)
                         add(f"fused {prec}", t(lambda i: _mma.conv_act_pool(sets[i], k, act, pool, prec, out=out)),
                             rel(out, r.double().cpu()))
@@ -199,16 +197,16 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                             yy = torch.empty_like(r)
                         else:
                             yy = y
-                        for prec, skip in (("tf32x3", True), ("fp16", True)):
-                            if size < 1000 and prec == "fp16":
+                        for prec, skip in (("tf32x3", True), ("fp16x3", True), ("fp16", True)):
+                            if prec not in SWEEP_PRECS or (size < 1000 and prec == "fp16"):
                                 continue
                             best = None
                             splits = (0, 1) if prec == "tf32x3" else (0,)
                             stages = (0, 1) if (size >= 1000 and not epi) else (0,)
-                            for th, (mt, nw, minb), stage, split, cl in itertools.product(ths, wl, stages, splits, SWEEP_CL):
-                                plan = (th, mt, nw, minb, stage, split, 0, cl)
+                            for th, (mt, nw, minb), stage, split in itertools.product(ths, wl, stages, splits):
+                                plan = (th, mt, nw, minb, stage, split, 0)
                                 got = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], 2 if epi else 0, ps, 132, plan)
-                                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD, got.CL) != plan:
+                                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != plan:
                                     continue  # does not fit shared memory, or not a whole number of pool windows
 
                                 def call(i, plan=plan):
@@ -251,14 +249,14 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--kinds", default="plain,fused")
     ap.add_argument("--no-verify", action="store_true")
-    ap.add_argument("--cl", default="0,1", help="channels-last settings to sweep")
     ap.add_argument("--layers", default="", help="only these conv layers, e.g. conv2")
     ap.add_argument("--quick", action="store_true", help="a smaller sweep")
+    ap.add_argument("--precs", default="tf32x3,fp16x3,fp16", help="arithmetics to sweep")
     a = ap.parse_args()
-    global KINDS, SWEEP_CL, LAYERS, QUICK
+    global KINDS, LAYERS, QUICK, SWEEP_PRECS
     QUICK = a.quick
+    SWEEP_PRECS = tuple(a.precs.split(","))
     KINDS = tuple(a.kinds.split(","))
-    SWEEP_CL = tuple(int(c) for c in a.cl.split(","))
     LAYERS = tuple(x for x in a.layers.split(",") if x)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,8 @@
 #   bash scripts/device-fast.sh check     GPU tests of the new code and verify (60 shapes, fused too)
 #   bash scripts/device-fast.sh sanitize  compute-sanitizer memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense
 #                                         kernel, and the tensor-core conv's modes on the course layers (dev_fast)
-#   bash scripts/device-fast.sh sweep     dev_fast's verify and the plan sweep of the channels-last variant (CL=1)
+#   bash scripts/device-fast.sh sweep     dev_fast's verify (every mode, fixed plans too) and a quick plan sweep
+#                                         (PRECS=tf32x3,fp16x3,fp16 KINDS=plain,fused LAYERS=conv1,conv2)
 #   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
 #                                         whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
@@ -34,9 +35,10 @@ sanitize)
     timeout 150 python3 scripts/dev_fast.py --out "$OUT" --no-verify --sizes 10000 --nets $NETS 2>&1 | grep -v -i warn > "$OUT/modes.log"
     tail -3 "$OUT/modes.log"
     ;;
-sweep)  # the channels-last variant (CL): verify every mode and plan kind, then its plan sweep on the course layers
-    timeout 560 python3 scripts/dev_fast.py --out "$OUT" --sizes 10000 --nets $NETS --sweep --quick --verify-shapes 30 --cl "${CL:-1}" \
-        ${LAYERS:+--layers $LAYERS} 2>&1 | grep -v -i warn > "$OUT/sweep.log"
+sweep)
+    timeout 560 python3 scripts/dev_fast.py --out "$OUT" --sizes 10000 --nets $NETS --sweep --quick --verify-shapes 30 \
+        --precs "${PRECS:-tf32x3,fp16x3,fp16}" --kinds "${KINDS:-plain,fused}" ${LAYERS:+--layers $LAYERS} 2>&1 \
+        | grep -v -i warn > "$OUT/sweep.log"
     grep -E "^verify|best|error" "$OUT/sweep.log" | head -60
     ;;
 bench)

@@ -76,142 +76,6 @@ def test_padded_strides_avoid_the_conflicting_banks(W, K, TH):
     assert PLS >= (TH + K - 1) * WS and PLS % 32 == 16
 
 
-def _cl_gemm(x, k, TH, r0, prec):
-    """The channels-last kernel's index math in numpy (CL = 1 in kernels/gpu_igemm_tc.cu): stage one slab as
-    load_tile does, build the reduction-group offsets and the (permuted) weight table as the kernel's prologue does,
-    then form each k-step's A and B operands the way ldmatrix and the fragment loads hand them to the lanes, in the
-    mma's logical k order. Returns the slab's conv output [M, th * OW]."""
-    import numpy as np
-
-    C, H, W = x.shape
-    M, _, K, _ = k.shape
-    OH, OW = H - K + 1, W - K + 1
-    kstep = 16 if prec >= 2 else 8
-    RS, CS = _mma.strides(H, W, K, TH, False, True, C)
-    C4 = -(-C // 4) * 4
-    KQ4 = -(-K // 4) * 4
-    KP = -(-(K * KQ4 if C == 1 else K * K * C4) // kstep) * kstep
-    XR = TH + K - 1
-    tile = np.full(XR * RS + 4, np.nan)
-    rows = min(XR, H - r0)
-    for r in range(XR):  # padding channels (C = 1: copies past the row's end) are zeroed by the kernel
-        for col in range(W):
-            tile[r * RS + col * CS: r * RS + col * CS + C4] = 0.0
-    for c in range(C):
-        for r in range(rows):
-            for col in range(W):
-                if C == 1:  # load_tile's 4 shifted copies
-                    for sh in range(4):
-                        if col >= sh:
-                            tile[r * RS + (col - sh) * CS + sh] = x[0, r0 + r, col]
-                else:
-                    tile[r * RS + col * CS + c] = x[c, r0 + r, col]
-    koff = np.zeros(KP // 4, dtype=int)
-    for g in range(KP // 4):
-        if C == 1:
-            p, q0 = divmod(4 * g, KQ4)
-            koff[g] = p * RS + q0 * CS if p < K else 0
-            continue
-        tap, c0 = divmod(4 * g, C4)
-        if tap < K * K:
-            p, q = divmod(tap, K)
-            koff[g] = p * RS + q * CS + c0
-    Ws = np.zeros((M, KP))
-    for s in range(KP):
-        r = s
-        if prec >= 2:
-            s16 = s & 15
-            r = (s & ~15) + 4 * (2 * (s16 >> 3) + (s16 & 1)) + ((s16 & 7) >> 1)
-        if C == 1:
-            p, q = divmod(r, KQ4)
-            if p < K and q < K:
-                Ws[:, s] = k[:, 0, p, q]
-            continue
-        tap, c = divmod(r, C4)
-        if c < C and tap < K * K:
-            Ws[:, s] = k[:, c, tap // K, tap % K]
-    th = min(TH, OH - r0)
-    npix = th * OW
-    out = np.zeros((M, npix))
-    for p0 in range(0, npix, 16):
-        def base(pix):  # pixel() for the plain epilogue
-            pix = pix if pix < npix else 0
-            row, col = divmod(pix, OW)
-            return row * RS + col * CS
-        for k0 in range(0, KP, kstep):
-            A = np.zeros((16, kstep))
-            B = np.zeros((kstep, M))
-            # ldmatrix: lane L reads 16 bytes at (pixel of row L % 8 + 8 ((L >> 3) & 1)) + group offset
-            def ldsm(group_base):
-                regs = np.zeros((32, 4))
-                for j in range(4):
-                    for rr in range(8):
-                        lane = 8 * j + rr
-                        addr = base(p0 + (lane & 7) + 8 * ((lane >> 3) & 1)) + koff[group_base + (lane >> 4)]
-                        for L in range(32):  # lane L receives row L // 4, fp32 column L % 4 of matrix j
-                            if L // 4 == rr:
-                                regs[L, j] = tile[addr + L % 4]
-                return regs
-            pr = ldsm(k0 // 4)
-            if prec < 2:
-                for L in range(32):
-                    gq, t = divmod(L, 4)
-                    A[gq, t], A[gq + 8, t], A[gq, t + 4], A[gq + 8, t + 4] = pr[L]
-                B[:, :] = Ws[:, k0:k0 + 8].T
-            else:
-                qr = ldsm(k0 // 4 + 2)
-                for L in range(32):
-                    gq, t = divmod(L, 4)
-                    A[gq, 2 * t], A[gq, 2 * t + 1] = pr[L, 0], pr[L, 2]
-                    A[gq + 8, 2 * t], A[gq + 8, 2 * t + 1] = pr[L, 1], pr[L, 3]
-                    A[gq, 2 * t + 8], A[gq, 2 * t + 9] = qr[L, 0], qr[L, 2]
-                    A[gq + 8, 2 * t + 8], A[gq + 8, 2 * t + 9] = qr[L, 1], qr[L, 3]
-                for n in range(M):  # b0 = float2 at k0 + 2t, b1 = float2 at k0 + 2t + 8 (logical 2t.., 2t + 8..)
-                    B[:, n] = Ws[n, k0:k0 + 16]
-            C_ = A @ B
-            for i in range(16):
-                if p0 + i < npix:
-                    out[:, p0 + i] += C_[i]
-    return out
-
-
-@pytest.mark.parametrize("C,H,W,M,K,TH,r0,prec", [(12, 14, 13, 5, 5, 10, 0, 0), (6, 11, 12, 3, 3, 4, 4, 2),
-                                                  (4, 12, 12, 16, 7, 6, 0, 3), (3, 9, 10, 2, 5, 2, 2, 1),
-                                                  (8, 9, 9, 4, 3, 7, 0, 2), (1, 12, 11, 4, 7, 3, 3, 0),
-                                                  (1, 10, 12, 6, 5, 6, 0, 2), (1, 9, 9, 3, 3, 7, 0, 3)])
-def test_channels_last_index_math_reproduces_the_convolution(C, H, W, M, K, TH, r0, prec):
-    import numpy as np
-
-    rng = np.random.default_rng(C * 100 + H)
-    x, k = rng.standard_normal((C, H, W)), rng.standard_normal((M, C, K, K))
-    got = _cl_gemm(x, k, TH, r0, prec)
-    OW, th = W - K + 1, min(TH, H - K + 1 - r0)
-    ref = np.zeros((M, th, OW))
-    for r in range(th):
-        for c in range(OW):
-            ref[:, r, c] = np.einsum("mcpq,cpq->m", k, x[:, r0 + r: r0 + r + K, c: c + K])
-    assert np.isfinite(got).all()  # no NaN (unloaded or unwritten slot) reached a stored pixel
-    assert np.allclose(got, ref.reshape(M, -1), rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("C,W,K", [(4, 40, 7), (12, 33, 5), (12, 33, 7), (6, 22, 5), (8, 20, 3), (16, 17, 3),
-                                   (1, 70, 5), (1, 86, 7)])
-def test_channels_last_strides_keep_ldmatrix_conflict_free(C, W, K):
-    """The 8 rows of one ldmatrix matrix are 8 consecutive output pixels, also across the end of an output row: their
-    16-byte groups must be 8 different bank groups (address / 16 mod 8)."""
-    RS, CS = _mma.strides(0, W, K, 8, False, True, C)
-    OW = W - K + 1
-    assert CS >= C and CS % 4 == 0 and RS >= W * CS and RS % 4 == 0
-    for p0 in range(0, 3 * OW):
-        groups = {((p // OW) * RS + (p % OW) * CS) // 4 % 8 for p in range(p0, p0 + 8)}
-        assert len(groups) == 8, (p0, groups)
-    # window order (the fused epilogue): 2 rows x 4 columns per matrix, for 2x2 windows and for 4x4 ones
-    RS, CS = _mma.strides(0, W, K, 8, False, True, C, window=True)
-    for c0 in range(0, OW - 3):
-        groups = {(r * RS + (c0 + c) * CS) // 4 % 8 for r in (0, 1) for c in range(4)}
-        assert len(groups) == 8, (c0, groups)
-
-
 def test_smem_grows_with_the_options():
     base = _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 0)
     assert _mma.smem_floats(12, 33, 33, 24, 5, 29, 3, 0, 0, split=True) > base  # a second x plane, weights x2
@@ -243,9 +107,9 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
     dict(PREC=3, NT=3, MT=4, NW=16, MINB=1),
     dict(PREC=0, SKIP=1, SPLITX=1, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=2),
     dict(PREC=1, EPI=1, ACT=3, POOLAVG=1, NT=2, MT=4, NW=8, MINB=1),
-    dict(PREC=0, SKIP=1, SPLITX=1, CL=1, NT=3, MT=4, NW=16, MINB=1),
-    dict(PREC=0, SKIP=1, CL=1, NT=2, MT=4, NW=4, MINB=2),
-    dict(PREC=2, CL=1, EPI=2, ACT=2, NT=2, MT=4, NW=8, MINB=1),
+    dict(PREC=4, SKIP=1, NT=3, MT=4, NW=8, MINB=1, STAGE=1),
+    dict(PREC=4, SKIP=1, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=1),
+    dict(PREC=4, SKIP=0, EPI=1, ACT=3, POOLAVG=1, NT=1, MT=4, NW=8, MINB=2),
 ]
 
 
@@ -338,3 +202,46 @@ def test_bad_tensors_are_one_line_errors():
     x = _mma.torch.zeros(1, 1, 5, 5)
     with pytest.raises(UsageError, match="float32, contiguous CUDA tensors"):
         _mma._check_tensors(x, x, x, (1, 1, 1, 1))
+
+
+# ---- the 3xFP16 arithmetic (PREC 4) in numpy: block scaling + fp16 hi/lo split keeps fp32 accuracy ----
+
+def _fp16x3(v, mask=None):
+    """The kernel's split of one block: v * 2^s with the largest |v| (over `mask`, the loaded values) in
+    [2^14, 2^15), hi = fp16, lo = fp16(rest); returns hi, lo (float64) and s."""
+    import numpy as np
+
+    m = float(np.abs(v if mask is None else v[mask]).max())
+    s = 0 if m == 0 else min(14 - max(int(np.floor(np.log2(m))), -126), 126)
+    scaled = (v * 2.0 ** s).astype(np.float32)
+    hi = scaled.astype(np.float16)
+    lo = (scaled - hi.astype(np.float32)).astype(np.float16)
+    return hi.astype(np.float64), lo.astype(np.float64), s
+
+
+@pytest.mark.parametrize("scale_x,scale_w", [(1.0, 1.0), (255.0, 0.05), (1e6, 1e-3), (1e-7, 30.0), (3e-5, 3e-5)])
+def test_fp16x3_split_keeps_fp32_accuracy(scale_x, scale_w):
+    """hi*hi + hi*lo + lo*hi of the scaled parts, times 2^-(sx + sw), against float64: <= 1e-6 relative, at any
+    magnitude of the inputs (fp16 alone overflows above 65504 and loses everything below 6e-8), and the scaling
+    itself is a power of two (exact)."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 20, 20)) * scale_x
+    x[0, :5] *= 1e-4  # a wide range inside one tile
+    k = rng.standard_normal((8, 3, 5, 5)) * scale_w
+    xh, xl, sx = _fp16x3(x.astype(np.float32).astype(np.float64))
+    kh, kl, sk = _fp16x3(k.astype(np.float32).astype(np.float64))
+    assert np.abs(xh).max() < 2 ** 15 + 1 and np.abs(kh).max() < 2 ** 15 + 1  # inside fp16's range
+
+    def conv(a, w):
+        out = np.zeros((w.shape[0], 16, 16))
+        for p in range(5):
+            for q in range(5):
+                out += np.einsum("mc,chw->mhw", w[:, :, p, q], a[:, p:p + 16, q:q + 16])
+        return out
+
+    ref = conv(x.astype(np.float32).astype(np.float64), k.astype(np.float32).astype(np.float64))
+    got = (conv(xh, kh) + conv(xh, kl) + conv(xl, kh)) * 2.0 ** -(sx + sk)
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-6
+    assert np.linalg.norm(conv(xh, kh) * 2.0 ** -(sx + sk) - ref) / np.linalg.norm(ref) > 1e-5  # the lo parts matter

@@ -105,11 +105,11 @@ def test_impl_for_precision_follows_the_naming_rule(family):
 
 def test_flop_per_s_of_every_arithmetic():
     c = Ceilings("m", "cuda", 3e12, 50e12, 400e12, "", fp16_flop_per_s=900e12, bf16_flop_per_s=800e12)
-    assert [c.flop_per_s(a) for a in ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")] == pytest.approx(
-        [50e12, 50e12, 400e12, 400e12 / 3, 900e12, 800e12])
+    assert [c.flop_per_s(a) for a in ("fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16")] == pytest.approx(
+        [50e12, 50e12, 400e12, 400e12 / 3, 900e12, 300e12, 800e12])
     with pytest.raises(ValueError, match="unknown arithmetic"):
         c.flop_per_s("int8")
-    assert [name for name, _ in ceiling_rows(c, 8192)] == ["fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16"]
+    assert [name for name, _ in ceiling_rows(c, 8192)] == ["fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16"]
     cpu = Ceilings("m", "cpu", 1e10, 1e11, None, "")
     assert [name for name, _ in ceiling_rows(cpu, 2048)] == ["fp32"]
 

@@ -19,7 +19,7 @@ from convbench.impls import _cuda
 from convbench.network.model import fused_output_shape
 
 SOURCE = "gpu_igemm_tc.cu"
-PRECISIONS = {"tf32x3": 0, "tf32": 1, "fp16": 2, "bf16": 3}
+PRECISIONS = {"tf32x3": 0, "tf32": 1, "fp16": 2, "bf16": 3, "fp16x3": 4}  # fp16x3: fp32-accurate, kernel notes
 ACTS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 SMEM_PER_BLOCK = 227 * 1024  # Hopper's opt-in maximum per block
 SMEM_PER_SM = 228 * 1024
@@ -40,7 +40,6 @@ class Plan:
     STAGE: int  # 1: stores through shared memory (EPI 0)
     SPLITX: int  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32)
     PAD: int  # 1: staged rows and planes padded against shared-memory bank conflicts (strides())
-    CL: int  # 1: channels-last staged tile (C = 1: 4 shifted copies of each row), A fragments by ldmatrix
     smem: int  # dynamic shared memory, bytes
     items: int  # B * ceil(OH / TH)
 
@@ -49,27 +48,12 @@ def _round4(n: int) -> int:
     return -(-n // 4) * 4
 
 
-def strides(H, W, K, TH, pad: bool, cl: bool = False, C: int = 1, window: bool = False) -> tuple[int, int]:
+def strides(H, W, K, TH, pad: bool) -> tuple[int, int]:
     """Row and plane strides of a staged input tile. Unpadded, the tile is the image's rows as they lie. Padded, a
     row stride == 12..26 (mod 32) and a plane stride == 16 (mod 32) keep the A-fragment gather free of bank
     conflicts where a k-step's taps cross into the next filter row or channel (+WS or +PLS words next to the
-    8 pixels x 4 taps window: the two groups of banks do not overlap).
-
-    Channels-last (cl): (row stride, pixel stride CS). A pixel's channels, padded to C4 = 4 * ceil(C / 4), are one
-    or more 16-byte groups (C = 1: 4 "channels", the pixel and the 3 to its right, so 4 taps of a filter row are).
-    CS / 4 = s is odd, so 8 consecutive pixels of a row (one ldmatrix matrix) start in 8 different 16-byte bank
-    groups (address / 16 mod 8), and the row stride continues that sequence (row stride / 16 == OW * s mod 8): 8
-    pixels that wrap into the next output row are conflict-free too. In window order (window, the fused epilogue
-    EPI 2) a matrix's 8 pixels are 2 rows x 4 columns (two 2x2 windows, or half a 4x4 one): row stride / 16 == 4s
-    (mod 8) puts the second row in the other 4 groups."""
+    8 pixels x 4 taps window: the two groups of banks do not overlap)."""
     XR = TH + K - 1
-    if cl:
-        c4 = -(-C // 4) * 4
-        cs = c4 if (c4 // 4) % 2 else c4 + 4
-        ow = W - K + 1
-        rs4 = W * cs // 4
-        rs4 += ((cs if window else ow * cs // 4) - rs4) % 8  # 4s = CS, or OW * s
-        return 4 * rs4, cs
     if not pad:
         return W, XR * W
     WS = next(ws for ws in range(W, W + 32) if 12 <= ws % 32 <= 26)
@@ -77,22 +61,17 @@ def strides(H, W, K, TH, pad: bool, cl: bool = False, C: int = 1, window: bool =
     return WS, PLS
 
 
-def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split=False, pad=False,
-                cl=False) -> int:
+def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split=False, pad=False) -> int:
     """Mirror of geometry() in the kernel: Ws + koff + 2 input buffers (+ the conv-output tile with EPI 1, or the
     warps' staging tiles with STAGE)."""
     kstep = 16 if prec >= 2 else 8
     OW = W - K + 1
-    red = (K * -(-K // 4) * 4 if C == 1 else K * K * -(-C // 4) * 4) if cl else C * K * K
-    KP = -(-red // kstep) * kstep
+    KP = -(-C * K * K // kstep) * kstep
     want = 8 if prec >= 2 else 4
     KPS = KP + ((want - KP % 32) + 32) % 32
     npix = TH * OW
     ystride = npix + ((4 - npix % 16) + 16) % 16
-    if cl:
-        xtile = _round4((TH + K - 1) * strides(H, W, K, TH, pad, True, C, epi == 2)[0])
-    else:
-        xtile = _round4(C * strides(H, W, K, TH, pad)[1])
+    xtile = _round4(C * strides(H, W, K, TH, pad)[1])
     extra = M * ystride if epi == 1 else NW * 8 * (MT * 16 + 4) if stage and not epi else 0
     if split and prec == 0:  # weights and one input tile as (hi, lo) pairs, one raw input buffer
         return 2 * NT * 8 * KPS + _round4(KP) + 3 * xtile + extra
@@ -136,24 +115,17 @@ _FUSED = {  # conv + act + max pool in registers (EPI 2), tf32x3 sweeps: (10000 
     (1, 72, 72, 12, 7): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa18 conv1
 }
 TABLE: dict[tuple, tuple[int, ...]] = {}
-
-
-def _nosplit(plan: tuple[int, ...]) -> tuple[int, ...]:
-    """A tf32x3 plan for the one-product modes: nothing to split, no padding (CL kept)."""
-    return plan[:5] + (0, 0) + tuple(plan[7:])
-
-
 for _shape, (_large, _small) in _FUSED.items():
-    for _prec in range(4):
-        TABLE[(*_shape, _prec, 2, True)] = _large if _prec == 0 else _nosplit(_large)
-        TABLE[(*_shape, _prec, 2, False)] = _small if _prec == 0 else _nosplit(_small)
+    for _prec in range(5):
+        TABLE[(*_shape, _prec, 2, True)] = _large if _prec == 0 else _large[:5] + (0, 0)
+        TABLE[(*_shape, _prec, 2, False)] = _small if _prec == 0 else _small[:5] + (0, 0)
 for _shape, (_x3, _f16) in _LARGE.items():
     TABLE[(*_shape, 0, 0, True)] = _x3
-    TABLE[(*_shape, 1, 0, True)] = _nosplit(_x3)  # TF32: tf32x3's tiling, nothing to split
-    TABLE[(*_shape, 2, 0, True)] = TABLE[(*_shape, 3, 0, True)] = _f16
+    TABLE[(*_shape, 1, 0, True)] = _x3[:5] + (0, 0)  # TF32: tf32x3's tiling, nothing to split
+    TABLE[(*_shape, 2, 0, True)] = TABLE[(*_shape, 3, 0, True)] = TABLE[(*_shape, 4, 0, True)] = _f16
 for _shape, _plan in _SMALL.items():
-    for _prec in range(4):
-        TABLE[(*_shape, _prec, 0, False)] = _plan if _prec == 0 else _nosplit(_plan)
+    for _prec in range(5):
+        TABLE[(*_shape, _prec, 0, False)] = _plan if _prec == 0 else _plan[:5] + (0, 0)
 SMEM_BUDGET = 110 * 1024  # aim for two resident blocks per SM
 
 
@@ -166,13 +138,11 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
     NT = -(-M // 8)
     tuned = override or TABLE.get((C, H, W, M, K, prec, int(epi), B >= 1000))
     if tuned is not None:
-        TH, MT, NW, MINB, STAGE, SPLITX, PAD, CL = (tuple(tuned) + (0, 0, 0))[:8]
+        TH, MT, NW, MINB, STAGE, SPLITX, PAD = (tuple(tuned) + (0, 0))[:7]
         TH, STAGE, SPLITX = min(TH, OH), int(STAGE and not epi), int(SPLITX and prec == 0)
-        CL = int(bool(CL))
-        PAD = int(PAD and not CL)
-        floats = smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT, NW, STAGE, SPLITX, PAD, CL)
+        floats = smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT, NW, STAGE, SPLITX, PAD)
         if 4 * floats <= SMEM_PER_BLOCK and (not epi or TH == OH or TH % pool_size == 0):
-            return Plan(TH, NT, MT, NW, MINB, STAGE, SPLITX, PAD, CL, 4 * floats, B * -(-OH // TH))
+            return Plan(TH, NT, MT, NW, MINB, STAGE, SPLITX, PAD, 4 * floats, B * -(-OH // TH))
     MT = 4 if NT <= 3 else 2 if NT <= 5 else 1
     step = pool_size if epi else 1
     feasible = [th for th in range(OH, 0, -1)
@@ -189,16 +159,16 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
         per_pass = MT * nw_for(th)
         slots = -(-OH // th) * -(-(-(-th * OW // 16)) // per_pass) * per_pass * 16
         kp = -(-C * K * K // 8) * 8
-        return slots * kp * NT * 8 * 2 / (130e12 if prec == 0 else 400e12) + -(-OH // th) * (th + K - 1) * W * C * 4 / 4e12
+        return slots * kp * NT * 8 * 2 / (130e12 if prec in (0, 4) else 400e12) + -(-OH // th) * (th + K - 1) * W * C * 4 / 4e12
 
     TH = min(busy, key=lambda th: (cost(th), -th))
     NW = nw_for(TH)
-    return Plan(TH, NT, MT, NW, 1, 0, 0, 0, 0, 4 * smem_floats(C, H, W, M, K, TH, NT, prec, epi), B * -(-OH // TH))
+    return Plan(TH, NT, MT, NW, 1, 0, 0, 0, 4 * smem_floats(C, H, W, M, K, TH, NT, prec, epi), B * -(-OH // TH))
 
 
-def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0, CL=0):
+def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0):
     defines = dict(NT=NT, MT=MT, NW=NW, MINB=MINB, STAGE=STAGE, SPLITX=SPLITX, PREC=prec, SKIP=int(skip),
-                   EPI=int(epi), ACT=act, POOLAVG=int(avg), CL=CL)
+                   EPI=int(epi), ACT=act, POOLAVG=int(avg))
     return _cuda.kernel(SOURCE, "igemm_tc_kernel", **defines)
 
 
@@ -276,14 +246,14 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
         raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
     sms = _cuda.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, epi, ps, sms, override)
-    fn = _kernel(p.NT, p.MT, p.NW, prec, skip, epi, ACTS[act], avg, p.MINB, p.STAGE, p.SPLITX, p.CL)
+    fn = _kernel(p.NT, p.MT, p.NW, prec, skip, epi, ACTS[act], avg, p.MINB, p.STAGE, p.SPLITX)
     if p.smem > 48 * 1024:
         # The opt-in belongs to the compiled kernel, which layers of other shapes share: always the block's
         # maximum, never this plan's size (a later, smaller plan would otherwise break an earlier cached launch).
         fn.max_dynamic_shared_size_bytes = _smem_optin(x.device.index or 0)
     threads = 32 * p.NW
     grid = (min(p.items, sms * _blocks_per_sm(fn, threads, p.smem)), 1, 1)
-    WS, PLS = strides(H, W, K, p.TH, bool(p.PAD), bool(p.CL), C, epi == 2)
+    WS, PLS = strides(H, W, K, p.TH, bool(p.PAD))
     return _Launch(fn, grid, (threads, 1, 1), (y, x, k, B, C, H, W, M, K, p.TH, ps, pceil, WS, PLS), p.smem)
 
 
@@ -302,7 +272,7 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
             _LAUNCHES.clear()
         _check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None))
         try:
-            job = _prepare(x, k, y, prec, skip and prec == 0, epi, act, pool, override)
+            job = _prepare(x, k, y, prec, skip and prec in (0, 4), epi, act, pool, override)
         except TooBig:
             job = _FALLBACK
         _LAUNCHES[key] = job

@@ -46,7 +46,7 @@ from convbench.errors import UsageError
 
 DEVICES = ("cpu", "cuda")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # what --precision chooses among (fp64 is the reference's alone)
-ARITHMETICS = ("fp64", "fp32", "tf32x3", "tf32", "fp16", "bf16")  # see ConvImpl.arithmetic
+ARITHMETICS = ("fp64", "fp32", "tf32x3", "fp16x3", "tf32", "fp16", "bf16")  # see ConvImpl.arithmetic
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,10 @@
 #define NW 8  // warps per block
 #endif
 #ifndef PREC
-#define PREC 0  // 0 = 3xTF32 (fp32-accurate), 1 = TF32, 2 = FP16, 3 = BF16
+#define PREC 0  // 0 = 3xTF32 (fp32-accurate), 1 = TF32, 2 = FP16, 3 = BF16, 4 = 3xFP16 (fp32-accurate, block-scaled)
 #endif
 #ifndef SKIP
-#define SKIP 0  // 1: leave out the products whose low parts are all zero (exact; PREC 0 only)
+#define SKIP 0  // 1: leave out the products whose low parts are all zero (exact; PREC 0 and 4)
 #endif
 #ifndef EPI
 #define EPI 0  // 0: write the conv output; 1: act + pool through a shared-memory tile (any pool); 2: act + max pool
@@ -77,9 +77,6 @@
 #endif
 #ifndef POOLAVG
 #define POOLAVG 0  // EPI 1: 0 max pooling, 1 average pooling
-#endif
-#ifndef CL
-#define CL 0  // 1: channels-last staging (pixel-major, channels padded to a multiple of 4) and ldmatrix A fragments
 #endif
 
 #include <cuda_fp16.h>
@@ -120,6 +117,33 @@ __device__ __forceinline__ u32 pack16(float lo_k, float hi_k) {
     return r;
 }
 
+// 3xFP16 (PREC 4). A block of values (the layer's weights; one work item's input tile) is multiplied by a power
+// of two 2^s that puts its largest |value| in [2^14, 2^15) (exact: only the exponents change), then each v is split
+// v = hi + lo, hi = fp16(v), lo = fp16(v - hi): 11 + 11 significant bits, like TF32's hi + lo, and fp16's range
+// holds both (|lo| <= 2^-11 |hi| <= 16; values 2^-28 below the block's largest become subnormal, an absolute error
+// of at most 2^-25 on a scale of 2^15). The products hi*hi, hi*lo, lo*hi of two fp16 numbers are exact in the fp32
+// accumulator; the output is multiplied by 2^-(s_x + s_w) at the end. m16n8k16 does twice the multiply-adds of
+// m16n8k8 TF32 per instruction, and the staged tile holds (hi, lo) in one 32-bit word: the same shared-memory
+// traffic per element as one fp32 value, where 3xTF32 loads a hi and a lo plane.
+__device__ __forceinline__ u32 split_fp16(float v) {
+    const __half h = __float2half_rn(v);
+    const __half l = __float2half_rn(v - __half2float(h));
+    return static_cast<u32>(__half_as_ushort(h)) | (static_cast<u32>(__half_as_ushort(l)) << 16);
+}
+// s for a block whose largest |value| has the bits mb: max * 2^s in [2^14, 2^15)
+__device__ __forceinline__ int fp16_shift(u32 mb) {
+    if (mb == 0u) return 0;
+    const int e = max(static_cast<int>(mb >> 23) - 127, -126);
+    return min(14 - e, 126);
+}
+__device__ __forceinline__ float pow2(int s) { return __uint_as_float(static_cast<u32>(s + 127) << 23); }  // |s| <= 126
+// the block's largest m into *slot (float bits of non-negative floats order like unsigned ints)
+__device__ __forceinline__ void block_max(float m, u32 *slot) {
+#pragma unroll
+    for (int d = 16; d; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0) atomicMax(slot, __float_as_uint(m));
+}
+
 __device__ __forceinline__ void mma_16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
 #if PREC == 3
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -157,10 +181,7 @@ __device__ __forceinline__ float activate(float v) {
 // The shapes one launch works with (all runtime: one compiled kernel serves every layer with the same NT).
 struct Geometry {
     int B, C, H, W, M, K, TH;
-    int WS, PLS;  // row and channel-plane strides of a staged tile (>= W, >= XR * WS: padded against bank conflicts);
-                  // CL: row and pixel strides (>= W * CS, CS >= C4)
-    int C4, KQ4, RED;  // CL: channels padded to a multiple of 4 (C = 1: 4 shifted copies), C = 1: taps of a filter
-                       // row padded to a multiple of 4; reduction length in the tile (C*K*K; CL: K*K*C4, or K*KQ4)
+    int WS, PLS;  // row and channel-plane strides of a staged tile (>= W, >= XR * WS: padded against bank conflicts)
     int OH, OW, XR, CKK, KP, KPS, NPIX, NMT, XTILE, BUF, NTILES, YSTRIDE;  // see geometry()
     int PS, PCEIL, POH, POW;  // EPI 1
 };
@@ -173,17 +194,14 @@ __device__ __forceinline__ Geometry geometry(int B, int C, int H, int W, int M, 
     g.OH = H - K + 1; g.OW = W - K + 1;
     g.XR = TH + K - 1;
     g.CKK = C * K * K;
-    g.C4 = (C + 3) / 4 * 4;
-    g.KQ4 = (K + 3) / 4 * 4;
-    g.RED = !CL ? g.CKK : C == 1 ? K * g.KQ4 : K * K * g.C4;
-    g.KP = (g.RED + KSTEP - 1) / KSTEP * KSTEP;
+    g.KP = (g.CKK + KSTEP - 1) / KSTEP * KSTEP;
     // Row stride of the weight tile: == 4 (mod 32) for the TF32 loads (8 rows x 4 columns hit 32 banks), == 8 for
     // the 16-bit modes' float2 loads.
     const int want = PREC >= 2 ? 8 : 4;
     g.KPS = g.KP + ((want - g.KP % 32) + 32) % 32;
     g.NPIX = TH * g.OW;
     g.NMT = (g.NPIX + 15) / 16;
-    g.XTILE = CL ? (g.XR * WS + 3) / 4 * 4 : (C * PLS + 3) / 4 * 4;
+    g.XTILE = (C * PLS + 3) / 4 * 4;
     g.YSTRIDE = g.NPIX + ((4 - g.NPIX % 16) + 16) % 16;  // == 4 (mod 16): conflict-free accumulator stores
     g.BUF = g.XTILE;
     g.PS = PS; g.PCEIL = PCEIL;
@@ -209,28 +227,18 @@ __device__ __forceinline__ void load_tile(float *dst, const float *__restrict__ 
     const int b = item / g.NTILES, r0 = (item % g.NTILES) * g.TH;
     const int rows = min(g.XR, g.H - r0);
     const size_t image = static_cast<size_t>(b) * g.C * g.H * g.W;
-    if (!CL && g.TH == g.OH && g.WS == g.W && g.PLS == g.H * g.W && (g.C * g.H * g.W) % 4 == 0 &&
+    if (g.TH == g.OH && g.WS == g.W && g.PLS == g.H * g.W && (g.C * g.H * g.W) % 4 == 0 &&
         (reinterpret_cast<size_t>(x) & 15) == 0) {
         // whole image, a contiguous multiple of 16 bytes: 16-byte copies
         const int n4 = g.C * g.H * g.W / 4;
         for (int i = threadIdx.x; i < n4; i += blockDim.x) cp_async16(dst + 4 * i, x + image + 4 * i);
     } else {
-        // row by row (a warp per row): the tile's rows are padded to WS; CL: each value to its pixel's channel slot
+        // row by row (a warp per row): the tile's rows are padded to WS
         for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
             const int c = row / rows, r = row - c * rows;
             const float *src = x + image + (static_cast<size_t>(c) * g.H + r0 + r) * g.W;
-            float *d = dst + (CL ? r * g.WS + c : c * g.PLS + r * g.WS);
-            const int step = CL ? g.PLS : 1;
-            if (CL && g.C == 1) {
-                // C = 1: pixel slot col holds x[col .. col + 3] (4 shifted copies as 4 "channels"), so 4 taps of a
-                // filter row are 16 contiguous bytes: value col goes to slots col - s, copy s
-                for (int col = threadIdx.x & 31; col < g.W; col += 32)
-#pragma unroll
-                    for (int sh = 0; sh < 4; ++sh)
-                        if (col >= sh) cp_async4(d + (col - sh) * step + sh, src + col);
-            } else {
-                for (int col = threadIdx.x & 31; col < g.W; col += 32) cp_async4(d + col * step, src + col);
-            }
+            float *d = dst + c * g.PLS + r * g.WS;
+            for (int col = threadIdx.x & 31; col < g.W; col += 32) cp_async4(d + col, src + col);
         }
     }
 }
@@ -239,6 +247,7 @@ __device__ __forceinline__ void load_tile(float *dst, const float *__restrict__ 
 // X: the staged tile; pb: byte offsets of the thread's pixels in it; koff: byte offsets of the reduction indices
 // (pixel + reduction offset = one integer add per operand, the load's address).
 __device__ __forceinline__ float lds(const char *X, int offset) { return *reinterpret_cast<const float *>(X + offset); }
+__device__ __forceinline__ u32 ldu(const char *X, int offset) { return *reinterpret_cast<const u32 *>(X + offset); }
 
 // SPL: X and Ws are split once per tile (SPLITX): the hi parts where the raw values would be, the lo parts `lo`
 // bytes further on (lo_x for X, lo_w for Ws), so both are plain 32-bit loads straight into fragment registers.
@@ -329,6 +338,39 @@ __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, c
                 mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
             }
         }
+#elif PREC == 4
+        // Packed words (hi in the low half, lo in the high half), 2 reduction indices per register: one
+        // byte_perm gathers the hi halves of two words, another the lo halves.
+        const int o0 = koff[k0 + 2 * t], o1 = koff[k0 + 2 * t + 1], o2 = koff[k0 + 2 * t + 8],
+                  o3 = koff[k0 + 2 * t + 9];
+        u32 bh[NT][2], bl[NT][2];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const u32 *wr = reinterpret_cast<const u32 *>(Ws) + (j * 8 + gq) * g.KPS + k0 + 2 * t;
+            const uint2 w0 = *reinterpret_cast<const uint2 *>(wr), w1 = *reinterpret_cast<const uint2 *>(wr + 8);
+            bh[j][0] = __byte_perm(w0.x, w0.y, 0x5410);
+            bh[j][1] = __byte_perm(w1.x, w1.y, 0x5410);
+            bl[j][0] = WLO ? __byte_perm(w0.x, w0.y, 0x7632) : 0u;
+            bl[j][1] = WLO ? __byte_perm(w1.x, w1.y, 0x7632) : 0u;
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const char *x0 = X + pb[i][0], *x1 = X + pb[i][1];
+            const u32 v[8] = {ldu(x0, o0), ldu(x0, o1), ldu(x1, o0), ldu(x1, o1),
+                              ldu(x0, o2), ldu(x0, o3), ldu(x1, o2), ldu(x1, o3)};
+            u32 ah[4], al[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                ah[e] = __byte_perm(v[2 * e], v[2 * e + 1], 0x5410);
+                al[e] = XLO ? __byte_perm(v[2 * e], v[2 * e + 1], 0x7632) : 0u;
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                if (XLO) mma_16(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
+                if (WLO) mma_16(acc[i][j], ah, bl[j][0], bl[j][1]);
+                mma_16(acc[i][j], ah, bh[j][0], bh[j][1]);
+            }
+        }
 #else
         const int o0 = koff[k0 + 2 * t], o1 = koff[k0 + 2 * t + 1], o2 = koff[k0 + 2 * t + 8],
                   o3 = koff[k0 + 2 * t + 9];
@@ -352,110 +394,6 @@ __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, c
     }
 }
 
-// ldmatrix.x4: four 8x8 matrices of 16-bit values = four 8-row x 4-column fp32 blocks; lane L gives the address of
-// row L % 8 of matrix L / 8 (16 contiguous bytes) and receives, of each matrix, row L / 4, fp32 column L % 4: for
-// matrices (pixels 0-7, k 0-3), (pixels 8-15, k 0-3), (pixels 0-7, k 4-7), (pixels 8-15, k 4-7) that is exactly
-// the m16n8k8 TF32 A fragment (a0..a3 = (gq, t), (gq + 8, t), (gq, t + 4), (gq + 8, t + 4)).
-__device__ __forceinline__ void ldsm4(u32 (&r)[4], u32 addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-// The k-loop on a channels-last tile (CL): a pixel's 4 consecutive reduction indices (4 channels of one filter
-// tap) are 16 contiguous bytes, so a whole A fragment is one ldmatrix.x4 (SPL: two, hi and lo planes) instead of
-// 4 scalar loads, and with the tile's strides (strides() in impls/_mma.py) the 8 rows of each matrix fall in 8
-// different 16-byte bank groups: no conflicts. xs: shared address of the tile; pl: this lane's ldmatrix row pixel
-// (bytes); koff: byte offset of each group of 4 reduction indices. 16-bit modes take two x4 loads per k16 step
-// (groups G0 G1, then G2 G3) and pair them as (G0 + t, G1 + t) = k (2t, 2t + 1), (G2 + t, G3 + t) = k (2t + 8, 2t
-// + 9); the weights are stored in the same permuted order (see the weight staging), so the float2 loads still fit.
-template <bool XLO, bool WLO, bool SPL>
-__device__ __forceinline__ void k_loop_cl(float (&acc)[MT][NT][4], u32 xs, const float *Ws, const int *koff,
-                                          const int (&pl)[MT], const Geometry &g, int lane, int lo_x, int lo_w) {
-    const int gq = lane >> 2, t = lane & 3, half = lane >> 4;
-#pragma unroll 2
-    for (int k0 = 0; k0 < g.KP; k0 += KSTEP) {
-        const int go = koff[(k0 >> 2) + half];
-#if PREC <= 1
-        u32 bh[NT][2], bl[NT][2];
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0 + t;
-#if PREC == 0
-            if (SPL) {
-                bh[j][0] = __float_as_uint(wr[0]);
-                bh[j][1] = __float_as_uint(wr[4]);
-                if (WLO) {
-                    const char *wl = reinterpret_cast<const char *>(wr) + lo_w;
-                    bl[j][0] = __float_as_uint(lds(wl, 0));
-                    bl[j][1] = __float_as_uint(lds(wl, 16));
-                } else {
-                    bl[j][0] = bl[j][1] = 0u;
-                }
-            } else if (WLO) {
-                split_tf32(wr[0], bh[j][0], bl[j][0]);
-                split_tf32(wr[4], bh[j][1], bl[j][1]);
-            } else {
-                bh[j][0] = __float_as_uint(wr[0]);
-                bh[j][1] = __float_as_uint(wr[4]);
-                bl[j][0] = bl[j][1] = 0u;
-            }
-#else
-            bh[j][0] = tf32_operand(wr[0]);
-            bh[j][1] = tf32_operand(wr[4]);
-            bl[j][0] = bl[j][1] = 0u;
-#endif
-        }
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            u32 ah[4], al[4];
-            ldsm4(ah, xs + pl[i] + go);
-#if PREC == 0
-            if (XLO) {
-                if (SPL) {
-                    ldsm4(al, xs + pl[i] + go + lo_x);
-                } else {
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) split_tf32(__uint_as_float(ah[e]), ah[e], al[e]);
-                }
-            }
-#else
-#pragma unroll
-            for (int e = 0; e < 4; ++e) ah[e] = tf32_operand(__uint_as_float(ah[e]));
-#endif
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                if (XLO) mma_tf32(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
-                if (WLO) mma_tf32(acc[i][j], ah, bl[j][0], bl[j][1]);
-                mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
-            }
-        }
-#else
-        const int go2 = koff[(k0 >> 2) + 2 + half];
-        u32 b[NT][2];
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const float *wr = Ws + (j * 8 + gq) * g.KPS + k0 + 2 * t;
-            const float2 w0 = *reinterpret_cast<const float2 *>(wr), w1 = *reinterpret_cast<const float2 *>(wr + 8);
-            b[j][0] = pack16(w0.x, w0.y);
-            b[j][1] = pack16(w1.x, w1.y);
-        }
-#pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            u32 p[4], q[4];
-            ldsm4(p, xs + pl[i] + go);
-            ldsm4(q, xs + pl[i] + go2);
-            const u32 a[4] = {pack16(__uint_as_float(p[0]), __uint_as_float(p[2])),
-                              pack16(__uint_as_float(p[1]), __uint_as_float(p[3])),
-                              pack16(__uint_as_float(q[0]), __uint_as_float(q[2])),
-                              pack16(__uint_as_float(q[1]), __uint_as_float(q[3]))};
-#pragma unroll
-            for (int j = 0; j < NT; ++j) mma_16(acc[i][j], a, b[j][0], b[j][1]);
-        }
-#endif
-    }
-}
-
 // grid = min(B * NTILES, SMs * blocks per SM), block = NW * 32. Dynamic shared memory, floats:
 //   Ws [NT * 8][KPS] (SPLITX: hi plane, then lo plane)  |  koff [KP rounded up to 4] (ints)  |  input buffers:
 //   2 x [BUF] (SPLITX: 1 x [BUF] raw, then [BUF] hi + [BUF] lo)  |  EPI 1: Ys [M][YSTRIDE], or STAGE: NW x [8][MT * 16 + 4]
@@ -464,14 +402,17 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                     const int C, const int H, const int W, const int M, const int K, const int TH, const int PS,
                     const int PCEIL, const int WS, const int PLS) {
-    constexpr bool SPLIT = SPLITX && PREC == 0;
+    // SPLIT: each item's tile is converted once in shared memory (3xTF32: into hi and lo planes; 3xFP16, always:
+    // into packed (hi, lo) words), from a raw buffer that is then free for the next item's copy
+    constexpr bool SPLIT = (SPLITX && PREC == 0) || PREC == 4;
+    constexpr bool PLANES = SPLIT && PREC == 0;  // hi and lo in separate planes (weights and tile)
     const Geometry g = geometry(B, C, H, W, M, K, TH, PS, PCEIL, WS, PLS);
     extern __shared__ float4 smem4[];
     float *Ws = reinterpret_cast<float *>(smem4);
-    int *koff = reinterpret_cast<int *>(Ws + (SPLIT ? 2 : 1) * NT * 8 * g.KPS);
+    int *koff = reinterpret_cast<int *>(Ws + (PLANES ? 2 : 1) * NT * 8 * g.KPS);
     float *buf0 = reinterpret_cast<float *>(koff + (g.KP + 3) / 4 * 4);
-    float *after = buf0 + 2 * g.BUF;  // SPLIT: buf0 = the raw tile, buf0 + BUF = its (hi, lo) pairs (2 * BUF)
-    if (SPLIT) after += g.BUF;
+    float *after = buf0 + 2 * g.BUF;  // SPLIT: buf0 = the raw tile, buf0 + BUF = its (hi, lo) planes (2 * BUF) / words
+    if (PLANES) after += g.BUF;
 #if EPI == 1
     float *Ys = after;  // [M][YSTRIDE]: the conv output of one item
 #elif STAGE
@@ -485,50 +426,43 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     int item = blockIdx.x;
     if (item >= items) return;
 
-    if (CL && g.C4 != C) {
-        // the padding channels of a channels-last tile (C = 1: the copies past the row's end) are read, with zero
-        // weights, but never copied: zero them
-        for (int i = threadIdx.x; i < (SPLIT ? 3 : 2) * g.BUF; i += blockDim.x) buf0[i] = 0.0f;
-        __syncthreads();
-    }
     load_tile(buf0, x, g, item);  // first item's input, in flight while the weights are staged
     cp_async_commit();
 
     // Weights, zero-padded to NT*8 rows and KP columns (SPLIT: as (hi, lo) pairs); reduction offsets into a tile.
-    // CL: reduction index r = (p * K + q) * C4 + c (channels innermost); 16-bit modes store k0 + 4g + t at
-    // k0 + 8 (g / 2) + 2t + g % 2 (k_loop_cl's pairing).
+    // wlo: some weight is not exact in TF32 (= not exact in fp16 after the block scaling: both keep 10 bits).
     int wlo = 0;
+#if PREC == 4
+    __shared__ u32 s_max[2];  // float bits of the block's largest |weight| and of the current tile's largest |x|
+    if (threadIdx.x == 0) s_max[0] = s_max[1] = 0u;
+    __syncthreads();
+    float wm = 0.0f;
+    for (int i = threadIdx.x; i < M * g.CKK; i += blockDim.x) {
+        const float v = k[i];
+        wm = fmaxf(wm, fabsf(v));
+        wlo |= v != __uint_as_float(tf32_round(v));
+    }
+    block_max(wm, &s_max[0]);
+    __syncthreads();
+    const int sw = fp16_shift(s_max[0]);
     for (int i = threadIdx.x; i < NT * 8 * g.KPS; i += blockDim.x) {
-        const int n = i / g.KPS, s = i - n * g.KPS;
-        int r = s, src = s;
-        if (CL) {
-            if (PREC >= 2) {
-                const int s16 = s & 15, hi8 = s16 >> 3, t = (s16 & 7) >> 1, gp = 2 * hi8 + (s16 & 1);
-                r = (s & ~15) + 4 * gp + t;
-            }
-            if (C == 1) {  // r = p * KQ4 + q
-                const int p = r / g.KQ4, q = r - p * g.KQ4;
-                src = p < K && q < K ? p * K + q : g.CKK;
-            } else {
-                const int tap = r / g.C4, c = r - tap * g.C4;
-                src = c < C && tap < K * K ? c * K * K + tap : g.CKK;  // g.CKK: a zero weight
-            }
-        }
-        const float v = (n < M && s < g.KP && src < g.CKK) ? k[n * g.CKK + src] : 0.0f;
+        const int n = i / g.KPS, r = i - n * g.KPS;
+        const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
+        reinterpret_cast<u32 *>(Ws)[i] = split_fp16(v * pow2(sw));
+    }
+#else
+    for (int i = threadIdx.x; i < NT * 8 * g.KPS; i += blockDim.x) {
+        const int n = i / g.KPS, r = i - n * g.KPS;
+        const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
         const float hi = __uint_as_float(tf32_round(v));
         Ws[i] = SPLIT ? hi : v;
         if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
         wlo |= v != hi;
     }
-    for (int r = threadIdx.x; r < (CL ? g.KP / 4 : g.KP); r += blockDim.x) {
+#endif
+    for (int r = threadIdx.x; r < g.KP; r += blockDim.x) {
         int o = 0;  // padded reduction indices point at element 0 (their weights are zero)
-        if (CL && C == 1) {  // group r = taps q0 .. q0 + 3 of filter row p: copies 0..3 of pixel slot q0
-            const int p = 4 * r / g.KQ4, q0 = 4 * r - p * g.KQ4;
-            if (p < K) o = 4 * (p * g.WS + q0 * g.PLS);
-        } else if (CL) {  // group r = reduction indices 4r .. 4r + 3: one tap, channels c0 .. c0 + 3
-            const int tap = 4 * r / g.C4, c0 = 4 * r - tap * g.C4, p = tap / K, q = tap - p * K;
-            if (tap < K * K) o = 4 * (p * g.WS + q * g.PLS + c0);
-        } else if (r < g.CKK) {
+        if (r < g.CKK) {
             const int c = r / (K * K), pq = r - c * K * K, p = pq / K, q = pq - p * K;
             o = 4 * (c * g.PLS + p * g.WS + q);  // bytes
         }
@@ -543,10 +477,47 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         const int next = item + gridDim.x;
         const int b = item / g.NTILES, r0 = (item % g.NTILES) * g.TH, th = min(g.TH, g.OH - r0);
         const int valid = th * g.OW;  // pixels of this item
-#if SKIP && PREC == 0
+#if SKIP && (PREC == 0 || PREC == 4)
         bool x_has_lo;
 #endif
         const char *Xb;
+#if PREC == 4
+        int sx = 0;  // this tile's scale: x * 2^sx
+        {
+            cp_async_wait_0();
+            __syncthreads();
+            u32 *XW = reinterpret_cast<u32 *>(buf0 + g.BUF);  // [BUF] packed (hi, lo) words
+            // The tile's largest |x|, and whether some x has a lo part, over the values loaded for this item only:
+            // the rest of the buffer (stale rows, never-written padding) feeds only unstored pixels, but must not
+            // set the scale.
+            float xm = 0.0f;
+            int xlo = 0;
+            const int rows = min(g.XR, g.H - r0);
+            for (int row = warp; row < g.C * rows; row += NW) {
+                const int c = row / rows, r = row - c * rows;
+                for (int col = lane; col < g.W; col += 32) {
+                    const float v = buf0[c * g.PLS + r * g.WS + col];
+                    xm = fmaxf(xm, fabsf(v));
+                    xlo |= v != __uint_as_float(tf32_round(v));
+                }
+            }
+            block_max(xm, &s_max[1]);
+            const bool lo_any = __syncthreads_or(xlo);  // (and s_max[1] is final)
+            sx = fp16_shift(s_max[1]);
+            const float scale = pow2(sx);
+            for (int i = threadIdx.x; i < g.XTILE; i += blockDim.x) XW[i] = split_fp16(buf0[i] * scale);
+            __syncthreads();
+            if (threadIdx.x == 0) s_max[1] = 0u;  // everyone has read it (before the barrier): reset for the next item
+#if SKIP
+            x_has_lo = lo_any;
+#else
+            (void)lo_any;
+#endif
+            if (next < items) load_tile(buf0, x, g, next);
+            cp_async_commit();
+            Xb = reinterpret_cast<const char *>(XW);
+        }
+#else
         if (SPLIT) {
             // One raw buffer: wait for this item's tile, split it into (hi, lo) pairs, then the raw buffer is free
             // for the next item's copy, which runs while this one is multiplied.
@@ -582,7 +553,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             for (int row = threadIdx.x >> 5; row < g.C * rows; row += blockDim.x >> 5) {
                 const int c = row / rows, r = row - c * rows;
                 for (int col = threadIdx.x & 31; col < g.W; col += 32) {
-                    const float v = X[CL ? r * g.WS + col * g.PLS + c : c * g.PLS + r * g.WS + col];
+                    const float v = X[c * g.PLS + r * g.WS + col];
                     xlo |= (v - __uint_as_float(tf32_round(v))) != 0.0f;
                 }
             }
@@ -591,6 +562,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             __syncthreads();
 #endif
         }
+#endif  // PREC == 4
 
 #if EPI == 2
         (void)valid; (void)inv_ow;
@@ -598,47 +570,29 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         const int wshift = g.PS == 4 ? 4 : g.PS == 2 ? 2 : 0;                           // log2(PS * PS)
         const float inv_pow = 1.0f / g.POW;
 #endif
-        // Pixel p of the item -> byte offset of its first input value in the tile; ok: the pixel exists.
-        auto pixel = [&](int p, bool &ok) -> int {
-#if EPI == 2
-            const int w = p >> wshift, d = p & ((1 << wshift) - 1);
-            const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
-            const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
-            ok = prl < tphv && r0 + row < g.OH && col < g.OW;
-            if (!ok) return 0;  // a missing pixel computes element 0, masked below
-#else
-            ok = p < valid;
-            p = ok ? p : 0;  // padding pixels compute pixel 0 again and are not stored
-            const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
-            const int col = p - row * g.OW;
-#endif
-            return 4 * (CL ? row * g.WS + col * g.PLS : row * g.WS + col);
-        };
         for (int m0 = warp * MT; m0 < g.NMT; m0 += NW * MT) {
-#if CL
-            int pl[MT];  // the pixel of this lane's ldmatrix row in each m-tile
-#else
-            int pb[MT][2];  // the fragment's pixels gq, gq + 8 of each m-tile
+            int pb[MT][2];
+#if EPI == 2
+            unsigned live = 0;  // bit 2i+h: the pixel exists (inside the conv output and this item's windows)
 #endif
-            unsigned live = 0;  // bit 2i+h: pixel gq + 8h of m-tile i exists (inside the output, this item's windows)
 #pragma unroll
-            for (int i = 0; i < MT; ++i) {
-                bool ok;
+            for (int i = 0; i < MT; ++i)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int off = pixel((m0 + i) * 16 + gq + 8 * h, ok);
+                    int p = (m0 + i) * 16 + gq + 8 * h;
+#if EPI == 2
+                    const int w = p >> wshift, d = p & ((1 << wshift) - 1);
+                    const int prl = __float2int_rz((w + 0.5f) * inv_pow), pc = w - prl * g.POW;
+                    const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
+                    const bool ok = prl < tphv && r0 + row < g.OH && col < g.OW;
                     live |= static_cast<unsigned>(ok) << (2 * i + h);
-#if !CL
-                    pb[i][h] = off;
+                    pb[i][h] = ok ? 4 * (row * g.WS + col) : 0;  // a missing pixel computes element 0, masked below
 #else
-                    (void)off;
+                    p = p < valid ? p : 0;  // padding pixels compute pixel 0 again and are not stored
+                    const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
+                    pb[i][h] = 4 * (row * g.WS + (p - row * g.OW));
 #endif
                 }
-#if CL
-                pl[i] = pixel((m0 + i) * 16 + (lane & 7) + 8 * ((lane >> 3) & 1), ok);
-#endif
-            }
-            (void)live;
             float acc[MT][NT][4];
 #pragma unroll
             for (int i = 0; i < MT; ++i)
@@ -646,26 +600,27 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                 for (int j = 0; j < NT; ++j)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-#if CL
-#define K_LOOP(XL, WL, SP) k_loop_cl<XL, WL, SP>(acc, xs, Ws, koff, pl, g, lane, lo_x, lo_w)
-#else
-#define K_LOOP(XL, WL, SP) k_loop<XL, WL, SP>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w)
-#endif
-            const u32 xs = static_cast<u32>(__cvta_generic_to_shared(Xb));
-            (void)xs;
-#if PREC == 0 && SKIP
-            if (x_has_lo && w_has_lo) K_LOOP(true, true, SPLIT);
-            else if (x_has_lo) K_LOOP(true, false, SPLIT);
-            else if (w_has_lo) K_LOOP(false, true, SPLIT);
-            else K_LOOP(false, false, SPLIT);
-#elif PREC == 0
+#if (PREC == 0 || PREC == 4) && SKIP
+            if (x_has_lo && w_has_lo) k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else if (x_has_lo) k_loop<true, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else if (w_has_lo) k_loop<false, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+            else k_loop<false, false, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
+#elif PREC == 0 || PREC == 4
             (void)w_has_lo;
-            K_LOOP(true, true, SPLIT);
+            k_loop<true, true, SPLIT>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
 #else
             (void)w_has_lo;
-            K_LOOP(false, false, false);
+            k_loop<false, false, false>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
 #endif
-#undef K_LOOP
+#if PREC == 4
+            // undo the block scaling: y = acc * 2^-(sx + sw), in two exact steps (each factor is a normal float)
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) acc[i][j][e] = acc[i][j][e] * pow2(-sx) * pow2(-sw);
+#endif
 
 #if EPI == 0 && STAGE
             // Through shared memory, one n-tile (8 maps) at a time: the warp's MT*16 pixels of a map are

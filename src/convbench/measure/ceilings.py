@@ -15,6 +15,7 @@ sheet is never reached by real code, and the CI machine has none):
                (a lower bound on the time, so still a floor)
          tf32: the same with TF32 on (tensor cores)
          tf32x3: not measured: the tf32 rate / 3 (three TF32 products per fp32 multiply-add: hi*hi, hi*lo, lo*hi)
+         fp16x3: not measured: the fp16 rate / 3 (the same three products of fp16 hi and lo parts)
          fp16, bf16: torch.matmul of two 8192 x 8192 float16 / bfloat16 matrices (tensor cores)
     CPU  copy: a large tensor copy on all threads; fp32: a float32 torch.matmul on all threads (oneDNN / BLAS);
          every arithmetic counts as fp32 there
@@ -44,7 +45,7 @@ from convbench.measure.timing import median_time
 GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
 GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
 REPS = 5
-ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "bf16")  # what flop_per_s accepts (registry.ARITHMETICS)
+ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16")  # what flop_per_s accepts (registry.ARITHMETICS)
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,14 @@ class Ceilings:
 
     def flop_per_s(self, arithmetic: str) -> float:
         """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic). fp64 counts as fp32 (a lower bound on the
-        time); tf32x3 is the tf32 rate / 3; a ceiling this machine lacks (the CPU has no tensor cores) is fp32's,
+        time); tf32x3 is the tf32 rate / 3, fp16x3 the fp16 rate / 3; a ceiling this machine lacks (the CPU has no tensor cores) is fp32's,
         and fp16 / bf16 in files from before they were measured are tf32's."""
         if arithmetic not in ARITHMETICS:
             raise ValueError(f"unknown arithmetic {arithmetic!r}; one of {', '.join(ARITHMETICS)}")
         tf32 = self.tf32_flop_per_s
-        rate = {"tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None,
-                "fp16": self.fp16_flop_per_s or tf32, "bf16": self.bf16_flop_per_s or tf32}.get(arithmetic)
+        fp16 = self.fp16_flop_per_s or tf32
+        rate = {"tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None, "fp16": fp16, "fp16x3": fp16 / 3 if fp16 else None,
+                "bf16": self.bf16_flop_per_s or tf32}.get(arithmetic)
         return rate or self.fp32_flop_per_s
 
     def memory_floor_s(self, nbytes: float) -> float:

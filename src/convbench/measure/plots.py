@@ -110,15 +110,16 @@ def ratio_figure(rows: list[dict], reference: str, title: str = "") -> Figure:
     return fig
 
 
-ROOF_STYLES = {"fp32": "-", "tf32": "--", "tf32x3": "-.", "fp16": ":", "bf16": (0, (1, 4))}
+ROOF_STYLES = {"fp32": "-", "tf32": "--", "tf32x3": "-.", "fp16": ":", "fp16x3": (0, (5, 2, 1, 2)),
+               "bf16": (0, (1, 4))}
 
 
 def roof_rates(ceilings: dict, arithmetics) -> dict[str, float]:
     """The roofs to draw: fp32 and tf32 where measured, and the roof of each other arithmetic the plotted
-    implementations use (tf32x3 = tf32 / 3, fp16, bf16) where the file has its ceiling."""
-    tf32 = ceilings.get("tf32_flop_per_s")
+    implementations use (tf32x3 = tf32 / 3, fp16, fp16x3 = fp16 / 3, bf16) where the file has its ceiling."""
+    tf32, fp16 = ceilings.get("tf32_flop_per_s"), ceilings.get("fp16_flop_per_s")
     rates = {"fp32": ceilings.get("fp32_flop_per_s"), "tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None,
-             "fp16": ceilings.get("fp16_flop_per_s"), "bf16": ceilings.get("bf16_flop_per_s")}
+             "fp16": fp16, "fp16x3": fp16 / 3 if fp16 else None, "bf16": ceilings.get("bf16_flop_per_s")}
     wanted = {"fp32", "tf32"} | set(arithmetics)
     return {name: rate for name, rate in rates.items() if rate and name in wanted}
 
@@ -152,7 +153,7 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
             knee = rate / bw
             ax.plot([lo, knee, max(hi, knee * 4)], [bw * lo / 1e9, rate / 1e9, rate / 1e9], linestyle=ROOF_STYLES[name],
                     color="black", lw=1, label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s"
-                    + (" (tf32 / 3)" if name == "tf32x3" else ""))
+                    + (" (tf32 / 3)" if name == "tf32x3" else " (fp16 / 3)" if name == "fp16x3" else ""))
     for impl in impls:  # legend entries: colour = implementation
         prec = precisions.get(impl, "fp32")
         arith = arithmetic.get(impl) or prec
