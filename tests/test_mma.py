@@ -173,6 +173,15 @@ def test_shared_memory_opt_in_is_the_maximum_not_the_plans(fake_gpu):
     assert fn.max_dynamic_shared_size_bytes >= big.smem
 
 
+def test_shared_memory_opt_in_leaves_room_for_static_shared_memory(fake_gpu, monkeypatch):
+    """Dynamic + static must stay within the block maximum, or the driver refuses the attribute
+    (CUDA_ERROR_INVALID_VALUE, seen on the H100 with a 16-byte static array)."""
+    monkeypatch.setattr(FakeKernel, "shared_size_bytes", 16, raising=False)
+    p = _mma._prepare(FakeTensor((10000, 12, 33, 33), 1), FakeTensor((24, 12, 5, 5), 2),
+                      FakeTensor((10000, 24, 29, 29), 3), 4, True, 0, None, None)
+    assert p.fn.max_dynamic_shared_size_bytes == _mma.SMEM_PER_BLOCK - 16
+
+
 def test_launches_are_prepared_once_per_key_and_too_big_layers_fall_back(fake_gpu, monkeypatch):
     prepared, ran, fell_back = [], [], []
 

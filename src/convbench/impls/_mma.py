@@ -75,7 +75,8 @@ def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split
     extra = M * ystride if epi == 1 else NW * 8 * (MT * 16 + 4) if stage and not epi else 0
     if split and prec == 0:  # weights and one input tile as (hi, lo) pairs, one raw input buffer
         return 2 * NT * 8 * KPS + _round4(KP) + 3 * xtile + extra
-    return NT * 8 * KPS + _round4(KP) + 2 * xtile + extra
+    maxima = 4 if prec == 4 else 0  # 3xFP16: the block maxima of |k| and |x|
+    return NT * 8 * KPS + _round4(KP) + maxima + 2 * xtile + extra
 
 
 @functools.cache
@@ -250,7 +251,7 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
     if p.smem > 48 * 1024:
         # The opt-in belongs to the compiled kernel, which layers of other shapes share: always the block's
         # maximum, never this plan's size (a later, smaller plan would otherwise break an earlier cached launch).
-        fn.max_dynamic_shared_size_bytes = _smem_optin(x.device.index or 0)
+        fn.max_dynamic_shared_size_bytes = _smem_optin(x.device.index or 0) - getattr(fn, "shared_size_bytes", 0)
     threads = 32 * p.NW
     grid = (min(p.items, sms * _blocks_per_sm(fn, threads, p.smem)), 1, 1)
     WS, PLS = strides(H, W, K, p.TH, bool(p.PAD))

@@ -395,8 +395,9 @@ __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, c
 }
 
 // grid = min(B * NTILES, SMs * blocks per SM), block = NW * 32. Dynamic shared memory, floats:
-//   Ws [NT * 8][KPS] (SPLITX: hi plane, then lo plane)  |  koff [KP rounded up to 4] (ints)  |  input buffers:
-//   2 x [BUF] (SPLITX: 1 x [BUF] raw, then [BUF] hi + [BUF] lo)  |  EPI 1: Ys [M][YSTRIDE], or STAGE: NW x [8][MT * 16 + 4]
+//   Ws [NT * 8][KPS] (SPLITX: hi plane, then lo plane)  |  koff [KP rounded up to 4] (ints)  |  PREC 4: 4 words
+//   |  input buffers: 2 x [BUF] (SPLITX: 1 x [BUF] raw, then [BUF] hi + [BUF] lo)  |  EPI 1: Ys [M][YSTRIDE], or
+//   STAGE: NW x [8][MT * 16 + 4]
 // (the launcher computes the same sizes: impls/_mma.py smem_floats)
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_tc_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
@@ -411,6 +412,12 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     float *Ws = reinterpret_cast<float *>(smem4);
     int *koff = reinterpret_cast<int *>(Ws + (PLANES ? 2 : 1) * NT * 8 * g.KPS);
     float *buf0 = reinterpret_cast<float *>(koff + (g.KP + 3) / 4 * 4);
+#if PREC == 4
+    // float bits of the block's largest |weight| and of the current tile's largest |x| (in the dynamic shared memory:
+    // a static array would make the launcher's opt-in to the block maximum invalid)
+    u32 *s_max = reinterpret_cast<u32 *>(buf0);
+    buf0 += 4;
+#endif
     float *after = buf0 + 2 * g.BUF;  // SPLIT: buf0 = the raw tile, buf0 + BUF = its (hi, lo) planes (2 * BUF) / words
     if (PLANES) after += g.BUF;
 #if EPI == 1
@@ -433,7 +440,6 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     // wlo: some weight is not exact in TF32 (= not exact in fp16 after the block scaling: both keep 10 bits).
     int wlo = 0;
 #if PREC == 4
-    __shared__ u32 s_max[2];  // float bits of the block's largest |weight| and of the current tile's largest |x|
     if (threadIdx.x == 0) s_max[0] = s_max[1] = 0u;
     __syncthreads();
     float wm = 0.0f;
