@@ -104,6 +104,8 @@ def act_pool_after(net: str, layer: str):
 KINDS = ("plain", "fused")  # which sweeps to run (--kinds)
 QUICK = False  # a smaller sweep (--quick)
 SWEEP_PRECS = ("tf32x3", "fp16x3", "fp16")  # the arithmetics the sweep tunes (--precs)
+THS: tuple[int, ...] = ()  # the plain sweep's slab heights (--ths; empty: OH and OH / 2, or short slabs below 1000)
+WARPS: tuple[tuple[int, int, int], ...] = ()  # its (MT, NW, MINB) choices (--warps "4x8x1,2x8x2")
 LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
 
 
@@ -189,6 +191,10 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                         warps = [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)]
                         fused_ths = [th for th in (ps, 2 * ps, 4 * ps) if th <= OH]
                         fused_warps = warps
+                    if THS:  # --ths / --warps: the plain sweep over these instead
+                        plain_ths = [th for th in THS if th <= OH]
+                    if WARPS:
+                        warps = list(WARPS)
                     jobs = [("plain", False, plain_ths, warps)] + ([("fused", True, fused_ths, fused_warps)] if fused else [])
                     jobs = [j for j in jobs if j[0] in KINDS]
                     for kind, epi, ths, wl in jobs:
@@ -252,8 +258,12 @@ def main() -> None:
     ap.add_argument("--layers", default="", help="only these conv layers, e.g. conv2")
     ap.add_argument("--quick", action="store_true", help="a smaller sweep")
     ap.add_argument("--precs", default="tf32x3,fp16x3,fp16", help="arithmetics to sweep")
+    ap.add_argument("--ths", default="", help="slab heights for the plain sweep, e.g. 4,6,8")
+    ap.add_argument("--warps", default="", help="(MT x NW x MINB) choices for the plain sweep, e.g. 4x8x1,2x8x2")
     a = ap.parse_args()
-    global KINDS, LAYERS, QUICK, SWEEP_PRECS
+    global KINDS, LAYERS, QUICK, SWEEP_PRECS, THS, WARPS
+    THS = tuple(int(t) for t in a.ths.split(",") if t)
+    WARPS = tuple(tuple(int(v) for v in w.split("x")) for w in a.warps.split(",") if w)
     QUICK = a.quick
     SWEEP_PRECS = tuple(a.precs.split(","))
     KINDS = tuple(a.kinds.split(","))
