@@ -104,6 +104,7 @@ def act_pool_after(net: str, layer: str):
 KINDS = ("plain", "fused")  # which sweeps to run (--kinds)
 QUICK = False  # a smaller sweep (--quick)
 SWEEP_PRECS = ("tf32x3", "fp16x3", "fp16")  # the arithmetics the sweep tunes (--precs)
+PADS: tuple[int, ...] = (0,)  # padded tile strides to try (--pads 0,1)
 THS: tuple[int, ...] = ()  # the plain sweep's slab heights (--ths; empty: OH and OH / 2, or short slabs below 1000)
 WARPS: tuple[tuple[int, int, int], ...] = ()  # its (MT, NW, MINB) choices (--warps "4x8x1,2x8x2")
 LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
@@ -209,8 +210,9 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                             best = None
                             splits = (0, 1) if prec == "tf32x3" else (0,)
                             stages = (0, 1) if (size >= 1000 and not epi) else (0,)
-                            for th, (mt, nw, minb), stage, split in itertools.product(ths, wl, stages, splits):
-                                plan = (th, mt, nw, minb, stage, split, 0)
+                            for th, (mt, nw, minb), stage, split, pad in itertools.product(ths, wl, stages, splits,
+                                                                                          PADS):
+                                plan = (th, mt, nw, minb, stage, split, pad)
                                 got = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], 2 if epi else 0, ps, 132, plan)
                                 if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != plan:
                                     continue  # does not fit shared memory, or not a whole number of pool windows
@@ -259,9 +261,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smaller sweep")
     ap.add_argument("--precs", default="tf32x3,fp16x3,fp16", help="arithmetics to sweep")
     ap.add_argument("--ths", default="", help="slab heights for the plain sweep, e.g. 4,6,8")
+    ap.add_argument("--pads", default="0", help="padded tile strides to try: 0, 1 or 0,1")
     ap.add_argument("--warps", default="", help="(MT x NW x MINB) choices for the plain sweep, e.g. 4x8x1,2x8x2")
     a = ap.parse_args()
-    global KINDS, LAYERS, QUICK, SWEEP_PRECS, THS, WARPS
+    global KINDS, LAYERS, QUICK, SWEEP_PRECS, THS, WARPS, PADS
+    PADS = tuple(int(p) for p in a.pads.split(","))
     THS = tuple(int(t) for t in a.ths.split(",") if t)
     WARPS = tuple(tuple(int(v) for v in w.split("x")) for w in a.warps.split(",") if w)
     QUICK = a.quick
