@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-NEW=gpu-igemm-tc,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
+NEW=gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
 NETS=fa19,sp19,minidnn,fa18
 case "${1:-check}" in
 check)
@@ -24,7 +24,7 @@ check)
 sanitize)
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
     for tool in memcheck racecheck; do
-        for cmd in "-m convbench verify --device cuda --impl gpu-igemm-tc,gpu-igemm-tc-fp16 --shapes 8 --seed 7" \
+        for cmd in "-m convbench verify --device cuda --impl gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-igemm-tc-fp16 --shapes 8 --seed 7" \
                    "scripts/sanitize_dense.py"; do
             echo "== compute-sanitizer --tool $tool python3 $cmd" >> "$OUT/sanitize.log"
             timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 $cmd 2>&1 | tail -6 >> "$OUT/sanitize.log"
