@@ -114,6 +114,8 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
     rows = []
     cudnn, per_layer = get_impl("cudnn"), get_impl("gpu-per-layer")
     torch.backends.cudnn.benchmark = True
+    # the references below are cudnn fp32 convolutions: TF32 off (PyTorch's default lets cudnn use it)
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     for net in nets:
         spec = get_network(net)
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
