@@ -6,8 +6,8 @@
 #   bash scripts/device-fast.sh sweep     dev_fast's verify (every mode, fixed plans too) and a quick plan sweep
 #                                         (PRECS=tf32x3,fp16x3,fp16 KINDS=plain,fused LAYERS=conv1,conv2 THS=4,6
 #                                         WARPS=4x8x1,2x8x2 PADS=0,1 NOVERIFY=1)
-#   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes) and the
-#                                         whole-network comparison against PyTorch eager and torch.compile
+#   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes)
+#   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache}
@@ -44,11 +44,13 @@ sweep)
     grep -E "^verify|best|error" "$OUT/sweep.log" | head -60
     ;;
 bench)
-    timeout 230 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \
+    timeout 540 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \
         --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
     tail -4 "$OUT/bench-fast.txt"
+    ;;
+whole)
     for net in ${NETS//,/ }; do  # one file per network: a network cut short by its timeout costs only itself
-        timeout 75 python3 scripts/whole_network.py --nets $net --sizes 100,10000 --reps 20 \
+        timeout 120 python3 scripts/whole_network.py --nets $net --sizes 100,10000 --reps 20 \
             --out "$OUT/whole-$net.json" > "$OUT/whole-$net.txt" 2>&1
         grep -E "^$net " "$OUT/whole-$net.txt"
     done
