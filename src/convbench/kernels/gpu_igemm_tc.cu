@@ -6,8 +6,9 @@
 //  * Accuracy. TF32 keeps 10 mantissa bits; here each fp32 operand is split, v = hi + lo with hi = v rounded to TF32
 //    (integer add + mask) and lo = v - hi (exact; the tensor core reads its top 19 bits), and a*b is computed as
 //    a_lo*b_hi + a_hi*b_lo + a_hi*b_hi (the a_lo*b_lo term is ~2^-22 of the product), accumulated in fp32: relative
-//    error ~1e-7 like fp32 FMA (verify: <= 4.2e-6 on 60 shapes), at tensor-core speed ("3xTF32", CUTLASS's fast-fp32). PREC selects the arithmetic: 0 = 3xTF32 (fp32-accurate), 1 = TF32 (one product),
-//    2 = FP16 and 3 = BF16 (m16n8k16, operands rounded to 16 bits, fp32 accumulate).
+//    error ~1e-7 like fp32 FMA (verify: <= 4.2e-6 on 60 shapes), at tensor-core speed ("3xTF32", CUTLASS's
+//    fast-fp32). PREC selects the arithmetic: 0 = 3xTF32 (fp32-accurate), 1 = TF32 (one product), 2 = FP16 and
+//    3 = BF16 (m16n8k16, operands rounded to 16 bits, fp32 accumulate), 4 = 3xFP16 (fp32-accurate, see below).
 //  * Exact shortcuts (SKIP = 1). A product whose low parts are all zero contributes exactly nothing: pixel values
 //    0..255 and fp16-valued weights are exact in TF32. Each block checks, once per image tile, whether any x in it
 //    has a low part (and once whether any weight has), and runs the k-loop with only the products that are not
@@ -37,7 +38,20 @@
 // filter tap (K*K times) and feeds only M = 4..24 multiply-adds per load; a 16x8 TF32 fragment takes 4 scalar
 // loads. Nsight Compute, fa19 conv2 (3xTF32, tuned plan): shared-memory wavefronts at 72 % of peak, 31 % of them
 // bank-conflict replays, tensor pipe active 43 %, top stalls MIO throttle and barriers. C = 1 layers with M = 4
-// use half of each n8 tile. Next: channels-last staging read with ldmatrix, compile-time reduction offsets.
+// use half of each n8 tile.
+// PREC 4 (3xFP16, gpu-igemm-tc-fp16x3): fp32 accuracy from the FP16 tensor cores (split_fp16 below): each block of
+// values is scaled by a power of two and split into fp16 hi + lo, both halves packed in one 32-bit word of the
+// staged tile, so one load feeds the hi and the lo product and m16n8k16 does twice m16n8k8's multiply-adds. It
+// pays a per-item conversion pass (the tile's largest |x| first, then the split: two passes, three barriers, not
+// overlapped with the k-loop). Same H100 run, tuned plans, 10000 images (results/fast/sweep-fp16x3-H100.log), vs
+// 3xTF32: faster where the k-loop is long (fa18 conv2 2.54 vs 3.20 ms, minidnn conv2 1.18 vs 1.30; with 3 products
+// fa18 conv2 2.77 vs 3.65), slower where it is short (fa19 conv2 2.09 vs 1.92, sp19 conv2 0.45 vs 0.34, the C = 1
+// layers 4-35 %).
+// Tried and dropped: channels-last staging with ldmatrix A fragments (one instruction per fragment, strides that
+// make every 8-row matrix conflict-free; C = 1 as 4 shifted copies) was 8-25 % slower on every course layer
+// (results/fast/sweep-cl-H100.log): a fragment is 512 bytes of shared memory either way, and the scattered 4-byte
+// staging copies (4x for C = 1) cost more than the conflicts saved. Slabs of 4-10 rows (two blocks per SM) instead
+// of whole images: 1.5-1.9x slower on the conv2 layers (results/fast/sweep-slabs-H100.log).
 // Measured (H100 80GB HBM3, results/fast/README.md, Σ conv Op Time at 10000 images, tuned plans in impls/_mma.py):
 //   fp32-accurate (gpu-igemm-tc): fa19 2.89 ms (3.70x cudnn's 10.70 ms in the same run, 1.74x the tf32x3 floor),
 //   sp19 0.61 ms (5.45x), minidnn 2.30 ms (5.88x), fa18 4.30 ms (4.59x); with arbitrary fp32 weights (3 products)
