@@ -40,8 +40,7 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
     plans = [("tf32x3", True, (10**6, 4, 8, 1, 1, 0, 1)), ("tf32x3", True, (10**6, 4, 8, 1, 1, 1, 1)),
              ("tf32x3", False, (10**6, 2, 16, 1, 0, 1, 1)), ("fp16", True, (10**6, 2, 16, 1, 1, 0, 1)),
              ("fp16x3", True, (10**6, 4, 8, 1, 1, 0, 1)), ("fp16x3", False, (10**6, 2, 16, 1, 0, 0, 0)),
-             ("fp16x3", True, (6, 4, 4, 2, 0, 0, 1)), ("tf32x3", True, (10**6, 4, 8, 1, 1, 2, 1)),
-             ("tf32x3", False, (10**6, 4, 16, 1, 0, 2, 0)), ("tf32x3", False, (6, 2, 8, 2, 0, 2, 0))]
+             ("fp16x3", True, (6, 4, 4, 2, 0, 0, 1))]
     for prec, skip, override in [(p, k, None) for p, k in MODES] + plans:
         worst, fails = 0.0, []
         for i, s in enumerate(shapes):
@@ -106,7 +105,6 @@ KINDS = ("plain", "fused")  # which sweeps to run (--kinds)
 QUICK = False  # a smaller sweep (--quick)
 SWEEP_PRECS = ("tf32x3", "fp16x3", "fp16")  # the arithmetics the sweep tunes (--precs)
 PADS: tuple[int, ...] = (0,)  # padded tile strides to try (--pads 0,1)
-SPLITS: tuple[int, ...] = (0, 1)  # 3xTF32's SPLITX settings to try (--splits 0,1,2)
 THS: tuple[int, ...] = ()  # the plain sweep's slab heights (--ths; empty: OH and OH / 2, or short slabs below 1000)
 WARPS: tuple[tuple[int, int, int], ...] = ()  # its (MT, NW, MINB) choices (--warps "4x8x1,2x8x2")
 LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
@@ -212,7 +210,7 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                             if prec not in SWEEP_PRECS or (size < 1000 and prec == "fp16"):
                                 continue
                             best = None
-                            splits = SPLITS if prec == "tf32x3" else (0,)
+                            splits = (0, 1) if prec == "tf32x3" else (0,)
                             stages = (0, 1) if (size >= 1000 and not epi) else (0,)
                             for th, (mt, nw, minb), stage, split, pad in itertools.product(ths, wl, stages, splits,
                                                                                           PADS):
@@ -266,11 +264,9 @@ def main() -> None:
     ap.add_argument("--precs", default="tf32x3,fp16x3,fp16", help="arithmetics to sweep")
     ap.add_argument("--ths", default="", help="slab heights for the plain sweep, e.g. 4,6,8")
     ap.add_argument("--pads", default="0", help="padded tile strides to try: 0, 1 or 0,1")
-    ap.add_argument("--splits", default="0,1", help="3xTF32 SPLITX settings to try, e.g. 0,1,2")
     ap.add_argument("--warps", default="", help="(MT x NW x MINB) choices for the plain sweep, e.g. 4x8x1,2x8x2")
     a = ap.parse_args()
-    global KINDS, LAYERS, QUICK, SWEEP_PRECS, THS, WARPS, PADS, SPLITS
-    SPLITS = tuple(int(v) for v in a.splits.split(","))
+    global KINDS, LAYERS, QUICK, SWEEP_PRECS, THS, WARPS, PADS
     PADS = tuple(int(p) for p in a.pads.split(","))
     THS = tuple(int(t) for t in a.ths.split(",") if t)
     WARPS = tuple(tuple(int(v) for v in w.split("x")) for w in a.warps.split(",") if w)

@@ -5,7 +5,7 @@
 #                                         kernel, and the tensor-core conv's modes on the course layers (dev_fast)
 #   bash scripts/device-fast.sh sweep     dev_fast's verify (every mode, fixed plans too) and a quick plan sweep
 #                                         (PRECS=tf32x3,fp16x3,fp16 KINDS=plain,fused LAYERS=conv1,conv2 THS=4,6
-#                                         WARPS=4x8x1,2x8x2 PADS=0,1 SPLITS=0,1,2 NOVERIFY=1)
+#                                         WARPS=4x8x1,2x8x2 PADS=0,1 NOVERIFY=1)
 #   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes)
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
@@ -39,7 +39,7 @@ sanitize)
 sweep)
     timeout 560 python3 scripts/dev_fast.py --out "$OUT" --sizes 10000 --nets $NETS --sweep --quick --verify-shapes 30 \
         --precs "${PRECS:-tf32x3,fp16x3,fp16}" --kinds "${KINDS:-plain,fused}" ${LAYERS:+--layers $LAYERS} \
-        ${THS:+--ths $THS} ${WARPS:+--warps $WARPS} ${PADS:+--pads $PADS} ${SPLITS:+--splits $SPLITS} ${NOVERIFY:+--no-verify} 2>&1 \
+        ${THS:+--ths $THS} ${WARPS:+--warps $WARPS} ${PADS:+--pads $PADS} ${NOVERIFY:+--no-verify} 2>&1 \
         | grep -v -i warn > "$OUT/sweep.log"
     grep -E "^verify|best|error" "$OUT/sweep.log" | head -60
     ;;

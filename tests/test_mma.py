@@ -108,8 +108,6 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
     dict(PREC=0, SKIP=1, SPLITX=1, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=2),
     dict(PREC=1, EPI=1, ACT=3, POOLAVG=1, NT=2, MT=4, NW=8, MINB=1),
     dict(PREC=4, SKIP=1, NT=3, MT=4, NW=8, MINB=1, STAGE=1),
-    dict(PREC=0, SKIP=1, SPLITX=2, NT=3, MT=4, NW=16, MINB=1),
-    dict(PREC=0, SKIP=0, SPLITX=2, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=1),
     dict(PREC=4, SKIP=1, EPI=2, ACT=1, NT=2, MT=2, NW=8, MINB=1),
     dict(PREC=4, SKIP=0, EPI=1, ACT=3, POOLAVG=1, NT=1, MT=4, NW=8, MINB=2),
 ]

@@ -38,7 +38,7 @@ class Plan:
     NW: int  # warps per block
     MINB: int  # __launch_bounds__ minimum blocks per SM (1, or 2: registers capped so that two fit)
     STAGE: int  # 1: stores through shared memory (EPI 0)
-    SPLITX: int  # 1: x and k split into (hi, lo) once per tile (3xTF32), in two planes; 2: interleaved pairs
+    SPLITX: int  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32)
     PAD: int  # 1: staged rows and planes padded against shared-memory bank conflicts (strides())
     smem: int  # dynamic shared memory, bytes
     items: int  # B * ceil(OH / TH)
@@ -151,7 +151,7 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
     tuned = override or TABLE.get((C, H, W, M, K, prec, int(epi), B >= 1000))
     if tuned is not None:
         TH, MT, NW, MINB, STAGE, SPLITX, PAD = (tuple(tuned) + (0, 0))[:7]
-        TH, STAGE, SPLITX = min(TH, OH), int(STAGE and not epi), SPLITX if prec == 0 else 0
+        TH, STAGE, SPLITX = min(TH, OH), int(STAGE and not epi), int(SPLITX and prec == 0)
         floats = smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT, NW, STAGE, SPLITX, PAD)
         if 4 * floats <= SMEM_PER_BLOCK and (not epi or TH == OH or TH % pool_size == 0):
             return Plan(TH, NT, MT, NW, MINB, STAGE, SPLITX, PAD, 4 * floats, B * -(-OH // TH))

@@ -85,7 +85,6 @@
 #endif
 #ifndef SPLITX
 #define SPLITX 0  // PREC 0: 1 = split x and k into (hi, lo) pairs once, in shared memory, instead of per use
-                  // (hi and lo planes); 2 = the same with hi and lo interleaved: one 64-bit load fetches both
 #endif
 #ifndef STAGE
 #define STAGE 0  // EPI 0: 1 = write y through a per-warp shared-memory tile (whole 128-bit, fully coalesced stores)
@@ -265,11 +264,7 @@ __device__ __forceinline__ float lds(const char *X, int offset) { return *reinte
 __device__ __forceinline__ u32 ldu(const char *X, int offset) { return *reinterpret_cast<const u32 *>(X + offset); }
 
 // SPL: X and Ws are split once per tile (SPLITX): the hi parts where the raw values would be, the lo parts `lo`
-// bytes further on (lo_x for X, lo_w for Ws), so both are plain 32-bit loads straight into fragment registers;
-// SPLITX 2: (hi, lo) side by side (offsets in 8-byte units), one 64-bit load per value and half the instructions.
-__device__ __forceinline__ float2 lds2(const char *X, int offset) {
-    return *reinterpret_cast<const float2 *>(X + offset);
-}
+// bytes further on (lo_x for X, lo_w for Ws), so both are plain 32-bit loads straight into fragment registers.
 template <bool XLO, bool WLO, bool SPL>
 __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, const float *Ws, const int *koff,
                                        const int (&pb)[MT][2], const Geometry &g, int lane, int lo_x, int lo_w) {
@@ -277,35 +272,6 @@ __device__ __forceinline__ void k_loop(float (&acc)[MT][NT][4], const char *X, c
 #pragma unroll 2
     for (int k0 = 0; k0 < g.KP; k0 += KSTEP) {
 #if PREC == 0
-#if SPLITX == 2
-        if (SPL) {
-            const int o0 = koff[k0 + t], o1 = koff[k0 + t + 4];
-            u32 bh[NT][2], bl[NT][2];
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const float2 *wr = reinterpret_cast<const float2 *>(Ws) + (j * 8 + gq) * g.KPS + k0 + t;
-                const float2 w0 = wr[0], w1 = wr[4];
-                bh[j][0] = __float_as_uint(w0.x); bl[j][0] = __float_as_uint(w0.y);
-                bh[j][1] = __float_as_uint(w1.x); bl[j][1] = __float_as_uint(w1.y);
-            }
-#pragma unroll
-            for (int i = 0; i < MT; ++i) {
-                const float2 v[4] = {lds2(X, pb[i][0] + o0), lds2(X, pb[i][1] + o0), lds2(X, pb[i][0] + o1),
-                                     lds2(X, pb[i][1] + o1)};
-                const u32 ah[4] = {__float_as_uint(v[0].x), __float_as_uint(v[1].x), __float_as_uint(v[2].x),
-                                   __float_as_uint(v[3].x)};
-                const u32 al[4] = {__float_as_uint(v[0].y), __float_as_uint(v[1].y), __float_as_uint(v[2].y),
-                                   __float_as_uint(v[3].y)};
-#pragma unroll
-                for (int j = 0; j < NT; ++j) {
-                    if (XLO) mma_tf32(acc[i][j], al, bh[j][0], bh[j][1]);  // small terms first
-                    if (WLO) mma_tf32(acc[i][j], ah, bl[j][0], bl[j][1]);
-                    mma_tf32(acc[i][j], ah, bh[j][0], bh[j][1]);
-                }
-            }
-            continue;
-        }
-#endif
         if (SPL) {
             const int o0 = koff[k0 + t], o1 = koff[k0 + t + 4];
             u32 bh[NT][2], bl[NT][2];
@@ -454,9 +420,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     // SPLIT: each item's tile is converted once in shared memory (3xTF32: into hi and lo planes; 3xFP16, always:
     // into packed (hi, lo) words), from a raw buffer that is then free for the next item's copy
     constexpr bool SPLIT = (SPLITX && PREC == 0) || PREC == 4;
-    constexpr bool PLANES = SPLIT && PREC == 0;  // 3xTF32's split: hi and lo, 2 floats per value (weights and tile)
-    constexpr bool PAIRS = PLANES && SPLITX == 2;  // ... side by side instead of in two planes
-    constexpr int UNIT = PAIRS ? 8 : 4;            // bytes per staged value in the tile the k-loop reads
+    constexpr bool PLANES = SPLIT && PREC == 0;  // hi and lo in separate planes (weights and tile)
     const Geometry g = geometry(B, C, H, W, M, K, TH, PS, PCEIL, WS, PLS);
     extern __shared__ float4 smem4[];
     float *Ws = reinterpret_cast<float *>(smem4);
@@ -511,12 +475,8 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         const int n = i / g.KPS, r = i - n * g.KPS;
         const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
         const float hi = __uint_as_float(tf32_round(v));
-        if (PAIRS) {
-            reinterpret_cast<float2 *>(Ws)[i] = make_float2(hi, v - hi);
-        } else {
-            Ws[i] = SPLIT ? hi : v;
-            if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
-        }
+        Ws[i] = SPLIT ? hi : v;
+        if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
         wlo |= v != hi;
     }
 #endif
@@ -524,7 +484,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         int o = 0;  // padded reduction indices point at element 0 (their weights are zero)
         if (r < g.CKK) {
             const int c = r / (K * K), pq = r - c * K * K, p = pq / K, q = pq - p * K;
-            o = UNIT * (c * g.PLS + p * g.WS + q);  // bytes
+            o = 4 * (c * g.PLS + p * g.WS + q);  // bytes
         }
         koff[r] = o;
     }
@@ -583,17 +543,13 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             // for the next item's copy, which runs while this one is multiplied.
             cp_async_wait_0();
             __syncthreads();
-            float *XS = buf0 + g.BUF;  // [BUF] hi parts, then [BUF] lo parts (SPLITX 2: [BUF] (hi, lo) pairs)
+            float *XS = buf0 + g.BUF;  // [BUF] hi parts, then [BUF] lo parts
             int xlo = 0;
             for (int i = threadIdx.x; i < g.XTILE; i += blockDim.x) {
                 const float v = buf0[i];  // rows past the image are stale and feed only unstored pixels
                 const float hi = __uint_as_float(tf32_round(v));
-                if (PAIRS) {
-                    reinterpret_cast<float2 *>(XS)[i] = make_float2(hi, v - hi);
-                } else {
-                    XS[i] = hi;
-                    XS[g.BUF + i] = v - hi;
-                }
+                XS[i] = hi;
+                XS[g.BUF + i] = v - hi;
                 xlo |= v != hi;
             }
 #if SKIP
@@ -650,11 +606,11 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                     const int row = prl * g.PS + (d >> (wshift >> 1)), col = pc * g.PS + (d & (g.PS - 1));
                     const bool ok = prl < tphv && r0 + row < g.OH && col < g.OW;
                     live |= static_cast<unsigned>(ok) << (2 * i + h);
-                    pb[i][h] = ok ? UNIT * (row * g.WS + col) : 0;  // a missing pixel computes element 0, masked below
+                    pb[i][h] = ok ? 4 * (row * g.WS + col) : 0;  // a missing pixel computes element 0, masked below
 #else
                     p = p < valid ? p : 0;  // padding pixels compute pixel 0 again and are not stored
                     const int row = __float2int_rz((p + 0.5f) * inv_ow);  // = p / OW (exact for p < 2^20)
-                    pb[i][h] = UNIT * (row * g.WS + (p - row * g.OW));
+                    pb[i][h] = 4 * (row * g.WS + (p - row * g.OW));
 #endif
                 }
             float acc[MT][NT][4];
