@@ -51,11 +51,14 @@
 // make every 8-row matrix conflict-free; C = 1 as 4 shifted copies) was 8-25 % slower on every course layer
 // (results/fast/sweep-cl-H100.log): a fragment is 512 bytes of shared memory either way, and the scattered 4-byte
 // staging copies (4x for C = 1) cost more than the conflicts saved. Slabs of 4-10 rows (two blocks per SM) instead
-// of whole images: 1.5-1.9x slower on the conv2 layers (results/fast/sweep-slabs-H100.log).
+// of whole images: 1.4-1.7x slower on the conv2 layers (results/fast/sweep-slabs-H100.log). 3xTF32's hi and lo
+// interleaved, one 64-bit load per value: 7-21 % slower on 7 of 8 layers (results/fast/sweep-splitx2-H100.log).
 // Measured (H100 80GB HBM3, results/fast/README.md, Σ conv Op Time at 10000 images, tuned plans in impls/_mma.py):
-//   fp32-accurate (gpu-igemm-tc): fa19 2.89 ms (3.70x cudnn's 10.70 ms in the same run, 1.74x the tf32x3 floor),
-//   sp19 0.61 ms (5.45x), minidnn 2.30 ms (5.88x), fa18 4.30 ms (4.59x); with arbitrary fp32 weights (3 products)
-//   fa19 3.58 ms (2.99x). TF32 / FP16 / BF16 modes: 4.6x-7.4x cudnn, 1.6x-3.0x the memory floor.
+//   fp32-accurate, 3xTF32 (gpu-igemm-tc): fa19 2.93 ms (3.65x cudnn's 10.70 ms in the same run, 1.76x the tf32x3
+//   floor), sp19 0.60 ms (5.72x), minidnn 2.28 ms (5.97x), fa18 4.27 ms (4.64x); 3xFP16 (gpu-igemm-tc-fp16x3):
+//   fa18 3.94 ms (5.04x), fa19 3.25, sp19 0.81, minidnn 2.40. With arbitrary fp32 weights (3 products), fa19:
+//   3xTF32 1.25 + 2.34 ms, 3xFP16 1.06 + 2.25 ms. TF32 / FP16 / BF16 modes: 4.5x-7.4x cudnn, 1.6x-3.0x the memory
+//   floor.
 
 #ifndef NT
 #define NT 3  // n-tiles of 8 output maps: ceil(M / 8)
