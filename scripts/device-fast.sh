@@ -14,7 +14,7 @@ export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBE
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 NEW=gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
-NETS=fa19,sp19,minidnn,fa18
+NETS=${NETS:-fa19,sp19,minidnn,fa18}
 case "${1:-check}" in
 check)
     timeout 420 python3 -m pytest -q -rf -m gpu -p no:cacheprovider -k "igemm or fused or whole or precision" \
