@@ -6,6 +6,7 @@
 #   bash scripts/device-fast.sh sweep     dev_fast's verify (every mode, fixed plans too) and a quick plan sweep
 #                                         (PRECS=tf32x3,fp16x3,fp16 KINDS=plain,fused LAYERS=conv1,conv2 THS=4,6
 #                                         WARPS=4x8x1,2x8x2 PADS=0,1 NOVERIFY=1)
+#   bash scripts/device-fast.sh fp16x3    gpu-igemm-tc-fp16x3 alone: GPU tests, verify, sanitizer (many items), bench
 #   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes)
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
@@ -42,6 +43,24 @@ sweep)
         ${THS:+--ths $THS} ${WARPS:+--warps $WARPS} ${PADS:+--pads $PADS} ${NOVERIFY:+--no-verify} 2>&1 \
         | grep -v -i warn > "$OUT/sweep.log"
     grep -E "^verify|best|error" "$OUT/sweep.log" | head -60
+    ;;
+fp16x3)  # after the 3xFP16 review fixes: its GPU tests, verify, compute-sanitizer on many items, bench vs cudnn
+    timeout 200 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_mma.py tests/test_impls.py \
+        tests/test_fused.py -k "fp16x3 or many_items" 2>&1 | tail -15 | tee "$OUT/pytest-fp16x3.log"
+    timeout 90 python3 -m convbench verify --device cuda --impl gpu-igemm-tc-fp16x3 --shapes 60 --seed 4 2>&1 \
+        | tail -8 | tee "$OUT/verify-fp16x3.log"
+    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    for tool in memcheck racecheck; do
+        echo "== compute-sanitizer --tool $tool: test_every_image_is_accurate_when_blocks_take_many_items" >> "$OUT/sanitize-fp16x3.log"
+        timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/test_mma.py -k "many_items and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-fp16x3.log"
+        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-fp16x3.log"
+    done
+    unset PYTORCH_NO_CUDA_MEMORY_CACHING
+    grep -E "^==|SUMMARY|passed|failed" "$OUT/sanitize-fp16x3.log"
+    timeout 150 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-igemm-tc-fp16x3 --nets $NETS \
+        --sizes 100,10000 --layer-reps 1 --json "$OUT/bench-fp16x3.json" > "$OUT/bench-fp16x3.txt" 2>&1
+    tail -3 "$OUT/bench-fp16x3.txt"
     ;;
 bench)
     timeout 540 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \

@@ -38,14 +38,18 @@ def total(bench, net, images, impl):
 
 
 def has(bench, impl) -> bool:
-    return any(r["impl"] == impl for r in bench["totals"])
+    """The impl has a total for every (network, batch size) of the run."""
+    got = {(r["net"], r["images"]) for r in bench["totals"] if r["impl"] == impl}
+    return all((n, s) in got for n in bench["settings"]["nets"] for s in bench["settings"]["sizes"])
 
 
-def one_product_floor(bench, net, images) -> float:
-    """Σ over the conv layers of max(bytes / copy, FLOPs / TF32 rate): the floor if every multiply-add took one
-    TF32 product — what the exact-zero skipping reaches at best on our weights (conv1: 1 product, conv2: 2)."""
+def one_product_floor(bench, net, images, impl=FP32) -> float:
+    """Σ over the conv layers of max(bytes / copy, FLOPs / one product's rate): the floor if every multiply-add took
+    one product (TF32 for 3xTF32, FP16 for 3xFP16) — what the exact-zero skipping reaches at best on our weights
+    (conv1: 1 product, conv2: 2)."""
     c = bench["ceilings"]
-    return sum(max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / c["tf32_flop_per_s"]) for r in bench["layers"]
+    rate = c["fp16_flop_per_s"] if impl == FP16X3 else c["tf32_flop_per_s"]
+    return sum(max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / rate) for r in bench["layers"]
                if r["net"] == net and r["images"] == images and r["impl"] == "cudnn")
 
 
@@ -94,14 +98,14 @@ def report(folder: Path) -> str:
                 out.append(f"| {net} | {n} | {ref['op_time_s'] * 1e3:.4f} | {name} | {me['op_time_s'] * 1e3:.4f} | "
                            f"{x:.2f}x (>= {want}: {mark(x >= want)}) | {me['floor_s'] * 1e3:.4f} | {xf:.2f}x"
                            f"{'' if n < 10000 else ' (' + mark(xf <= 1.5) + ')'} | "
-                           f"{me['op_time_s'] / one_product_floor(bench, net, n):.2f}x | "
+                           f"{me['op_time_s'] / one_product_floor(bench, net, n, impl):.2f}x | "
                            f"{bench['verify'][impl]['max_rel_error']:.1e} |")
     out += [
         "",
         "The floor counts three products per multiply-add (3xTF32: tf32 / 3; 3xFP16: fp16 / 3). On our weights "
         "(float16 values) and pixel inputs the kernel skips the products that are exactly zero, so the x floor column "
-        "is generous; the one-product floor (FLOPs at the TF32 rate) is the strict bound. The faster impl per "
-        "network is in bold.",
+        "is generous; the one-product floor (FLOPs at the TF32 rate; FP16 for 3xFP16) is the strict bound. The faster "
+        "impl per network is in bold.",
         "",
         "## Target 5: reduced-precision modes (`--precision tf32|fp16|bf16`) against the memory floor",
         "",

@@ -1,5 +1,5 @@
-"""Launcher of kernels/gpu_igemm_tc.cu: the tensor-core implicit GEMM (3xTF32 / TF32 / FP16 / BF16), plain or
-with the activation + pooling epilogue. Used by the gpu-igemm-tc impls and by the whole-network mode.
+"""Launcher of kernels/gpu_igemm_tc.cu: the tensor-core implicit GEMM (3xTF32 / 3xFP16 / TF32 / FP16 / BF16), plain
+or with the activation + pooling epilogue. Used by the gpu-igemm-tc impls and by the whole-network mode.
 
 Everything that depends only on the shapes (the tiling plan, the compiled kernel, the launch arguments) is worked
 out once per (shapes, pointers) and cached, so a call on a known shape does no Python work beyond a dict lookup
@@ -38,7 +38,7 @@ class Plan:
     NW: int  # warps per block
     MINB: int  # __launch_bounds__ minimum blocks per SM (1, or 2: registers capped so that two fit)
     STAGE: int  # 1: stores through shared memory (EPI 0)
-    SPLITX: int  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32)
+    SPLITX: int  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32; 3xFP16 always converts its tile)
     PAD: int  # 1: staged rows and planes padded against shared-memory bank conflicts (strides())
     smem: int  # dynamic shared memory, bytes
     items: int  # B * ceil(OH / TH)
@@ -62,8 +62,8 @@ def strides(H, W, K, TH, pad: bool) -> tuple[int, int]:
 
 
 def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split=False, pad=False) -> int:
-    """Mirror of geometry() in the kernel: Ws + koff + 2 input buffers (+ the conv-output tile with EPI 1, or the
-    warps' staging tiles with STAGE)."""
+    """Mirror of geometry() in the kernel: Ws + koff (+ 4 words of block maxima for 3xFP16) + 2 input buffers
+    (3xTF32 split: 3) (+ the conv-output tile with EPI 1, or the warps' staging tiles with STAGE)."""
     kstep = 16 if prec >= 2 else 8
     OW = W - K + 1
     KP = -(-C * K * K // kstep) * kstep
@@ -170,8 +170,10 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
     def cost(th):  # seconds per image, napkin: m-tile slots on the tensor cores + input rows (halo included) from L2
         per_pass = MT * nw_for(th)
         slots = -(-OH // th) * -(-(-(-th * OW // 16)) // per_pass) * per_pass * 16
-        kp = -(-C * K * K // 8) * 8
-        return slots * kp * NT * 8 * 2 / (130e12 if prec in (0, 4) else 400e12) + -(-OH // th) * (th + K - 1) * W * C * 4 / 4e12
+        kstep = 16 if prec >= 2 else 8
+        kp = -(-C * K * K // kstep) * kstep
+        rate = {0: 130e12, 4: 250e12}.get(prec, 400e12)  # tf32 / 3, fp16 / 3, one product
+        return slots * kp * NT * 8 * 2 / rate + -(-OH // th) * (th + K - 1) * W * C * 4 / 4e12
 
     TH = min(busy, key=lambda th: (cost(th), -th))
     NW = nw_for(TH)

@@ -135,19 +135,23 @@ __device__ __forceinline__ u32 pack16(float lo_k, float hi_k) {
 }
 
 // 3xFP16 (PREC 4). A block of values (the layer's weights; one work item's input tile) is multiplied by a power
-// of two 2^s that puts its largest |value| in [2^14, 2^15) (exact: only the exponents change), then each v is split
-// v = hi + lo, hi = fp16(v), lo = fp16(v - hi): 11 + 11 significant bits, like TF32's hi + lo, and fp16's range
-// holds both (|lo| <= 2^-11 |hi| <= 16; values 2^-28 below the block's largest become subnormal, an absolute error
-// of at most 2^-25 on a scale of 2^15). The products hi*hi, hi*lo, lo*hi of two fp16 numbers are exact in the fp32
-// accumulator; the output is multiplied by 2^-(s_x + s_w) at the end. m16n8k16 does twice the multiply-adds of
-// m16n8k8 TF32 per instruction, and the staged tile holds (hi, lo) in one 32-bit word: the same shared-memory
-// traffic per element as one fp32 value, where 3xTF32 loads a hi and a lo plane.
+// of two 2^s that puts its largest finite |value| in [2^14, 2^15) (exact: only the exponents change), then each v is
+// split v = hi + lo, hi = fp16(v), lo = fp16(v - hi): 11 + 11 significant bits, like TF32's hi + lo, and fp16's
+// range holds both (|lo| <= 2^-11 |hi| <= 16). The accuracy is relative to the block's largest value: a value more
+// than 2^17 below it has a subnormal lo part (absolute error <= 2^-25 on the scale of 2^15, i.e. ~2^-40 of the
+// largest), one 2^28 below it a subnormal hi part; in norm (verify's metric) that is far below 1e-5, but an output
+// made only of such small values is less accurate than with 3xTF32 (whose hi and lo are fp32-ranged). The products
+// hi*hi, hi*lo, lo*hi of two fp16 numbers are exact in the fp32 accumulator; the output is multiplied by
+// 2^-(s_x + s_w) at the end. m16n8k16 does twice the multiply-adds of m16n8k8 TF32 per instruction, and the staged
+// tile holds (hi, lo) in one 32-bit word: the same shared-memory traffic per element as one fp32 value, where
+// 3xTF32 loads a hi and a lo plane. An Inf or NaN does not set the scale (it only poisons the outputs it touches).
 __device__ __forceinline__ u32 split_fp16(float v) {
     const __half h = __float2half_rn(v);
     const __half l = __float2half_rn(v - __half2float(h));
     return static_cast<u32>(__half_as_ushort(h)) | (static_cast<u32>(__half_as_ushort(l)) << 16);
 }
-// s for a block whose largest |value| has the bits mb: max * 2^s in [2^14, 2^15)
+// s for a block whose largest finite |value| has the bits mb: max * 2^s in [2^14, 2^15) (s is capped at 126, so a
+// block whose largest value is below 2^-112 stays below 2^14)
 __device__ __forceinline__ int fp16_shift(u32 mb) {
     if (mb == 0u) return 0;
     const int e = max(static_cast<int>(mb >> 23) - 127, -126);
@@ -454,7 +458,8 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     cp_async_commit();
 
     // Weights, zero-padded to NT*8 rows and KP columns (SPLIT: as (hi, lo) pairs); reduction offsets into a tile.
-    // wlo: some weight is not exact in TF32 (= not exact in fp16 after the block scaling: both keep 10 bits).
+    // wlo: some weight is not exact in TF32 (= not exact in fp16 after the block scaling: both keep 10 bits; where the
+    // scaled value is fp16-subnormal, its lo part rounds to 0 anyway, so skipping is still exact).
     int wlo = 0;
 #if PREC == 4
     if (threadIdx.x == 0) s_max[0] = s_max[1] = 0u;
@@ -462,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     float wm = 0.0f;
     for (int i = threadIdx.x; i < M * g.CKK; i += blockDim.x) {
         const float v = k[i];
-        wm = fmaxf(wm, fabsf(v));
+        if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
         wlo |= v != __uint_as_float(tf32_round(v));
     }
     block_max(wm, &s_max[0]);
@@ -520,7 +525,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                 const int c = row / rows, r = row - c * rows;
                 for (int col = lane; col < g.W; col += 32) {
                     const float v = buf0[c * g.PLS + r * g.WS + col];
-                    xm = fmaxf(xm, fabsf(v));
+                    if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
                     xlo |= v != __uint_as_float(tf32_round(v));
                 }
             }
@@ -636,13 +641,16 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             k_loop<false, false, false>(acc, Xb, Ws, koff, pb, g, lane, lo_x, lo_w);
 #endif
 #if PREC == 4
-            // undo the block scaling: y = acc * 2^-(sx + sw), in two exact steps (each factor is a normal float)
+            // undo the block scaling: y = acc * 2^-(sx + sw), as two equal halves of the same sign (both normal
+            // floats; one factor per operand could overflow in between when sx and sw have opposite signs)
+            const int s = sx + sw;
+            const float f1 = pow2(-(s / 2)), f2 = pow2(-(s - s / 2));
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
                 for (int j = 0; j < NT; ++j)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) acc[i][j][e] = acc[i][j][e] * pow2(-sx) * pow2(-sw);
+                    for (int e = 0; e < 4; ++e) acc[i][j][e] = acc[i][j][e] * f1 * f2;
 #endif
 
 #if EPI == 0 && STAGE

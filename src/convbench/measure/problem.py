@@ -154,11 +154,11 @@ def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolera
       tiny output (a sigmoid of -300 is 5e-131 in float64 and 0 in float32) would fail on rounding alone;
     - and, against gross errors that a saturating activation hides from that scale (an all-zero or negated tanh
       output is small next to a convolution of raw pixels), relative to the output's own norm with a floor of 1e-3
-      per element, within max(4 * tolerance, 1e-3). The factor leaves room for rounding that a steep activation
+      per element, within max(2 * tolerance, 1e-3). The factor leaves room for rounding that a steep activation
       passes on: tanh is steepest at 0, where a convolution of raw pixels (scale ~100) sits only by cancellation, so
       an error that is small on the convolution's scale can move a few outputs by much of their +-1 range (bf16,
       measured on an H100: 3.6e-2 on one of 60 random shapes, C=3 M=1 K=4 tanh + 2x2 max pool, where the scaled
-      error was 2.1e-4).
+      error was 2.1e-4; a bf16 emulation over 180 random shapes: at most 1.36x the tolerance).
 
     rel_error is the first; ok needs both."""
     ref = pool(activation(conv_ref, case.act), case.pool)
@@ -167,7 +167,7 @@ def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolera
         return scaled
     floor = 1e-3 * math.sqrt(max(1, ref.numel()))
     own = float(torch.linalg.vector_norm(y.double() - ref)) / max(float(torch.linalg.vector_norm(ref)), floor)
-    return Check(scaled.rel_error, 0, own <= max(4 * tolerance, 1e-3))
+    return Check(scaled.rel_error, 0, own <= max(2 * tolerance, 1e-3))
 
 
 def edge_shapes() -> list[ConvShape]:
