@@ -56,7 +56,9 @@
 // Measured (H100 80GB HBM3, results/fast/README.md, Σ conv Op Time at 10000 images, tuned plans in impls/_mma.py):
 //   fp32-accurate, 3xTF32 (gpu-igemm-tc): fa19 2.93 ms (3.65x cudnn's 10.70 ms in the same run, 1.76x the tf32x3
 //   floor), sp19 0.60 ms (5.72x), minidnn 2.28 ms (5.97x), fa18 4.27 ms (4.64x); 3xFP16 (gpu-igemm-tc-fp16x3):
-//   fa18 3.94 ms (5.04x), fa19 3.25, sp19 0.81, minidnn 2.40. With arbitrary fp32 weights (3 products), fa19:
+//   fa18 3.94 ms (5.04x), fa19 3.25, sp19 0.81, minidnn 2.40; after the Inf-safe maxima and the balanced unscale
+//   (results/fast/bench-fp16x3-H100.txt, own run): fa18 4.03 (4.93x), fa19 3.20, sp19 0.92, minidnn 2.72 (the C = 1
+//   layers of sp19 and minidnn 26-30 % slower). With arbitrary fp32 weights (3 products), fa19:
 //   3xTF32 1.25 + 2.34 ms, 3xFP16 1.06 + 2.25 ms. TF32 / FP16 / BF16 modes: 4.5x-7.4x cudnn, 1.6x-3.0x the memory
 //   floor.
 
