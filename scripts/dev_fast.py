@@ -65,15 +65,14 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
     acts = [None, "tanh", "relu", "sigmoid"]
     pools = [None, Pool(2, 2), Pool(4, 4, ceil=True), Pool(2, 2, kind="avg")]
     big = [s for s in shapes if s.H - s.K + 1 >= 4 and s.W - s.K + 1 >= 4][:24]
-    fused_plans = [(p, k, None) for p, k in MODES if k]
-    for prec, skip, override in fused_plans:
+    for prec, skip in [(p, k) for p, k in MODES if k]:
         worst, fails = 0.0, []
         for i, (s, act, pool) in enumerate(zip(big, itertools.cycle(acts), itertools.cycle(pools[::-1] + pools))):
             x, k = problem.generate(s, seed + 100 + i)
             r = problem.fused_reference(x, k, act, pool)
             out = torch.full(r.shape, float("nan"), device="cuda")
             try:
-                _mma.conv_act_pool(x.cuda(), k.cuda(), act, pool, prec, out=out, skip=skip, override=override)
+                _mma.conv_act_pool(x.cuda(), k.cuda(), act, pool, prec, out=out, skip=skip)
                 torch.cuda.synchronize()
                 err = rel(out, r) if torch.isfinite(out).all() else math.inf
             except Exception as e:  # noqa: BLE001
@@ -82,10 +81,10 @@ def verify(n_shapes: int, seed: int) -> list[dict]:
             worst = max(worst, err)
             if not err <= TOL[prec]:
                 fails.append((str(s), act, str(pool), err))
-        rows.append({"check": "fused", "precision": prec, "skip": skip, "plan": override, "shapes": len(big),
-                     "max_rel_error": worst, "failures": fails[:5], "n_failures": len(fails)})
-        print(f"verify fused {prec:7} skip={skip!s:5} plan={override} {len(big)} shapes  worst {worst:.2e}  "
-              f"failures {len(fails)}", flush=True)
+        rows.append({"check": "fused", "precision": prec, "skip": skip, "shapes": len(big), "max_rel_error": worst,
+                     "failures": fails[:5], "n_failures": len(fails)})
+        print(f"verify fused {prec:7} skip={skip!s:5} {len(big)} shapes  worst {worst:.2e}  failures {len(fails)}",
+              flush=True)
     return rows
 
 
@@ -185,7 +184,6 @@ def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
                         fused_ths = sorted({OH} | {ps * m for m in (2, 4, 6, 8) if ps * m < OH})
                         fused_warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
                         if QUICK:  # the shapes that won before, fewer of them
-                            plain_ths = sorted({OH, -(-OH // 2)})
                             warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
                             fused_ths = sorted({OH, ps * 4} & set(range(1, OH + 1)))
                             fused_warps = [(2, 8, 2), (4, 8, 1), (4, 4, 2)]

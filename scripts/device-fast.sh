@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4's measurements, one device call each (each inside 10 minutes; results under $OUT):
 #   bash scripts/device-fast.sh check     GPU tests of the new code and verify (60 shapes, fused too)
-#   bash scripts/device-fast.sh sanitize  compute-sanitizer memcheck + racecheck on gpu-igemm-tc(-fp16) and the dense
+#   bash scripts/device-fast.sh sanitize  compute-sanitizer memcheck + racecheck on gpu-igemm-tc, -fp16x3, -fp16, the dense
 #                                         kernel, and the tensor-core conv's modes on the course layers (dev_fast)
 #   bash scripts/device-fast.sh sweep     dev_fast's verify (every mode, fixed plans too) and a quick plan sweep
 #                                         (PRECS=tf32x3,fp16x3,fp16 KINDS=plain,fused LAYERS=conv1,conv2 THS=4,6

@@ -157,14 +157,11 @@ def ceiling_rows(c: ceilings.Ceilings, gemm_n: int) -> list[tuple[str, str]]:
                          "(every arithmetic counts as fp32 on the CPU)")]
     rows = [("fp32", f"torch.matmul {gemm_n}x{gemm_n} float32, TF32 off (CUDA cores)"),
             ("fp64", "= fp32 (a lower bound on the time)")]
-    if c.tf32_flop_per_s:
-        rows += [("tf32", f"torch.matmul {gemm_n}x{gemm_n} float32, TF32 on (tensor cores)"),
-                 ("tf32x3", "= tf32 / 3, not measured (3 TF32 products per fp32 multiply-add: fp32-accurate)")]
-    for name, rate in (("fp16", c.fp16_flop_per_s), ("bf16", c.bf16_flop_per_s)):
+    measured = {"tf32": (c.tf32_flop_per_s, "float32, TF32 on"), "fp16": (c.fp16_flop_per_s, "float16"),
+                "bf16": (c.bf16_flop_per_s, "bfloat16")}
+    for name, (rate, what) in measured.items():
         if rate:
-            dtype = "float16" if name == "fp16" else "bfloat16"
-            rows.append((name, f"torch.matmul {gemm_n}x{gemm_n} {dtype} (tensor cores)"))
-            if name == "fp16":
-                rows.append(("fp16x3", "= fp16 / 3, not measured (3 fp16 products per fp32 multiply-add: "
-                                       "fp32-accurate)"))
+            rows.append((name, f"torch.matmul {gemm_n}x{gemm_n} {what} (tensor cores)"))
+            rows += [(x3, f"= {name} / 3, not measured (3 {name} products per fp32 multiply-add: fp32-accurate)")
+                     for x3, base in ceilings.THREE_PRODUCT.items() if base == name]
     return rows

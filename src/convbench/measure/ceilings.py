@@ -45,7 +45,10 @@ from convbench.measure.timing import median_time
 GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
 GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
 REPS = 5
-ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16")  # what flop_per_s accepts (registry.ARITHMETICS)
+ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16")  # flop_per_s's (registry.ARITHMETICS)
+# Error-compensated arithmetics: three products (hi*hi, hi*lo, lo*hi) of the named tensor-core arithmetic per fp32
+# multiply-add, so their ceiling is that arithmetic's rate / 3 (not measured).
+THREE_PRODUCT = {"tf32x3": "tf32", "fp16x3": "fp16"}
 
 
 @dataclass(frozen=True)
@@ -61,14 +64,15 @@ class Ceilings:
 
     def flop_per_s(self, arithmetic: str) -> float:
         """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic). fp64 counts as fp32 (a lower bound on the
-        time); tf32x3 is the tf32 rate / 3, fp16x3 the fp16 rate / 3; a ceiling this machine lacks (the CPU has no tensor cores) is fp32's,
-        and fp16 / bf16 in files from before they were measured are tf32's."""
+        time); tf32x3 and fp16x3 are the tf32 and fp16 rates / 3 (THREE_PRODUCT); a ceiling this machine lacks (the
+        CPU has no tensor cores) is fp32's, and fp16 / bf16 in files from before they were measured are tf32's."""
         if arithmetic not in ARITHMETICS:
             raise ValueError(f"unknown arithmetic {arithmetic!r}; one of {', '.join(ARITHMETICS)}")
         tf32 = self.tf32_flop_per_s
-        fp16 = self.fp16_flop_per_s or tf32
-        rate = {"tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None, "fp16": fp16, "fp16x3": fp16 / 3 if fp16 else None,
-                "bf16": self.bf16_flop_per_s or tf32}.get(arithmetic)
+        rates = {"tf32": tf32, "fp16": self.fp16_flop_per_s or tf32, "bf16": self.bf16_flop_per_s or tf32}
+        rate = rates.get(THREE_PRODUCT.get(arithmetic, arithmetic))
+        if rate and arithmetic in THREE_PRODUCT:
+            rate /= 3
         return rate or self.fp32_flop_per_s
 
     def memory_floor_s(self, nbytes: float) -> float:

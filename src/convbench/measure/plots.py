@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from convbench.errors import UsageError
 from convbench.measure import outfiles
+from convbench.measure.ceilings import THREE_PRODUCT
 from convbench.measure.results import totals
 
 if TYPE_CHECKING:
@@ -117,9 +118,8 @@ ROOF_STYLES = {"fp32": "-", "tf32": "--", "tf32x3": "-.", "fp16": ":", "fp16x3":
 def roof_rates(ceilings: dict, arithmetics) -> dict[str, float]:
     """The roofs to draw: fp32 and tf32 where measured, and the roof of each other arithmetic the plotted
     implementations use (tf32x3 = tf32 / 3, fp16, fp16x3 = fp16 / 3, bf16) where the file has its ceiling."""
-    tf32, fp16 = ceilings.get("tf32_flop_per_s"), ceilings.get("fp16_flop_per_s")
-    rates = {"fp32": ceilings.get("fp32_flop_per_s"), "tf32": tf32, "tf32x3": tf32 / 3 if tf32 else None,
-             "fp16": fp16, "fp16x3": fp16 / 3 if fp16 else None, "bf16": ceilings.get("bf16_flop_per_s")}
+    rates = {name: ceilings.get(f"{name}_flop_per_s") for name in ("fp32", "tf32", "fp16", "bf16")}
+    rates.update({name: rates[base] / 3 if rates[base] else None for name, base in THREE_PRODUCT.items()})
     wanted = {"fp32", "tf32"} | set(arithmetics)
     return {name: rate for name, rate in rates.items() if rate and name in wanted}
 
@@ -153,7 +153,7 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
             knee = rate / bw
             ax.plot([lo, knee, max(hi, knee * 4)], [bw * lo / 1e9, rate / 1e9, rate / 1e9], linestyle=ROOF_STYLES[name],
                     color="black", lw=1, label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s"
-                    + (" (tf32 / 3)" if name == "tf32x3" else " (fp16 / 3)" if name == "fp16x3" else ""))
+                    + (f" ({THREE_PRODUCT[name]} / 3)" if name in THREE_PRODUCT else ""))
     for impl in impls:  # legend entries: colour = implementation
         prec = precisions.get(impl, "fp32")
         arith = arithmetic.get(impl) or prec
