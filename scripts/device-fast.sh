@@ -8,6 +8,8 @@
 #                                         WARPS=4x8x1,2x8x2 PADS=0,1 NOVERIFY=1)
 #   bash scripts/device-fast.sh fp16x3    gpu-igemm-tc-fp16x3 alone: GPU tests, verify, sanitizer (many items), bench
 #   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes)
+#   bash scripts/device-fast.sh wgmma     gpu-wgmma (rung 22) and its modes: smoke check, verify (60 shapes), timing on
+#                                         the course layers against cudnn and gpu-igemm-tc (SWEEP=1: its plans too)
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +68,24 @@ bench)
     timeout 540 python3 -m convbench bench --device cuda --impls "cudnn,gpu-per-layer,$NEW" --nets $NETS \
         --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
     tail -4 "$OUT/bench-fast.txt"
+    ;;
+wgmma)
+    timeout ${SMOKE_S:-300} python3 scripts/dev_wgmma.py --out "$OUT" --nets $NETS --sizes ${SIZES:-10000} \
+        ${SWEEP:+--sweep} 2>&1 | grep -v -i warn | tee "$OUT/dev-wgmma.log" | grep -E "smoke|best|wgmma|cudnn|igemm" | tail -60
+    timeout 120 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16 --shapes 60 \
+        --seed 4 2>&1 | tee "$OUT/verify-wgmma.log" | tail -8
+    ;;
+ncu-wgmma)  # Nsight Compute on one launch per course layer (LAYERS="fa19:conv1:wgmma-fp16 ..."), text to $OUT
+    M=dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
+    G=$(ncu --query-metrics 2>/dev/null | grep -o "sm__pipe_tensor_op_gmma_cycles_active" | head -1)
+    [ -n "$G" ] && M=$M,$G.avg.pct_of_peak_sustained_active
+    for spec in ${LAYERS:-fa19:conv1:wgmma-fp16 fa19:conv2:wgmma-fp16x3 fa19:conv2:wgmma-fp16}; do
+        IFS=: read net layer prec <<< "$spec"
+        timeout 150 ncu --kernel-name regex:"wgmma_conv_kernel|igemm_tc_kernel" --launch-count 1 --section SpeedOfLight \
+            --section WarpStateStats --section Occupancy --metrics $M python3 scripts/dev_ncu_layer.py $net $layer $prec \
+            > "$OUT/ncu-$net-$layer-$prec.txt" 2>&1
+        grep -E "Duration|Throughput|dram__|gmma|wavefronts|Stall|Achieved Occupancy|Warp Cycles Per Issued" "$OUT/ncu-$net-$layer-$prec.txt" | head -30
+    done
     ;;
 whole)
     for net in ${NETS//,/ }; do  # one file per network: a network cut short by its timeout costs only itself

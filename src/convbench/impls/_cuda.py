@@ -57,10 +57,20 @@ def _toolkit_include() -> tuple[str, ...]:
     return ()
 
 
+def source_arch(filename: str) -> str | None:
+    """The architecture a kernel file asks for on its first line (`// nvcc-arch: sm_90a`: wgmma and other
+    Hopper-only "a" features), or None: the device's own."""
+    first = kernel_source(filename).split("\n", 1)[0]
+    return first.split("nvcc-arch:", 1)[1].split()[0] if "nvcc-arch:" in first else None
+
+
 @functools.cache
 def module(filename: str, defines: tuple[tuple[str, int | str], ...] = ()):
     """The compiled RawModule of one .cu file with these -D constants (cached per process and on disk by CuPy)."""
     cp = cupy()
+    arch = source_arch(filename)
+    if arch is not None:
+        return _arch_specific_module(filename, defines, arch)
     options = ("-std=c++17", f"--gpu-architecture={_arch()}", "-lineinfo", *_toolkit_include(),
                *(f"-D{name}={value}" for name, value in defines))
     try:
@@ -70,6 +80,37 @@ def module(filename: str, defines: tuple[tuple[str, int | str], ...] = ()):
         first = next((line for line in str(e).splitlines() if "error" in line), str(e).splitlines()[0])
         raise UsageError(f"{filename} does not compile: {first.strip()}; fix the kernel source") from None
     return mod
+
+
+def _arch_specific_module(filename: str, defines: tuple, arch: str):
+    """A kernel for an arch-specific target (sm_90a): CuPy's RawModule always adds the device's plain -arch, so
+    NVRTC compiles the cubin here, cached on disk by a hash of source, options and NVRTC version, and RawModule
+    loads it from the file."""
+    import hashlib
+
+    from convbench.data.fashion_mnist import cache_dir
+
+    cp = cupy()
+    if not arch.startswith(_arch()):
+        raise UsageError(f"{filename} needs {arch}; this GPU is {_arch()}: use another implementation")
+    from cupy.cuda import compiler, nvrtc
+
+    options = ("-std=c++17", f"--gpu-architecture={arch}", "-lineinfo", "-ftz=true", *_toolkit_include(),
+               *(f"-D{name}={value}" for name, value in defines))
+    source = kernel_source(filename)
+    key = hashlib.sha256(repr((source, options, nvrtc.getVersion())).encode()).hexdigest()[:24]
+    path = cache_dir() / "cubin" / f"{Path(filename).stem}-{key}.cubin"
+    if not path.is_file():
+        try:
+            cubin, _ = compiler._NVRTCProgram(source, filename, method="cubin").compile(options)
+        except compiler.CompileException as e:
+            first = next((line for line in str(e).splitlines() if "error" in line), str(e).splitlines()[0])
+            raise UsageError(f"{filename} does not compile: {first.strip()}; fix the kernel source") from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(cubin)
+        tmp.replace(path)  # atomic: a concurrent process sees the whole file or none
+    return cp.RawModule(path=str(path))
 
 
 def kernel(filename: str, name: str, **defines: int | str):

@@ -210,8 +210,8 @@ def _cu_launch_kernel():
 class _Launch:
     """One prepared launch: kernel, grid, block, shared memory and the argument block, for fixed pointers."""
 
-    def __init__(self, fn, grid, block, args, smem):
-        self.fn, self.grid, self.block, self.smem = fn, grid, block, smem
+    def __init__(self, fn, grid, block, args, smem, name="igemm_tc_kernel"):
+        self.fn, self.grid, self.block, self.smem, self.name = fn, grid, block, smem, name
         self.args = tuple(_cuda._arg(a) for a in args)  # for the CuPy path
         self._cu = _cu_launch_kernel()
         try:
@@ -228,14 +228,14 @@ class _Launch:
         if self._cu is not None:
             rc = self._cu(self._fptr, *self.grid, *self.block, self.smem, stream_handle, self._params, None)
             if rc:
-                raise UsageError(f"CUDA launch of igemm_tc_kernel grid={self.grid} failed: CUresult {rc}")
+                raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: CUresult {rc}")
             return
         cp = _cuda.cupy()
         try:
             with _cuda._cupy_stream(stream_handle):
                 self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
         except cp.cuda.driver.CUDADriverError as e:
-            raise UsageError(f"CUDA launch of igemm_tc_kernel grid={self.grid} failed: {e}") from None
+            raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {e}") from None
 
 
 _FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through _fallback

@@ -1,0 +1,175 @@
+"""The shifted-GEMM wgmma kernel's layout (impls/_wgmma.py, kernels/gpu_wgmma.cu) on the CPU.
+
+The kernel's index math is mirrored in numpy, operand by operand as wgmma reads it: staged planes (8 slots of
+(channel, column) per pixel), reduction items paired into k16 steps (first offset, K offset of the second core
+matrix, weights swapped to match), tiles of 64 virtual outputs, the store mask. The mirror must reproduce the
+convolution on random shapes, with every tile read inside the staged pixels: a wrong slot, offset, pairing or
+bound fails here without a GPU. The kernel itself is checked against the same rules on the device by verify."""
+
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from convbench.impls import _cuda, _wgmma
+from convbench.network.spec import NETWORKS
+
+
+def reference(x, k):
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    OH, OW = H - K + 1, W - K + 1
+    y = np.zeros((B, M, OH, OW))
+    for p in range(K):
+        for q in range(K):
+            y += np.einsum("bchw,mc->bmhw", x[:, :, p:p + OH, q:q + OW], k[:, :, p, q])
+    return y
+
+
+def emulate(x, k, R, NN, TPW, NWG=2):
+    """y as gpu_wgmma.cu computes it, in float64 (the arithmetic's splitting is not this test's subject)."""
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    OH, OW = H - K + 1, W - K + 1
+    lay = _wgmma.layout(C, H, W, M, K, R, NN, TPW, 1)
+    E, G, P = lay.E, lay.G, lay.P
+    Cg = min(C, 8)
+    KWI = -(-K // E)
+    NI = K * KWI * G
+    slot_c = [s % Cg if s < Cg * E else -1 for s in range(8)]
+    slot_e = [s // Cg if s < Cg * E else 0 for s in range(8)]
+
+    def item(i):  # -> (plane, filter row, column group) and its pixel offset in the staged planes
+        plane, t = i % G, i // G
+        group, p = t % KWI, t // KWI
+        return plane, p, group, plane * P + p * W + group * E
+
+    steps, weights = [], []
+    MG = -(-M // NN)
+    for j in range(lay.NSTEP):
+        a = item(2 * j)[3]
+        b = item(2 * j + 1)[3] if 2 * j + 1 < NI else a + 1
+        swap = b < a
+        steps.append((min(a, b), abs(b - a)))
+        wj = np.zeros((MG * NN, 16))
+        for half in (0, 1):
+            i = 2 * j + (half ^ int(swap))
+            if i >= NI:
+                continue
+            plane, p, group, _ = item(i)
+            for s in range(8):
+                c, q = plane * Cg + slot_c[s], group * E + slot_e[s]
+                if slot_c[s] >= 0 and c < C and q < K:
+                    wj[:M, half * 8 + s] = k[:, c, p, q]
+        weights.append(wj)
+    assert lay.NSTEP == len(steps) and all(lbo > 0 for _, lbo in steps)
+
+    y = np.full((B, M, OH, OW), np.nan)
+    for b in range(B):
+        for r0 in range(0, OH, R):
+            rows = min(R, OH - r0)
+            lbeg, lend = r0 * W, min(H, r0 + rows + K - 1) * W
+            flat = x[b].reshape(C, H * W)
+            Xs = np.zeros((G * P, 8))
+            for plane in range(G):
+                for s in range(8):
+                    c = plane * Cg + slot_c[s]
+                    if slot_c[s] < 0 or c >= C:
+                        continue
+                    src = lbeg + np.arange(P) + slot_e[s]
+                    ok = src < lend
+                    Xs[plane * P + np.arange(P)[ok], s] = flat[c, src[ok]]
+            tiles = -(-(rows * W) // 64)
+            computed = [t0 + t for wg in range(NWG) for t0 in range(wg * TPW, tiles, NWG * TPW)
+                        for t in range(min(TPW, tiles - t0))]
+            assert sorted(computed) == list(range(tiles)), "a tile is computed twice or not at all"
+            for tile in computed:
+                q = tile * 64 + np.arange(64)
+                acc = np.zeros((64, MG * NN))
+                for (first, lbo), wj in zip(steps, weights):
+                    rows_a, rows_b = first + q, first + q + lbo  # the two core-matrix columns of A
+                    assert rows_b.max() < G * P, "a tile reads past the staged pixels"
+                    acc += np.concatenate([Xs[rows_a], Xs[rows_b]], axis=1) @ wj.T
+                oh, ow = q // W, q % W
+                keep = (oh < rows) & (ow < OW)
+                y[b, :, r0 + oh[keep], ow[keep]] = acc[keep, :M]
+    return y
+
+
+def random_layer(rng):
+    K = rng.randint(1, 7)
+    return dict(B=rng.randint(1, 2), C=rng.choice([1, 2, 3, 4, 5, 6, 8, 12, 20, rng.randint(1, 24)]),
+                M=rng.choice([1, 4, 12, 24, rng.randint(1, 70)]), K=K, H=rng.randint(K, K + 30),
+                W=rng.randint(K, K + 30))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_layout_computes_the_convolution(seed):
+    rng = random.Random(seed)
+    s = random_layer(rng)
+    x = np.random.default_rng(seed).standard_normal((s["B"], s["C"], s["H"], s["W"]))
+    k = np.random.default_rng(seed + 100).standard_normal((s["M"], s["C"], s["K"], s["K"]))
+    OH = s["H"] - s["K"] + 1
+    p = _wgmma.plan(s["B"], s["C"], s["H"], s["W"], s["M"], s["K"], 0, sms=1)
+    for R, TPW in ((p.R, p.TPW), (rng.randint(1, OH), rng.choice([1, 2, 4]))):
+        y = emulate(x, k, R, p.NN, TPW)
+        ref = reference(x, k)
+        assert not np.isnan(y).any(), "an output was never written"
+        assert np.abs(y - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+
+
+def test_the_course_layers_get_tall_bands_and_use_few_padded_slots():
+    for spec in NETWORKS.values():
+        for info in spec.conv_layers:
+            C, H, W = info.in_shape
+            M, K = info.layer.out_channels, info.layer.kernel
+            OH = H - K + 1
+            for prec in (0, 1):
+                p = _wgmma.plan(10000, C, H, W, M, K, prec)
+                budget = _wgmma.SMEM_TWO_PER_SM if p.MINB == 2 else 227 * 1024
+                assert p.lay.smem <= budget, (spec.name, C, M, K, p)
+                assert -(-OH // p.R) <= 2, ("halo rows staged more than twice", spec.name, C, M, K, p)
+            # k16 steps carry at most 2x the layer's multiply-adds per map (C = 1, K = 5: 25 of 48 slots)
+            lay = _wgmma.layout(C, H, W, M, K, 1, 8, 1, 1)
+            assert lay.NSTEP * 16 <= 2 * C * K * K, (spec.name, C, K, lay)
+
+
+@pytest.mark.parametrize("prec", (0, 1, 2))
+def test_plans_fit_shared_memory_or_fall_back(prec):
+    rng = random.Random(prec)
+    for _ in range(300):
+        s = random_layer(rng)
+        B = rng.choice([1, 7, 100, 10000])
+        try:
+            p = _wgmma.plan(B, s["C"], s["H"], s["W"], s["M"], s["K"], prec)
+        except _wgmma.TooBig:
+            assert _wgmma.layout(s["C"], s["H"], s["W"], s["M"], s["K"], 1, 8 * -(-min(s["M"], 64) // 8), 4,
+                                 prec).smem > _wgmma.SMEM_TWO_PER_SM
+            continue
+        OH = s["H"] - s["K"] + 1
+        assert 1 <= p.R <= OH and p.lay.smem <= 227 * 1024
+        assert p.items == B * -(-s["M"] // p.NN) * -(-OH // p.R)
+        assert p.lay.P * 16 * p.lay.G < 1 << 18  # descriptor addresses and offsets: 14 bits of 16 bytes
+        steps_at = p.lay.smem - 8 * p.lay.NSTEP - 16  # the int2 step table follows the raw band
+        assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("NN", range(8, 72, 8))
+def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, tmp_path):
+    """The (NN, TPW, MINB) a plan can choose, in 3xFP16 and FP16 (BF16 has FP16's registers)."""
+    source = Path(str(_cuda.KERNEL_DIR)) / _wgmma.SOURCE
+    MINB = 2 if NN <= 48 else 1
+    for prec in (0, 1):
+        TPW = _wgmma.tiles_per_warpgroup(NN, prec)
+        p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v",
+                            f"-DNN={NN}", f"-DTPW={TPW}", f"-DMINB={MINB}", f"-DPREC={prec}", "-c", str(source),
+                            "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert "Potential Performance Loss" not in p.stderr, p.stderr
+        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+        assert spills and all(st == "0" and ld == "0" for st, ld in spills), (NN, TPW, MINB, prec, spills)
