@@ -102,7 +102,7 @@ def timing(nets, sizes, reps, sweep) -> list[dict]:
                     OH = H - K + 1
                     best = None
                     for R in sorted({OH, -(-OH // 2), -(-OH // 3), -(-OH // 4), 8, 4} & set(range(1, OH + 1))):
-                        for TPW, NWG in ((4, 2), (2, 2), (4, 1), (2, 4), (1, 4)):
+                        for TPW, NWG in ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3)):
                             try:
                                 _wgmma.plan(B, C, H, W, M, K, 0, sms, (R, TPW, NWG))
                             except _wgmma.TooBig:

@@ -21,7 +21,6 @@ from convbench.impls.registry import output_shape
 
 SOURCE = "gpu_wgmma.cu"
 PRECISIONS = {"fp16x3": 0, "fp16": 1, "bf16": 2}
-SMEM_TWO_PER_SM = (_mma.SMEM_PER_SM // 2) - _mma.RESERVED_PER_BLOCK  # two resident blocks per SM
 
 
 class TooBig(_mma.TooBig):
@@ -34,7 +33,7 @@ class Layout:
     G: int  # planes (8 slots each) per pixel
     NSTEP: int  # k16 steps: two reduction items (filter row, column group, plane) each
     P: int  # staged pixels per plane
-    smem: int  # dynamic shared memory, bytes (weights, staged planes, raw band, step table)
+    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw band, step table)
 
 
 def layout(C, H, W, M, K, R, NN, TPW, prec: int) -> Layout:
@@ -50,7 +49,7 @@ def layout(C, H, W, M, K, R, NN, TPW, prec: int) -> Layout:
     P = -(-P // 8) * 8
     parts = 2 if prec == 0 else 1
     raw = -(-C * (R + K - 1) * W // 4) * 16  # the raw fp32 input band (the next item's arrives during this GEMM)
-    smem = parts * (mg * nstep * NN * 32 + G * P * 16) + raw + nstep * 8 + 16
+    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + raw + nstep * 8 + 32
     return Layout(E, G, nstep, P, smem)
 
 
@@ -59,55 +58,45 @@ class Plan:
     R: int  # output rows per work item
     NN: int  # maps per wgmma (n)
     TPW: int  # m64 tiles per warpgroup and batch
-    NWG: int  # warpgroups per block
-    MINB: int  # __launch_bounds__ minimum blocks per SM
+    NWG: int  # consumer warpgroups per block (plus the producer)
     lay: Layout
     items: int
 
 
 def tiles_per_warpgroup(NN: int, prec: int) -> int:
-    """m64 tiles a warpgroup keeps in flight: TPW * NN / 2 accumulator registers a thread, as many as keep the
-    kernel within 128 registers (two blocks of 256 threads per SM) without spills (tests/test_wgmma.py; FP16 and
-    BF16 at NN = 24 spill 12 bytes with 4)."""
-    if NN == 24:
-        return 4 if prec == 0 else 3
-    return 4 if NN <= 16 else 2 if NN <= 32 else 1
+    """m64 tiles a consumer warpgroup keeps in flight: TPW * NN / 2 accumulator registers a thread, as many as keep
+    the kernel without spills at 3 warpgroups a block (tests/test_wgmma.py)."""
+    return 4 if NN <= 32 else 2
 
 
 def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] | None = None) -> Plan:
-    """Rows per band: the most that keep two blocks per SM, or one larger block where that doubles the band; no more
-    than gives every block slot of the GPU work at small batches. NN covers all maps up to 64 (more: map groups)."""
+    """One block per SM (two consumer warpgroups and a producer, the planes double-buffered): rows per band, the
+    most that fit its shared memory, no more than gives every SM work at small batches. NN covers all maps up to 64
+    (more: map groups)."""
     OH = H - K + 1
     NN = 8 * -(-min(M, 64) // 8)
     TPW, NWG = tiles_per_warpgroup(NN, prec), 2
+    mg = -(-M // NN)
     if override is not None:
         R, TPW, NWG = override
-        lay = layout(C, H, W, M, K, min(R, OH), NN, TPW, prec)
+        R = min(R, OH)
+        lay = layout(C, H, W, M, K, R, NN, TPW, prec)
         if lay.smem > _mma.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
-        return Plan(min(R, OH), NN, TPW, NWG, 1, lay, B * -(-M // NN) * -(-OH // min(R, OH)))
-    mg = -(-M // NN)
-    # two blocks of 2 warpgroups per SM (one converts or stores while the other multiplies), else one block of
-    # 4 warpgroups (2 where the accumulators need more than 128 registers) with taller bands: fewer halo rows
-    options = []
-    for budget, minb, nwg in ((SMEM_TWO_PER_SM, 2, 2), (_mma.SMEM_PER_BLOCK, 1, 4 if NN <= 48 else 2)):
-        fits = [r for r in range(OH, 0, -1) if layout(C, H, W, M, K, r, NN, TPW, prec).smem <= budget]
-        if fits:
-            options.append((fits[0], 2 if NN <= 48 and minb == 2 else 1, nwg))
-    if not options:
+        return Plan(R, NN, TPW, NWG, lay, B * mg * -(-OH // R))
+    fits = [r for r in range(OH, 0, -1) if layout(C, H, W, M, K, r, NN, TPW, prec).smem <= _mma.SMEM_PER_BLOCK]
+    if not fits:
         raise TooBig(f"gpu-wgmma: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
-    R, minb, NWG = options[0]
-    if len(options) == 2 and 2 * R < min(OH, options[1][0]):  # the bands of two blocks per SM are too thin
-        R, minb, NWG = options[1]
-    bands_wanted = -(-2 * sms // (B * mg))  # small batches: bands enough for every block slot
+    R = fits[0]
+    bands_wanted = -(-sms // (B * mg))  # small batches: bands enough for every SM
     if bands_wanted > 1:
         R = min(R, max(1, -(-OH // bands_wanted)))
     R = -(-OH // -(-OH // R))  # the same number of bands, rows spread evenly
-    return Plan(R, NN, TPW, NWG, minb, layout(C, H, W, M, K, R, NN, TPW, prec), B * mg * -(-OH // R))
+    return Plan(R, NN, TPW, NWG, layout(C, H, W, M, K, R, NN, TPW, prec), B * mg * -(-OH // R))
 
 
-def _kernel(NN, TPW, NWG, MINB, prec, skip):
-    return _cuda.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, MINB=MINB, PREC=prec, SKIP=int(skip))
+def _kernel(NN, TPW, NWG, prec, skip):
+    return _cuda.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip))
 
 
 @functools.cache
@@ -125,10 +114,10 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None) -> _mma._Launch:
     M, _, K, _ = k.shape
     sms = _cuda.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = _kernel(p.NN, p.TPW, p.NWG, p.MINB, prec, skip)
+    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip)
     if p.lay.smem > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = _mma._smem_optin(x.device.index or 0) - getattr(fn, "shared_size_bytes", 0)
-    threads = 128 * p.NWG
+    threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * _mma._blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
     args = (y, x, k, B, C, H, W, M, K, p.R, p.lay.E, p.lay.P)
     return _mma._Launch(fn, grid, (threads, 1, 1), args, p.lay.smem, name="wgmma_conv_kernel")
@@ -160,4 +149,4 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None)
 
 def setup() -> None:
     if supported(torch.cuda.current_device()):
-        _kernel(24, 4, 2, 1, 0, True)
+        _kernel(24, 4, 2, 0, True)

@@ -40,10 +40,7 @@
 #define TPW 4  // m64 tiles a warpgroup keeps in flight (accumulators: TPW * NN / 2 registers per thread)
 #endif
 #ifndef NWG
-#define NWG 2  // warpgroups per block
-#endif
-#ifndef MINB
-#define MINB 1  // __launch_bounds__ minimum blocks per SM
+#define NWG 2  // consumer warpgroups per block (plus one producer warpgroup)
 #endif
 #ifndef PREC
 #define PREC 0  // 0 = 3xFP16 (fp32-accurate, block-scaled), 1 = FP16, 2 = BF16
@@ -268,38 +265,52 @@ __device__ __forceinline__ Item item_at(int item, const Geometry &g, int H, int 
 // the item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 4-byte cp.async:
 // hundreds of loads in flight per thread, none through registers, while the previous item is multiplied
 __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x, const Item &it, int C, int H, int W,
-                                         int rawc) {
+                                         int rawc, int t, int nt) {
     const float *xb = x + (static_cast<size_t>(it.b) * C * H * W + it.lbeg);
     const int n = it.lend - it.lbeg;
     for (int c = 0; c < C; ++c)
-        for (int i = threadIdx.x; i < n; i += blockDim.x) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
+        for (int i = t; i < n; i += nt) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
 }
 
-extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
+// Named barriers between the producer warpgroup and the consumers (0 is __syncthreads): FULL + s = staged planes
+// s are ready, EMPTY + s = the consumers are done with them, PRODUCER = the producer's own warps
+constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5;
+constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128;
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                       const int C, const int H, const int W, const int M, const int K, const int R, const int E,
                       const int P) {
     const Geometry g = geometry(C, H, W, M, K, R, E, P);
-    const int rawc = (R + K - 1) * W;           // raw floats per channel
-    const int rawn = (C * rawc + 3) / 4 * 4;   // the raw buffer, rounded to 16 bytes (the step table after it is int2)
+    const int rawc = (R + K - 1) * W;          // raw floats per channel
+    const int rawn = (C * rawc + 3) / 4 * 4;   // the raw buffer, rounded to 16 bytes
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *Ws = smem;                                  // [PARTS][MG][NSTEP][NN / 8][2][8 rows][16 B]
-    unsigned char *Xs = Ws + PARTS * g.WPART;                  // [PARTS][G][P pixels][16 B]
-    float *raw = reinterpret_cast<float *>(Xs + PARTS * g.XPART);  // [C][rawc]: the next item's raw input band
-    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);            // per k16 step: (first item's offset, lbo)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP);     // [0] max |w|, [1] max |x| (float bits)
+    unsigned char *Ws = smem;                                        // [PARTS][MG][NSTEP][NN / 8][2][8 rows][16 B]
+    unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
+    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART);  // [C][rawc]: the next item's raw input band
+    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP);           // [0] max |w|, [1] max |x| (float bits)
+    int *meta = reinterpret_cast<int *>(s_red + 4);                  // per buffer: [sx, some x has a lo part]
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
     const int items = B * g.BANDS * g.MG;
     if (static_cast<int>(blockIdx.x) >= items) return;
-    const int tid = threadIdx.x;
+    const int mine = (items - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;  // this block's items
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const bool producer = wg == NWG;
+    const int ptid = tid - CONSUMERS;  // the producer's thread index (0..127)
 
     // the first item's input, in flight while the weights are staged
-    prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, R), C, H, W, rawc);
-    cp_async_commit();
+    if (producer) {
+        prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, R), C, H, W, rawc, ptid, 128);
+        cp_async_commit();
+    }
 
-    // The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg, packed 4 bits
-    // a slot (2 registers, not 16, through the whole kernel); an unused slot has channel 15 (>= Cg)
+    // ---- once per block, all warps: the step table and the weights, scaled (3xFP16) and laid out per step as B
+    // operands. The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg,
+    // packed 4 bits a slot; an unused slot has channel 15 (>= Cg)
     u32 slot_c = 0u, slot_e = 0u;
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
@@ -307,9 +318,7 @@ extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
         slot_c |= static_cast<u32>(used ? s % g.Cg : 15) << (4 * s);
         slot_e |= static_cast<u32>(used ? s / g.Cg : 0) << (4 * s);
     }
-
-    // ---- once per block: the step table and the weights, scaled (3xFP16) and laid out per step as B operands
-    if (tid < 2) s_red[tid] = 0u;
+    if (tid < 4) s_red[tid] = 0u;
     for (int j = tid; j < g.NSTEP; j += blockDim.x) {
         int off, lbo;
         bool swap;
@@ -363,43 +372,47 @@ extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
             if (PARTS == 2) *reinterpret_cast<uint4 *>(Ws + g.WPART + at) = lo;
         }
     }
+    fence_async_smem();
     const bool w_has_lo = __syncthreads_or(wlo);
 
-    const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {
-        const Item cur = item_at(item, g, H, W, K, R);
-        cp_async_wait_0();
-        __syncthreads();  // the raw buffer holds this item's band
-        const int n = cur.lend - cur.lbeg, tiles = (cur.rows * W + 63) / 64;
-
-        // ---- stage the band from the raw buffer: largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per
-        // plane and part; positions outside the band's input stage as 0 (they feed only dropped outputs and zero
-        // weights, and must neither set the scale nor overflow)
-        int sx = 0;
+    if (producer) {
+        // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1
+        for (int i = 0; i < mine; ++i) {
+            const int s = i & 1, item = blockIdx.x + i * gridDim.x;
+            const Item cur = item_at(item, g, H, W, K, R);
+            const int n = cur.lend - cur.lbeg;
+            unsigned char *X = Xs + s * PARTS * g.XPART;
+            if (i >= 2) bar_sync(BAR_EMPTY + s, THREADS);  // the consumers are done with item i - 2's planes
+            cp_async_wait_0();
+            if (ptid == 0) meta[2 * s + 1] = 0;
+            bar_sync(BAR_PRODUCER, 128);  // the raw buffer holds item i's band
+            // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
+            // band's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
+            // scale nor overflow)
+            int sx = 0;
 #if PREC == 0
-        {
-            float xm = 0.0f;
-            for (int c = 0; c < C; ++c)
-                for (int i = tid; i < n; i += blockDim.x) {
-                    const float v = raw[c * rawc + i];
-                    if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
-                }
-            block_max(xm, &s_red[1]);
-            __syncthreads();
-            sx = fp16_shift(s_red[1]);
-        }
+            {
+                float xm = 0.0f;
+                for (int c = 0; c < C; ++c)
+                    for (int j = ptid; j < n; j += 128) {
+                        const float v = raw[c * rawc + j];
+                        if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
+                    }
+                block_max(xm, &s_red[1]);
+                bar_sync(BAR_PRODUCER, 128);
+                sx = fp16_shift(s_red[1]);
+            }
 #endif
-        int xlo = 0;
-        {
+            int xlo = 0;
             const float scale = pow2(sx);
             for (int plane = 0; plane < g.G; ++plane)
 #pragma unroll 1
-                for (int p = tid; p < P; p += blockDim.x) {
+                for (int p = ptid; p < P; p += 128) {
                     float v[8];
 #pragma unroll
-                    for (int s = 0; s < 8; ++s) {
-                        const int sc = (slot_c >> (4 * s)) & 15, c = plane * g.Cg + sc, i = p + ((slot_e >> (4 * s)) & 15);
-                        v[s] = (sc < g.Cg && c < C && i < n) ? raw[c * rawc + i] * scale : 0.0f;
+                    for (int e = 0; e < 8; ++e) {
+                        const int sc = (slot_c >> (4 * e)) & 15, c = plane * g.Cg + sc, j = p + ((slot_e >> (4 * e)) & 15);
+                        v[e] = (sc < g.Cg && c < C && j < n) ? raw[c * rawc + j] * scale : 0.0f;
                     }
                     uint4 hi, lo;
                     split2(v[0], v[1], hi.x, lo.x);
@@ -408,34 +421,43 @@ extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
                     split2(v[6], v[7], hi.w, lo.w);
                     xlo |= (lo.x | lo.y | lo.z | lo.w) != 0u;
                     const u32 at = (plane * P + p) * 16;
-                    *reinterpret_cast<uint4 *>(Xs + at) = hi;
-                    if (PARTS == 2) *reinterpret_cast<uint4 *>(Xs + g.XPART + at) = lo;
+                    *reinterpret_cast<uint4 *>(X + at) = hi;
+                    if (PARTS == 2) *reinterpret_cast<uint4 *>(X + g.XPART + at) = lo;
                 }
+            if (__any_sync(0xffffffffu, xlo) && (ptid & 31) == 0) atomicOr(&meta[2 * s + 1], 1);
+            if (ptid == 0) meta[2 * s] = sx;
+            fence_async_smem();            // the planes, for wgmma's reads
+            bar_sync(BAR_PRODUCER, 128);   // the raw buffer is converted, s_red[1] read by all
+            if (ptid == 0) s_red[1] = 0u;  // (the next item's max comes after another producer barrier)
+            if (i + 1 < mine) {  // the next item's band is copied during the GEMM of this one
+                prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, R), C, H, W, rawc, ptid, 128);
+                cp_async_commit();
+            }
+            bar_arrive(BAR_FULL + s, THREADS);
         }
-        fence_async_smem();
-        const bool x_has_lo = __syncthreads_or(xlo);  // (also: every staged row and s_red[1] are final)
-        if (tid == 0) s_red[1] = 0u;                  // read by all before the barrier: reset for the next item
-        // the raw buffer is converted: the next item's band is copied into it during this item's GEMM
-        if (item + gridDim.x < items) {
-            prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, R), C, H, W, rawc);
-            cp_async_commit();
-        }
-        const bool lo_x = SKIP ? x_has_lo : PARTS == 2, lo_w = SKIP ? w_has_lo : PARTS == 2;
+        return;
+    }
 
-        // undo the block scaling: y = acc * 2^-(sx + sw) as two equal same-sign halves (rung 19)
+    // ---- the consumer warpgroups: TPW tiles of 64 virtual outputs at a time, then unscale and store them
+    const int warp = (tid >> 5) & 3, lane = tid & 31;
+    for (int i = 0; i < mine; ++i) {
+        const int s = i & 1;
+        const Item cur = item_at(blockIdx.x + i * gridDim.x, g, H, W, K, R);
+        const int tiles = (cur.rows * W + 63) / 64;
+        bar_sync(BAR_FULL + s, THREADS);
+        const bool lo_x = SKIP ? meta[2 * s + 1] != 0 : PARTS == 2, lo_w = SKIP ? w_has_lo : PARTS == 2;
 #if PREC == 0
-        const int s = sx + sw;
-        const float f1 = pow2(-(s / 2)), f2 = pow2(-(s - s / 2));
+        // undo the block scaling: y = acc * 2^-(sx + sw) as two equal same-sign halves (rung 19)
+        const int sc = meta[2 * s] + sw;
+        const float f1 = pow2(-(sc / 2)), f2 = pow2(-(sc - sc / 2));
 #else
         constexpr float f1 = 1.0f, f2 = 1.0f;
 #endif
-        const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP;
+        const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP, xbase = xs_addr + s * PARTS * g.XPART;
         float *yb = y + static_cast<size_t>(cur.b) * M * g.OH * g.OW;
-
-        // ---- the warpgroups take TPW tiles of 64 virtual outputs at a time
         for (int t0 = wg * TPW; t0 < tiles; t0 += NWG * TPW) {
             float acc[TPW][NN / 2];
-            const u32 xa = xs_addr + t0 * 1024;
+            const u32 xa = xbase + t0 * 1024;
             const int nt = min(TPW, tiles - t0);
             if (nt >= TPW) k_loops<TPW>(acc, steps, g, xa, wbase, lo_x, lo_w);
 #if TPW > 1
@@ -447,8 +469,7 @@ extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
 #if TPW > 3
             else if (nt == 3) k_loops<3>(acc, steps, g, xa, wbase, lo_x, lo_w);
 #endif
-
-            // ---- store: thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8) and maps 8 jb + 2 (lane % 4) (+ 1)
+            // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8) and maps 8 jb + 2 (lane % 4) (+ 1)
 #pragma unroll
             for (int t = 0; t < TPW; ++t) {
                 if (t >= nt) continue;
@@ -468,6 +489,6 @@ extern "C" __global__ void __launch_bounds__(NWG * 128, MINB)
                 }
             }
         }
-        __syncthreads();  // every warpgroup's wgmma has read the staged planes
+        if (i + 2 < mine) bar_arrive(BAR_EMPTY + s, THREADS);  // the producer may overwrite these planes
     }
 }
