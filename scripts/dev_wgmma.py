@@ -60,7 +60,7 @@ def smoke() -> bool:
     return ok
 
 
-def timing(nets, sizes, reps, sweep) -> list[dict]:
+def timing(nets, sizes, reps, sweep, layers=None) -> list[dict]:
     rows = []
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
@@ -70,6 +70,8 @@ def timing(nets, sizes, reps, sweep) -> list[dict]:
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
         for size in sizes:
             for inp in conv_inputs(net, data.images[:size], "cuda"):
+                if layers and inp.layer not in layers:
+                    continue
                 x, k = inp.x, inp.k
                 B, C, H, W = x.shape
                 M, _, K, _ = k.shape
@@ -101,8 +103,8 @@ def timing(nets, sizes, reps, sweep) -> list[dict]:
                 if sweep:
                     OH = H - K + 1
                     best = None
-                    for R in sorted({OH, -(-OH // 2), -(-OH // 3), -(-OH // 4), 8, 4} & set(range(1, OH + 1))):
-                        for TPW, NWG in ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3)):
+                    for R in sorted({OH, -(-OH // 2), -(-OH // 3)} & set(range(1, OH + 1))):
+                        for TPW, NWG in ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4)):
                             try:
                                 _wgmma.plan(B, C, H, W, M, K, 0, sms, (R, TPW, NWG))
                             except _wgmma.TooBig:
@@ -132,11 +134,13 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--layers", default="", help="only these layers (conv1,conv2)")
     ap.add_argument("--smoke-only", action="store_true")
     a = ap.parse_args()
     ok = smoke()
     print("smoke", "ok" if ok else "FAILED", flush=True)
-    rows = [] if a.smoke_only else timing(a.nets.split(","), [int(s) for s in a.sizes.split(",")], a.reps, a.sweep)
+    rows = [] if a.smoke_only else timing(a.nets.split(","), [int(s) for s in a.sizes.split(",")], a.reps, a.sweep,
+                                         [v for v in a.layers.split(",") if v])
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "dev-wgmma.json").write_text(json.dumps({"environment": environment(), "smoke_ok": ok,
                                                        "rows": rows}, indent=1))
