@@ -37,7 +37,7 @@ def smoke() -> bool:
         for prec in ("fp16x3", "fp16", "bf16"):
             y = torch.full(ref.shape, math.nan, device="cuda")
             try:
-                _wgmma.launch(x.cuda(), k.cuda(), y, prec)
+                _wgmma.launch(x.cuda(), k.cuda(), y, prec, force=True)
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - report and go on
                 print(f"smoke {(B, C, H, W, M, K)} {prec}: error {e}")
@@ -97,8 +97,8 @@ def timing(nets, sizes, reps, sweep, layers=None) -> list[dict]:
                 for prec in ("fp16x3", "fp16", "bf16"):
                     p = _wgmma.plan(B, C, H, W, M, K, _wgmma.PRECISIONS[prec], sms)
                     y.fill_(math.nan)
-                    _wgmma.launch(x, k, y, prec)
-                    add(f"wgmma {prec}", lambda i: _wgmma.launch(sets[i], k, y, prec), problem_err(y, refd),
+                    _wgmma.launch(x, k, y, prec, force=True)
+                    add(f"wgmma {prec}", lambda i: _wgmma.launch(sets[i], k, y, prec, force=True), problem_err(y, refd),
                         plan=[p.R, p.TPW, p.NWG], smem=p.lay.smem)
                 if sweep:
                     OH = H - K + 1

@@ -10,6 +10,9 @@
 #   bash scripts/device-fast.sh bench     bench (cudnn, gpu-per-layer, gpu-igemm-tc and its precision modes)
 #   bash scripts/device-fast.sh wgmma     gpu-wgmma (rung 22) and its modes: smoke check, verify (60 shapes), timing on
 #                                         the course layers against cudnn and gpu-igemm-tc (SWEEP=1: its plans too)
+#   bash scripts/device-fast.sh wgmma-check  gpu-wgmma: GPU tests (the kernel forced on 40 shapes too), verify (60
+#                                         shapes), compute-sanitizer memcheck / racecheck / synccheck
+#   bash scripts/device-fast.sh wgmma-bench  bench: cudnn, gpu-igemm-tc (+fp16x3, fp16), gpu-wgmma (+fp16, bf16)
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +89,26 @@ ncu-wgmma)  # Nsight Compute on one launch per course layer (LAYERS="fa19:conv1:
             > "$OUT/ncu-$net-$layer-$prec.txt" 2>&1
         grep -E "Duration|Throughput|dram__|gmma|wavefronts|Stall|Achieved Occupancy|Warp Cycles Per Issued" "$OUT/ncu-$net-$layer-$prec.txt" | head -30
     done
+    ;;
+wgmma-check)
+    timeout 200 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_wgmma.py tests/test_impls.py -k wgmma \
+        2>&1 | tail -6 | tee "$OUT/pytest-wgmma.log"
+    timeout 120 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16 --shapes 60 \
+        --seed 4 2>&1 | tail -8 | tee "$OUT/verify-wgmma.log"
+    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    for tool in memcheck racecheck synccheck; do
+        echo "== compute-sanitizer --tool $tool: the wgmma kernel forced on 40 random shapes (3xFP16)" >> "$OUT/sanitize-wgmma.log"
+        timeout 170 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/test_wgmma.py -k "kernel_itself and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-wgmma.log"
+        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-wgmma.log"
+    done
+    grep -E "^==|SUMMARY|passed|failed" "$OUT/sanitize-wgmma.log"
+    ;;
+wgmma-bench)
+    timeout 560 python3 -m convbench bench --device cuda \
+        --impls cudnn,gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16,gpu-wgmma-bf16 \
+        --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
+    tail -4 "$OUT/bench-fast.txt"
     ;;
 whole)
     for net in ${NETS//,/ }; do  # one file per network: a network cut short by its timeout costs only itself

@@ -156,17 +156,50 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
         assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
 
 
+def compile_variants():
+    """(NN, TPW, NWG, prec) of every plan the rule or the tuned table can choose (BF16 has FP16's registers)."""
+    out = {(NN, _wgmma.tiles_per_warpgroup(NN, prec), 2, prec) for NN in range(8, 72, 8) for prec in (0, 1)}
+    for (C, H, W, M, K, prec), (R, TPW, NWG) in _wgmma.TABLE.items():
+        out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec))
+    return sorted(out)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("NN", range(8, 72, 8))
-def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, tmp_path):
-    """The (NN, TPW) a plan can choose, in 3xFP16 and FP16 (BF16 has FP16's registers)."""
+@pytest.mark.parametrize("NN, TPW, NWG, prec", compile_variants())
+def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, tmp_path):
     source = Path(str(_cuda.KERNEL_DIR)) / _wgmma.SOURCE
-    for prec in (0, 1):
-        TPW = _wgmma.tiles_per_warpgroup(NN, prec)
-        p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v",
-                            f"-DNN={NN}", f"-DTPW={TPW}", f"-DPREC={prec}", "-c", str(source),
-                            "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr
-        assert "Potential Performance Loss" not in p.stderr, p.stderr
-        spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
-        assert spills and all(st == "0" and ld == "0" for st, ld in spills), (NN, TPW, prec, spills)
+    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v",
+                        f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}", "-c", str(source),
+                        "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "Potential Performance Loss" not in p.stderr, p.stderr
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+    assert spills and all(st == "0" and ld == "0" for st, ld in spills), spills
+
+
+def test_the_tuned_plans_are_taken_and_fit():
+    for (C, H, W, M, K, prec), want in _wgmma.TABLE.items():
+        p = _wgmma.plan(10000, C, H, W, M, K, prec)
+        assert (p.R, p.TPW, p.NWG) == want and p.lay.smem <= 227 * 1024
+        assert C * K * K >= _wgmma.MIN_REDUCTION, "a tuned layer that launch() never sends to the kernel"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp16x3", "fp16", "bf16"])
+def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
+    """gpu-wgmma sends short reductions to gpu-igemm-tc's kernel, so verify of the impl does not reach the wgmma
+    kernel on every shape: here it runs on all of them (force), outputs poisoned with NaN."""
+    import torch
+
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    tolerance = {"fp16x3": 1e-5, "fp16": 1e-2, "bf16": 3e-2}[precision]
+    for i, s in enumerate(problem.shapes(40, seed=23)):
+        x, k = problem.generate(s, 100 + i)
+        ref = problem.reference(x, k)
+        y = problem.poisoned_output(s, "cuda")
+        _wgmma.launch(x.cuda(), k.cuda(), y, precision, force=True)
+        result = problem.check(y.cpu(), ref, tolerance)
+        assert result.ok, f"{precision} on {s}: {result}"

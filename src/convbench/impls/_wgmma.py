@@ -5,8 +5,8 @@ The kernel stages each work item (one image's band of R output rows) channels-la
 and plane, and reads every filter tap's A operand as the staged band shifted by p * W + q pixels. This module works
 out that layout for a layer (slots per plane, planes, reduction steps, the staged pixels P, shared memory), picks
 the band height and the warpgroup tiling, and caches one prepared launch per (shapes, pointers) like _mma does.
-Layers it cannot run (no sm_90 GPU; weights and one row band beyond a block's shared memory) go to gpu-igemm-tc's
-kernel in the same arithmetic.
+Layers it should not run (a reduction C*K*K shorter than MIN_REDUCTION) or cannot run (no sm_90 GPU; weights and
+one row band beyond a block's shared memory) go to gpu-igemm-tc's kernel in the same arithmetic.
 """
 
 from __future__ import annotations
@@ -69,6 +69,22 @@ def tiles_per_warpgroup(NN: int, prec: int) -> int:
     return 4 if NN <= 32 else 2
 
 
+# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel in the same arithmetic (launch()):
+# there the output, not the multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and
+# the shifted GEMM's staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. Measured
+# on the course layers (H200, results/fast/dev-wgmma-*.log, 10000 images, 3xFP16): fa19 conv1 1.86 ms with wgmma,
+# 0.98 with rung 19's kernel; sp19 conv2 (C*K*K = 150) 0.42-0.53 vs 0.47; minidnn conv2 (196) 1.09 vs 1.19;
+# fa19 conv2 (300) 1.49 vs 2.14; fa18 conv2 (588) 2.53 vs 2.64.
+MIN_REDUCTION = 192
+
+# Tuned plans (R, TPW, NWG) for the course layers at >= 1000 images: (C, H, W, M, K, prec) -> plan, the fastest
+# of scripts/dev_wgmma.py --sweep (results/fast/sweep-wgmma-H200.log). Other layers: plan()'s rule.
+TABLE = {
+    (12, 33, 33, 24, 5, 0): (29, 4, 3),  # fa19 conv2: 1.49 ms (rule: 1.51)
+    (4, 40, 40, 16, 7, 0): (34, 2, 4),  # minidnn conv2: 1.09 ms (rule: 1.24)
+}
+
+
 def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] | None = None) -> Plan:
     """One block per SM (two consumer warpgroups and a producer, the planes double-buffered): rows per band, the
     most that fit its shared memory, no more than gives every SM work at small batches. NN covers all maps up to 64
@@ -77,6 +93,8 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] 
     NN = 8 * -(-min(M, 64) // 8)
     TPW, NWG = tiles_per_warpgroup(NN, prec), 2
     mg = -(-M // NN)
+    if override is None and B >= 1000:
+        override = TABLE.get((C, H, W, M, K, prec))
     if override is not None:
         R, TPW, NWG = override
         R = min(R, OH)
@@ -123,20 +141,24 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None) -> _mma._Launch:
     return _mma._Launch(fn, grid, (threads, 1, 1), args, p.lay.smem, name="wgmma_conv_kernel")
 
 
-def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None) -> None:
-    """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out)."""
+def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
+    """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
+    even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
     prec = PRECISIONS[precision]
     stream = torch.cuda.current_stream()
     key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, stream.cuda_stream,
-           override)
+           override, force)
     job = _LAUNCHES.get(key)
     if job is None:
         if len(_LAUNCHES) > 4096:
             _LAUNCHES.clear()
         _mma._check_tensors(x, k, y, output_shape(x.shape, k.shape))
+        C, K = x.shape[1], k.shape[2]
         try:
             if not supported(x.device.index or 0):
                 raise TooBig("no sm_90 GPU")
+            if C * K * K < MIN_REDUCTION and override is None and not force:
+                raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
             job = _prepare(x, k, y, prec, skip, override)
         except TooBig:
             job = _FALLBACK
