@@ -13,6 +13,8 @@
 #   bash scripts/device-fast.sh wgmma-check  gpu-wgmma: GPU tests (the kernel forced on 40 shapes too), verify (60
 #                                         shapes), compute-sanitizer memcheck / racecheck / synccheck
 #   bash scripts/device-fast.sh wgmma-bench  bench: cudnn, gpu-igemm-tc (+fp16x3, fp16), gpu-wgmma (+fp16, bf16)
+#   bash scripts/device-fast.sh wgmma-final  racecheck + memcheck (the kernel forced on 40 shapes), verify (60 shapes),
+#                                         then bench: cudnn, gpu-igemm-tc, gpu-wgmma and their FP16 modes
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +111,22 @@ wgmma-bench)
         --impls cudnn,gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16,gpu-wgmma-bf16 \
         --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
     tail -4 "$OUT/bench-fast.txt"
+    ;;
+wgmma-final)
+    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    for tool in racecheck memcheck; do
+        echo "== compute-sanitizer --tool $tool: the wgmma kernel forced on 40 random shapes (3xFP16)" >> "$OUT/sanitize-wgmma.log"
+        timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 -m pytest -q -m gpu \
+            -p no:cacheprovider tests/test_wgmma.py -k "kernel_itself and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-wgmma.log"
+        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-wgmma.log"
+    done
+    unset PYTORCH_NO_CUDA_MEMORY_CACHING
+    grep -E "^==|SUMMARY" "$OUT/sanitize-wgmma.log"
+    timeout 60 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16 --shapes 60 \
+        --seed 4 2>&1 | tail -8 | tee "$OUT/verify-wgmma.log" | grep -E "gpu-wgmma"
+    timeout 420 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16 \
+        --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
+    echo "bench exit $?"; tail -3 "$OUT/bench-fast.txt"
     ;;
 whole)
     for net in ${NETS//,/ }; do  # one file per network: a network cut short by its timeout costs only itself

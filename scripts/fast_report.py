@@ -1,6 +1,6 @@
 """Issue 4's results file and plot, from one device run's files (scripts/device-fast.sh bench):
 
-    python scripts/fast_report.py results/fast COMMIT  -> results/fast/README.md + results/fast/fast-H100.png
+    python scripts/fast_report.py results/fast COMMIT  -> results/fast/README.md + results/fast/fast-<card>.png
 
 Reads bench-fast.json (`convbench bench`: Σ conv Op Time per network and batch size, cudnn in the same run, the
 floors from the ceilings measured in that run) and whole-<net>.json (scripts/whole_network.py: the whole network
@@ -20,8 +20,20 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 CODE_COMMIT = "see notes.md"  # set by --commit
-FP32, FP16X3 = "gpu-igemm-tc", "gpu-igemm-tc-fp16x3"  # the fp32-accurate impls: 3xTF32, 3xFP16
-MODES = ("gpu-igemm-tc-tf32", "gpu-igemm-tc-fp16", "gpu-igemm-tc-bf16")
+FP32_ACCURATE = ("gpu-igemm-tc", "gpu-igemm-tc-fp16x3", "gpu-wgmma")  # 3xTF32, 3xFP16, 3xFP16 on wgmma
+MODES = ("gpu-igemm-tc-tf32", "gpu-igemm-tc-fp16", "gpu-igemm-tc-bf16", "gpu-wgmma-fp16", "gpu-wgmma-bf16")
+
+
+def arithmetic(impl: str) -> str:
+    from convbench.impls.registry import get_impl
+
+    return get_impl(impl).ceiling_arithmetic
+
+
+def card(bench) -> str:
+    """H100 / H200 / the GPU's name: the plot's file name."""
+    gpu = str(bench["environment"].get("gpu", "gpu"))
+    return next((c for c in ("H100", "H200") if c in gpu), gpu.replace(" ", "-"))
 
 
 def load(folder: Path):
@@ -43,12 +55,14 @@ def has(bench, impl) -> bool:
     return all((n, s) in got for n in bench["settings"]["nets"] for s in bench["settings"]["sizes"])
 
 
-def one_product_floor(bench, net, images, impl=FP32) -> float:
+def one_product_floor(bench, net, images, impl) -> float:
     """Σ over the conv layers of max(bytes / copy, FLOPs / one product's rate): the floor if every multiply-add took
     one product (TF32 for 3xTF32, FP16 for 3xFP16) — what the exact-zero skipping reaches at best on our weights
     (conv1: 1 product, conv2: 2)."""
+    from convbench.measure.ceilings import THREE_PRODUCT
+
     c = bench["ceilings"]
-    rate = c["fp16_flop_per_s"] if impl == FP16X3 else c["tf32_flop_per_s"]
+    rate = c[f"{THREE_PRODUCT.get(arithmetic(impl), 'tf32')}_flop_per_s"]
     return sum(max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / rate) for r in bench["layers"]
                if r["net"] == net and r["images"] == images and r["impl"] == "cudnn")
 
@@ -76,15 +90,17 @@ def report(folder: Path) -> str:
         "Σ over the two conv layers. Op Time: the conv call alone (CUDA events, median of "
         f"{bench['settings']['reps']}, inputs rotated past L2), cudnn fp32 (TF32 off, cudnn.benchmark on) in the same run.",
         "",
-        "## Targets 1 and 2: Σ conv Op Time, fp32-accurate (`gpu-igemm-tc`: 3xTF32; `gpu-igemm-tc-fp16x3`: 3xFP16)",
+        "## Targets 1 and 2: Σ conv Op Time, fp32-accurate ("
+        + "; ".join(f"`{i}`: {arithmetic(i)}" for i in FP32_ACCURATE if has(bench, i)) + ")",
         "",
-        "Each fp32-accurate impl against its own floor (tf32 / 3, fp16 / 3); per network the faster of the two.",
+        "Each fp32-accurate impl against its own floor (tf32x3: tf32 / 3, fp16x3: fp16 / 3); per network the fastest "
+        "in bold.",
         "",
         "| net | images | cudnn ms | impl | ms | x cudnn (target) | floor ms | x floor (target <= 1.5) | "
         "x one-product floor | max rel. err |",
         "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    fp32_impls = [i for i in (FP32, FP16X3) if has(bench, i)]
+    fp32_impls = [i for i in FP32_ACCURATE if has(bench, i)]
     for net in nets:
         for n in sizes:
             ref = total(bench, net, n, "cudnn")
@@ -113,14 +129,14 @@ def report(folder: Path) -> str:
         "|---|---:|---|---:|---:|---:|---:|",
     ]
     for net in nets:
-        for impl in MODES:
+        for impl in [m for m in MODES if has(bench, m)]:
             n = max(sizes)
             ref, me = total(bench, net, n, "cudnn"), total(bench, net, n, impl)
             xm = me["op_time_s"] / me["memory_floor_s"]
-            out.append(f"| {net} | {n} | {impl.rsplit('-', 1)[1]} | {me['op_time_s'] * 1e3:.4f} | "
+            out.append(f"| {net} | {n} | {impl} | {me['op_time_s'] * 1e3:.4f} | "
                        f"{ref['op_time_s'] / me['op_time_s']:.2f}x | {me['memory_floor_s'] * 1e3:.4f} | {xm:.2f}x "
                        f"({mark(xm <= 1.2)}) |")
-    out += ["", "Verify (bench, 12 shapes; `results/fast/verify-H100.log`: 60 shapes) max rel. error: "
+    out += ["", "Verify (bench, 12 shapes; `verify-*.log` beside this file: 60 shapes) max rel. error: "
             + ", ".join(f"{k} {v['max_rel_error']:.1e}" for k, v in bench["verify"].items()) + ".", ""]
     if whole:
         out += [
@@ -179,7 +195,9 @@ def plot(folder: Path, png: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
     width = 0.8 / (2 + len(MODES))
     for ax, n in zip(axes, (min(sizes), max(sizes))):
-        for i, impl in enumerate([i for i in (FP32, FP16X3, *MODES) if has(bench, i)]):
+        shown = [i for i in (*FP32_ACCURATE, *MODES) if has(bench, i)]
+        width = 0.8 / len(shown)
+        for i, impl in enumerate(shown):
             xs = [k + i * width for k in range(len(nets))]
             ys = [total(bench, net, n, "cudnn")["op_time_s"] / total(bench, net, n, impl)["op_time_s"] for net in nets]
             ax.bar(xs, ys, width, label=impl)
@@ -209,8 +227,9 @@ def main() -> None:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "results/fast")
     CODE_COMMIT = sys.argv[2] if len(sys.argv) > 2 else CODE_COMMIT
     (folder / "README.md").write_text(report(folder))
-    plot(folder, folder / "fast-H100.png")
-    print(f"wrote {folder / 'README.md'} and {folder / 'fast-H100.png'}")
+    png = folder / f"fast-{card(load(folder)[0])}.png"
+    plot(folder, png)
+    print(f"wrote {folder / 'README.md'} and {png}")
 
 
 if __name__ == "__main__":

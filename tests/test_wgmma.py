@@ -152,7 +152,7 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
         assert 1 <= p.R <= OH and p.lay.smem <= 227 * 1024
         assert p.items == B * -(-s["M"] // p.NN) * -(-OH // p.R)
         assert p.lay.P * 16 * p.lay.G < 1 << 18  # descriptor addresses and offsets: 14 bits of 16 bytes
-        steps_at = p.lay.smem - 8 * p.lay.NSTEP - 16  # the int2 step table follows the raw band
+        steps_at = p.lay.smem - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw band
         assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
 
 

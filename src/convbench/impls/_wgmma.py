@@ -49,7 +49,7 @@ def layout(C, H, W, M, K, R, NN, TPW, prec: int) -> Layout:
     P = -(-P // 8) * 8
     parts = 2 if prec == 0 else 1
     raw = -(-C * (R + K - 1) * W // 4) * 16  # the raw fp32 input band (the next item's arrives during this GEMM)
-    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + raw + nstep * 8 + 32
+    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + raw + (nstep + 1) * 8 + 32
     return Layout(E, G, nstep, P, smem)
 
 

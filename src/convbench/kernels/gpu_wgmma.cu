@@ -1,34 +1,51 @@
 // nvcc-arch: sm_90a (wgmma is a Hopper "a" feature; the compile test and the launcher read this line)
-// gpu-wgmma — GPU rung 22: the convolution as a sum of shifted GEMMs on Hopper's warpgroup tensor-core
-// instruction (wgmma.mma_async), fp32-accurate through 3xFP16; PREC 1 / 2: one FP16 / BF16 product.
+// gpu-wgmma — GPU rung 22: the convolution as a sum of shifted GEMMs on Hopper's warpgroup tensor-core instruction
+// (wgmma.mma_async), fp32-accurate through 3xFP16; PREC 1 / 2 (gpu-wgmma-fp16 / -bf16): one FP16 / BF16 product.
 //
 // What changes relative to gpu-igemm-tc-fp16x3 (rung 19, mma.sync):
-//  * No gather. gpu-igemm-tc builds every A fragment (16 output pixels x 16 reduction indices) from shared memory
-//    with scalar loads through an offset table: each staged value is loaded K*K times and feeds only M = 4..24
-//    multiply-adds per load, so the shared-memory pipe, not the tensor cores, set the pace (Nsight Compute on
+//  * No gather. Rung 19 builds every A fragment (16 output pixels x 16 reduction indices) from shared memory with
+//    scalar loads through an offset table: each staged value is loaded K*K times and feeds only M = 4..24
+//    multiply-adds per load, so the shared-memory pipe, not the tensor cores, sets the pace (Nsight Compute on
 //    fa19 conv2: wavefronts 72 % of peak, tensor pipe 43 %). Here the input is staged channels-last, 8 values
 //    (16 bytes) per pixel, and the output is computed on the input's own pixel grid ("virtual" outputs q = row * W
-//    + col, the W - OW columns past each row's end are computed and dropped). Then the A operand of filter tap
-//    (p, q) is the staged tile itself, shifted by p * W + q pixels: a wgmma shared-memory descriptor whose start
-//    address moves by 16 bytes per pixel. wgmma reads A (64 pixels x 16) and B (16 x N maps) straight from shared
-//    memory: no load instructions, no registers for A, no offset table, 64 x N x 16 multiply-adds per instruction.
-//  * The reduction is a list of items (filter row p, column group, plane): a plane holds 8 (channel, column) slots
+//    + col; the W - OW columns past each row's end are computed and dropped). Then the A operand of filter tap
+//    (p, q) is the staged band itself, shifted by p * W + q pixels: a wgmma shared-memory descriptor whose start
+//    address moves by 16 bytes per pixel (no swizzle: 8 rows x 16 bytes per core matrix, any 16-byte start).
+//    wgmma reads A (64 pixels x 16) and B (16 x N maps) from shared memory itself: no load instructions and no
+//    registers for A, no offset table, 64 x N x 16 multiply-adds per instruction.
+//  * The reduction is a list of items (filter row p, column group, plane); a plane holds 8 (channel, column) slots
 //    per pixel. C >= 8: 8 channels per plane; C < 8: C channels x E = min(8 / C, K) neighbouring columns (for C = 1,
-//    the E pixels right of each pixel), so a k16 step is two items and little of the 16 is padding. The B operand
-//    (weights) of each step is laid out to match, zero where a slot has no tap.
-//  * 3xFP16 as in rung 19: each block of values (the layer's weights once; each work item's input) is scaled by a
-//    power of two into fp16's range and split into hi + lo planes; hi*hi, lo*hi (some x has a lo part), hi*lo (some
-//    weight has one) go to the fp32 accumulators: three wgmma per step at most, exact products.
-// Work: a persistent block (NWG warpgroups) loops over work items (one image's band of R output rows, one group
-// of NN maps): stage the band's input (largest |x| first, then the split), fence for the async proxy, then each
-// warpgroup runs TPW m64 tiles x all k16 steps as one batch of wgmma, waits, unscales and stores its tiles.
-// Napkin (fa19 conv2, 10000 images): 25 taps x 2 products x 15 m64 tiles per image of m64n24k16 = 37 MFLOP per
-// image; A is 2 KB of shared memory per 49 kFLOP instruction: the 128 B / clock shared-memory read rate caps it at
-// 24 FLOP / B x 128 = 3072 FLOP / clock / SM (~70 % of the FP16 tensor peak), ~0.6 ms for the layer.
-// Measured: see the end of this header (filled in from results/fast).
+//    the E pixels right of each pixel). A k16 step is two items: the descriptor's K offset (LBO) jumps from the first
+//    to the second, so they need not be adjacent. The B operand (weights) of each step is laid out to match, zero
+//    where a slot has no tap.
+//  * 3xFP16 as in rung 19: each block of values (the weights once; each band's input) is scaled by a power of two
+//    into fp16's range and split into hi + lo planes; hi*hi, lo*hi (some x has a lo part), hi*lo (some weight has
+//    one) go to the fp32 accumulators: up to three wgmma per step, exact products, skipped only when exactly zero.
+//  * Warp specialization. A block per SM: a producer warpgroup copies the next band's input (cp.async, 4 bytes, no
+//    registers) and converts it into one of two plane buffers while two consumer warpgroups run the GEMM on the
+//    other: named barriers FULL / EMPTY per buffer hand them over. Each consumer takes TPW m64 tiles x all k16 steps
+//    as one batch of wgmma (the tile count and the products are template parameters: a branch inside a batch makes
+//    the compiler serialize it), waits, unscales and stores.
+// Napkin (fa19 conv2, 10000 images): 25 k16 steps x 2 products x 15 m64 tiles per image of m64n24k16; each reads
+// 2 KB of A and 768 B of B from shared memory for 49 kFLOP. At 128 B / clock / SM that is ~22 clocks an
+// instruction (the tensor math takes ~12): ~0.76 ms for the layer, 0.45 ms its memory floor.
+// Measured (NVIDIA H200, 10000 images, tuned plans, results/fast/sweep-wgmma-H200.log: rung 19 and cudnn in the
+// same run): fa19 conv2 3xFP16 1.49 ms (rung 19 2.14, 3xTF32 1.98, cudnn 5.72); minidnn conv2 1.09 (1.19 / 1.33 /
+// 5.61); fa18 conv2 2.53 (2.64 / 3.26 / 12.17). results/fast/dev-wgmma-H200.log (one run, default plans): sp19
+// conv2 0.53 (0.47 / 0.36); FP16: fa19 conv2 0.99 (rung 17's FP16 1.40).
+//   So half the napkin rate. Nsight Compute on the two-block version below (fa19 conv2, 3xFP16; results/fast/
+//   ncu-*-twoblocks-H200.txt): shared-memory wavefronts 57 % of peak, 4 warps per scheduler. Per-band work (halo
+//   rows, staging, epilogue) weighs: one image per band ran 1.49 ms, half an image 1.87, a third 2.72.
+//   The C = 1 layers are slower here than with rung 19 (fa19 conv1 1.86-2.09 ms vs 0.98): their output is the cost
+//   (a 25-term sum per output), and the dropped columns and the scattered scalar stores of the accumulator layout
+//   add to it. The launcher (impls/_wgmma.py, MIN_REDUCTION) sends reductions C*K*K < 192 to rung 19's kernel.
+// Tried: two blocks of 2 warpgroups per SM, no producer (each block stages then multiplies; 2.4x slower before the
+// raw band came in through cp.async, then fa19 conv2 1.62 ms, fa18 conv2 2.25 with whole images and 4 warpgroups,
+// minidnn conv2 1.10): the warp-specialized version wins on fa19, ties on minidnn, loses on fa18 (its two plane
+// buffers leave room for half images only).
 // Known limits: an Inf or NaN input also poisons outputs up to E - 1 columns left of its receptive fields (the
 // padded slots of the last column group read it with zero weights); accuracy is relative to each block's largest
-// value (rung 19's note); layers whose weights and one row band do not fit shared memory run gpu-igemm-tc.
+// value (rung 19's note); layers whose weights and one row band do not fit shared memory run rung 19's kernel.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -291,7 +308,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
     float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART);  // [C][rawc]: the next item's raw input band
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP);           // [0] max |w|, [1] max |x| (float bits)
+    // (+1 entry: the compiled k-loop reads steps[j + 1] ahead, also after the last step; it must not read s_red)
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);       // [0] max |w|, [1] max |x| (float bits)
     int *meta = reinterpret_cast<int *>(s_red + 4);                  // per buffer: [sx, some x has a lo part]
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
@@ -319,10 +337,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         slot_e |= static_cast<u32>(used ? s / g.Cg : 0) << (4 * s);
     }
     if (tid < 4) s_red[tid] = 0u;
-    for (int j = tid; j < g.NSTEP; j += blockDim.x) {
-        int off, lbo;
+    for (int j = tid; j <= g.NSTEP; j += blockDim.x) {
+        int off = 0, lbo = 0;
         bool swap;
-        step_items(j, g, W, E, P, off, lbo, swap);
+        if (j < g.NSTEP) step_items(j, g, W, E, P, off, lbo, swap);
         steps[j] = make_int2(off, lbo);
     }
     __syncthreads();
