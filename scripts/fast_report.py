@@ -1,6 +1,6 @@
 """Issue 4's results file and plot, from one device run's files (scripts/device-fast.sh bench):
 
-    python scripts/fast_report.py results/fast COMMIT  -> results/fast/README.md + results/fast/fast-<card>.png
+    python scripts/fast_report.py results/fast COMMIT [MODE]  -> results/fast/README.md + fast-<card>.png
 
 Reads bench-fast.json (`convbench bench`: Σ conv Op Time per network and batch size, cudnn in the same run, the
 floors from the ceilings measured in that run) and whole-<net>.json (scripts/whole_network.py: the whole network
@@ -19,7 +19,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-CODE_COMMIT = "see notes.md"  # set by --commit
+CODE_COMMIT = "see notes.md"  # argv[2]
+MODE = "bench"  # argv[3]: the device-fast.sh mode that made the files
 FP32_ACCURATE = ("gpu-igemm-tc", "gpu-igemm-tc-fp16x3", "gpu-wgmma")  # 3xTF32, 3xFP16, 3xFP16 on wgmma
 MODES = ("gpu-igemm-tc-tf32", "gpu-igemm-tc-fp16", "gpu-igemm-tc-bf16", "gpu-wgmma-fp16", "gpu-wgmma-bf16")
 
@@ -81,7 +82,7 @@ def report(folder: Path) -> str:
         f"Card: **{env.get('gpu')}** (driver {env.get('driver')}, CUDA {env.get('cuda')}, cuDNN {env.get('cudnn')}, "
         f"torch {env.get('torch')}, CuPy {env.get('cupy')}), {env.get('date', '')}; code: commit "
         f"{CODE_COMMIT} (the device's checkout reports its base, {env.get('commit')}).",
-        f"Command: `bash scripts/device-fast.sh bench` (bench: `{env.get('command', 'convbench bench ...')}`).",
+        f"Command: `bash scripts/device-fast.sh {MODE}` (bench: `{env.get('command', 'convbench bench ...')}`).",
         "",
         f"Ceilings measured in the same run: copy {c['copy_bytes_per_s'] / 1e9:.0f} GB/s, fp32 (CUDA cores) "
         f"{c['fp32_flop_per_s'] / 1e12:.1f} TFLOP/s, tf32 {c['tf32_flop_per_s'] / 1e12:.1f}, tf32x3 = tf32 / 3 = "
@@ -192,7 +193,7 @@ def report(folder: Path) -> str:
 def plot(folder: Path, png: Path) -> None:
     bench, whole = load(folder)
     nets, sizes = bench["settings"]["nets"], bench["settings"]["sizes"]
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, axes = plt.subplots(1, 3 if whole else 2, figsize=(17 if whole else 12, 4.8))
     width = 0.8 / (2 + len(MODES))
     for ax, n in zip(axes, (min(sizes), max(sizes))):
         shown = [i for i in (*FP32_ACCURATE, *MODES) if has(bench, i)]
@@ -207,8 +208,8 @@ def plot(folder: Path, png: Path) -> None:
         ax.set_title(f"Σ conv Op Time, {n} images: x cudnn fp32")
         ax.set_ylabel("speed-up over cudnn (same run)")
     axes[0].legend(fontsize=8)
-    ax = axes[2]
     if whole:
+        ax = axes[2]
         width = 0.2
         for i, (n, key) in enumerate([(n, key) for n in (min(sizes), max(sizes)) for key in ("eager", "compile")]):
             ys = [whole[net, n]["whole"].get(f"speedup_vs_{key}", 0) if (net, n) in whole else 0 for net in nets]
@@ -223,9 +224,10 @@ def plot(folder: Path, png: Path) -> None:
 
 
 def main() -> None:
-    global CODE_COMMIT
+    global CODE_COMMIT, MODE
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "results/fast")
     CODE_COMMIT = sys.argv[2] if len(sys.argv) > 2 else CODE_COMMIT
+    MODE = sys.argv[3] if len(sys.argv) > 3 else MODE
     (folder / "README.md").write_text(report(folder))
     png = folder / f"fast-{card(load(folder)[0])}.png"
     plot(folder, png)

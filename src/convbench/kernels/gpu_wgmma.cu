@@ -29,10 +29,11 @@
 // Napkin (fa19 conv2, 10000 images): 25 k16 steps x 2 products x 15 m64 tiles per image of m64n24k16; each reads
 // 2 KB of A and 768 B of B from shared memory for 49 kFLOP. At 128 B / clock / SM that is ~22 clocks an
 // instruction (the tensor math takes ~12): ~0.76 ms for the layer, 0.45 ms its memory floor.
-// Measured (NVIDIA H200, 10000 images, tuned plans, results/fast/sweep-wgmma-H200.log: rung 19 and cudnn in the
-// same run): fa19 conv2 3xFP16 1.49 ms (rung 19 2.14, 3xTF32 1.98, cudnn 5.72); minidnn conv2 1.09 (1.19 / 1.33 /
-// 5.61); fa18 conv2 2.53 (2.64 / 3.26 / 12.17). results/fast/dev-wgmma-H200.log (one run, default plans): sp19
-// conv2 0.53 (0.47 / 0.36); FP16: fa19 conv2 0.99 (rung 17's FP16 1.40).
+// Measured (NVIDIA H200, 10000 images; results/wgmma/README.md, `convbench bench`, cudnn and rung 15 in the same
+// run): fa19 conv2 3xFP16 1.49 ms (3xTF32 1.95, cudnn 5.73), minidnn conv2 1.09 (1.36 / 5.68), fa18 conv2 2.54
+// (3.27 / 12.08); FP16 (gpu-wgmma-fp16): 0.99, 0.93, 1.34 ms against memory floors of 0.32, 0.24, 0.29.
+// The sweep (results/fast/sweep-wgmma-H200.log) has rung 19 beside it: fa19 conv2 2.14, minidnn 1.19, fa18 2.64;
+// results/fast/dev-wgmma-H200.log (default plans): sp19 conv2 0.53 (rung 19 0.47, 3xTF32 0.36).
 //   So half the napkin rate. Nsight Compute on the two-block version below (fa19 conv2, 3xFP16; results/fast/
 //   ncu-*-twoblocks-H200.txt): shared-memory wavefronts 57 % of peak, 4 warps per scheduler. Per-band work (halo
 //   rows, staging, epilogue) weighs: one image per band ran 1.49 ms, half an image 1.87, a third 2.72.
