@@ -23,6 +23,19 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 NEW=gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
 NETS=${NETS:-fa19,sp19,minidnn,fa18}
+# compute-sanitizer TOOL... on the wgmma kernel forced onto 40 random shapes (3xFP16), each run under LIMIT seconds
+sanitize_wgmma() {
+    local limit=$1 tool
+    shift
+    for tool in "$@"; do
+        echo "== compute-sanitizer --tool $tool: the wgmma kernel forced on 40 random shapes (3xFP16)" >> "$OUT/sanitize-wgmma.log"
+        PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+            --print-limit 20 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py \
+            -k "kernel_itself and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-wgmma.log"
+        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-wgmma.log"
+    done
+    grep -E "^==|SUMMARY|passed|failed" "$OUT/sanitize-wgmma.log"
+}
 case "${1:-check}" in
 check)
     timeout 420 python3 -m pytest -q -rf -m gpu -p no:cacheprovider -k "igemm or fused or whole or precision" \
@@ -97,14 +110,7 @@ wgmma-check)
         2>&1 | tail -6 | tee "$OUT/pytest-wgmma.log"
     timeout 120 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16 --shapes 60 \
         --seed 4 2>&1 | tail -8 | tee "$OUT/verify-wgmma.log"
-    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-    for tool in memcheck racecheck synccheck; do
-        echo "== compute-sanitizer --tool $tool: the wgmma kernel forced on 40 random shapes (3xFP16)" >> "$OUT/sanitize-wgmma.log"
-        timeout 170 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 -m pytest -q -m gpu \
-            -p no:cacheprovider tests/test_wgmma.py -k "kernel_itself and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-wgmma.log"
-        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-wgmma.log"
-    done
-    grep -E "^==|SUMMARY|passed|failed" "$OUT/sanitize-wgmma.log"
+    sanitize_wgmma 170 memcheck racecheck synccheck
     ;;
 wgmma-bench)
     timeout 560 python3 -m convbench bench --device cuda \
@@ -113,15 +119,7 @@ wgmma-bench)
     tail -4 "$OUT/bench-fast.txt"
     ;;
 wgmma-final)
-    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-    for tool in racecheck memcheck; do
-        echo "== compute-sanitizer --tool $tool: the wgmma kernel forced on 40 random shapes (3xFP16)" >> "$OUT/sanitize-wgmma.log"
-        timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 python3 -m pytest -q -m gpu \
-            -p no:cacheprovider tests/test_wgmma.py -k "kernel_itself and fp16x3" 2>&1 | tail -4 >> "$OUT/sanitize-wgmma.log"
-        echo "== exit code ${PIPESTATUS[0]}" >> "$OUT/sanitize-wgmma.log"
-    done
-    unset PYTORCH_NO_CUDA_MEMORY_CACHING
-    grep -E "^==|SUMMARY" "$OUT/sanitize-wgmma.log"
+    sanitize_wgmma 100 racecheck memcheck
     timeout 60 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16 --shapes 60 \
         --seed 4 2>&1 | tail -8 | tee "$OUT/verify-wgmma.log" | grep -E "gpu-wgmma"
     timeout 420 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16 \
