@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import tempfile
 import warnings
 from importlib import resources
 from pathlib import Path
@@ -95,6 +96,7 @@ def _arch_specific_module(filename: str, defines: tuple, arch: str):
         raise UsageError(f"{filename} needs {arch}; this GPU is {_arch()}: use another implementation")
     from cupy.cuda import compiler, nvrtc
 
+    # -ftz=true: what CuPy's RawModule adds for every other kernel here (rung 19 runs flush-to-zero as well)
     options = ("-std=c++17", f"--gpu-architecture={arch}", "-lineinfo", "-ftz=true", *_toolkit_include(),
                *(f"-D{name}={value}" for name, value in defines))
     source = kernel_source(filename)
@@ -107,9 +109,10 @@ def _arch_specific_module(filename: str, defines: tuple, arch: str):
             first = next((line for line in str(e).splitlines() if "error" in line), str(e).splitlines()[0])
             raise UsageError(f"{filename} does not compile: {first.strip()}; fix the kernel source") from None
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(cubin)
-        tmp.replace(path)  # atomic: a concurrent process sees the whole file or none
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")  # unique per writer (processes, threads)
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
     return cp.RawModule(path=str(path))
 
 

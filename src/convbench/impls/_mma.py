@@ -242,14 +242,14 @@ _FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through _fallb
 _LAUNCHES: dict[tuple, _Launch | str] = {}
 
 
-def _check_tensors(x, k, y, expected_y) -> None:
+def _check_tensors(x, k, y, expected_y, impl: str = "gpu-igemm-tc") -> None:
     """Once per cache key: the kernel reads raw pointers, so layout and type must be what it assumes."""
     for name, t in (("x", x), ("k", k), ("y", y)):
         if t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cuda":
-            raise UsageError(f"gpu-igemm-tc needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
+            raise UsageError(f"{impl} needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
                              f"{'contiguous' if t.is_contiguous() else 'not contiguous'}, on {t.device}")
     if tuple(y.shape) != tuple(expected_y):
-        raise UsageError(f"gpu-igemm-tc: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
+        raise UsageError(f"{impl}: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
 
 
 def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:

@@ -28,25 +28,30 @@
 //    the compiler serialize it), waits, unscales and stores.
 // Napkin (fa19 conv2, 10000 images): 25 k16 steps x 2 products x 15 m64 tiles per image of m64n24k16; each reads
 // 2 KB of A and 768 B of B from shared memory for 49 kFLOP. At 128 B / clock / SM that is ~22 clocks an
-// instruction (the tensor math takes ~12): ~0.76 ms for the layer, 0.45 ms its memory floor.
+// instruction (the tensor math takes ~12): 750 instructions an image, 76 images an SM, ~0.7 ms for the layer at
+// 1.75 GHz; its memory floor is 0.45 ms on an H100 (2969 GB/s), 0.32 on an H200 (4206 GB/s).
 // Measured (NVIDIA H200, 10000 images; results/wgmma/README.md, `convbench bench`, cudnn and rung 15 in the same
 // run): fa19 conv2 3xFP16 1.49 ms (3xTF32 1.95, cudnn 5.73), minidnn conv2 1.09 (1.36 / 5.68), fa18 conv2 2.54
 // (3.27 / 12.08); FP16 (gpu-wgmma-fp16): 0.99, 0.93, 1.34 ms against memory floors of 0.32, 0.24, 0.29.
 // The sweep (results/fast/sweep-wgmma-H200.log) has rung 19 beside it: fa19 conv2 2.14, minidnn 1.19, fa18 2.64;
-// results/fast/dev-wgmma-H200.log (default plans): sp19 conv2 0.53 (rung 19 0.47, 3xTF32 0.36).
-//   So half the napkin rate. Nsight Compute on the two-block version below (fa19 conv2, 3xFP16; results/fast/
-//   ncu-*-twoblocks-H200.txt): shared-memory wavefronts 57 % of peak, 4 warps per scheduler. Per-band work (halo
-//   rows, staging, epilogue) weighs: one image per band ran 1.49 ms, half an image 1.87, a third 2.72.
-//   The C = 1 layers are slower here than with rung 19 (fa19 conv1 1.86-2.09 ms vs 0.98): their output is the cost
-//   (a 25-term sum per output), and the dropped columns and the scattered scalar stores of the accumulator layout
-//   add to it. The launcher (impls/_wgmma.py, MIN_REDUCTION) sends reductions C*K*K < 192 to rung 19's kernel.
+// results/fast/dev-wgmma-H200.log (default plans): sp19 conv2 0.53 (rung 19 0.48, 3xTF32 0.36).
+//   So half the napkin rate, not explained by a profile yet: Nsight Compute ran on the two-block version below
+//   only (fa19 conv2, 3xFP16; results/fast/ncu-*-twoblocks-H200.txt): 4 warps per scheduler, and LSU shared-memory
+//   wavefronts at 57 % of peak (that counter is the load/store pipe: staging and epilogue, probably not wgmma's
+//   operand reads). Per-band work (halo rows, staging, epilogue) weighs: one image per band ran 1.49 ms, half an
+//   image 1.87, a third 2.72.
+//   The C = 1 layers are slower here than with rung 19 (fa19 conv1 3xFP16 2.37 ms vs 0.98): their output is the
+//   cost (a 25-term sum per output), and the dropped columns and the scattered scalar stores of the accumulator
+//   layout add to it. The launcher (impls/_wgmma.py, MIN_REDUCTION) sends reductions C*K*K < 192 to rung 19's kernel.
 // Tried: two blocks of 2 warpgroups per SM, no producer (each block stages then multiplies; 2.4x slower before the
 // raw band came in through cp.async, then fa19 conv2 1.62 ms, fa18 conv2 2.25 with whole images and 4 warpgroups,
 // minidnn conv2 1.10): the warp-specialized version wins on fa19, ties on minidnn, loses on fa18 (its two plane
 // buffers leave room for half images only).
-// Known limits: an Inf or NaN input also poisons outputs up to E - 1 columns left of its receptive fields (the
-// padded slots of the last column group read it with zero weights); accuracy is relative to each block's largest
-// value (rung 19's note); layers whose weights and one row band do not fit shared memory run rung 19's kernel.
+// Known limits: an Inf or NaN input (in FP16 mode also a finite |x| > 65504, which rounds to Inf) poisons a few
+// outputs outside its receptive field, through products with zero weights: up to E - 1 columns to the left (the
+// padded slots of the last column group), and one column to the left when the item count is odd (the padding item
+// reads one pixel right of the last tap). Accuracy is relative to each block's largest value (rung 19's note).
+// Layers whose weights and one row band do not fit shared memory run rung 19's kernel.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -309,7 +314,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
     float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART);  // [C][rawc]: the next item's raw input band
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
-    // (+1 entry: the compiled k-loop reads steps[j + 1] ahead, also after the last step; it must not read s_red)
+    // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
+    // step, and racecheck saw that load race with the producer's reset of s_red[1]; the value is never used)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);       // [0] max |w|, [1] max |x| (float bits)
     int *meta = reinterpret_cast<int *>(s_red + 4);                  // per buffer: [sx, some x has a lo part]
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
