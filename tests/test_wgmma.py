@@ -204,3 +204,13 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
         _wgmma.launch(x.cuda(), k.cuda(), y, precision, force=True)
         result = problem.check(y.cpu(), ref, tolerance)
         assert result.ok, f"{precision} on {s}: {result}"
+
+
+def test_the_kernel_file_asks_for_sm_90a_and_the_others_for_nothing():
+    assert _cuda.source_arch(_wgmma.SOURCE) == "sm_90a"
+    assert _cuda.source_arch("gpu_igemm_tc.cu") is None
+
+
+def test_an_override_that_does_not_fit_is_refused():
+    with pytest.raises(_wgmma.TooBig):
+        _wgmma.plan(10000, 20, 90, 90, 64, 7, 0, override=(84, 4, 2))  # ~400 KB of staged planes
