@@ -16,14 +16,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from convbench.data.fashion_mnist import load_dataset
+from course_layers import course_layers
 from convbench.impls import _mma
 from convbench.impls.registry import get_impl
 from convbench.measure import problem
-from convbench.measure.bench import conv_inputs
 from convbench.measure.environment import environment
-from convbench.measure.timing import median_time, rotation_count
-from convbench.network.spec import Activation, Conv, Pool, get_network
+from convbench.measure.timing import median_time
+from convbench.network.spec import Activation, Pool, get_network
 
 TOL = {"tf32x3": 1e-5, "fp16x3": 1e-5, "tf32": 5e-3, "fp16": 1e-2, "bf16": 3e-2}
 MODES = [("tf32x3", False), ("tf32x3", True), ("fp16x3", False), ("fp16x3", True), ("tf32", True), ("fp16", True),
@@ -112,138 +111,128 @@ LAYERS: tuple[str, ...] = ()  # only these conv layers (--layers; empty: all)
 def timing_rows(nets, sizes, reps, sweep) -> list[dict]:
     rows = []
     cudnn, per_layer = get_impl("cudnn"), get_impl("gpu-per-layer")
-    torch.backends.cudnn.benchmark = True
-    # the references below are cudnn fp32 convolutions: TF32 off (PyTorch's default lets cudnn use it)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    for net in nets:
-        spec = get_network(net)
-        data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
-        for size in sizes:
-            for inp in conv_inputs(net, data.images[:size], "cuda"):
-                if LAYERS and inp.layer not in LAYERS:
-                    continue
-                x, k = inp.x, inp.k
-                B, C, H, W = x.shape
-                M, _, K, _ = k.shape
-                sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
-                ref = F.conv2d(x, k)
-                base = {"net": net, "images": size, "layer": inp.layer, "shape_BCHWMK": [B, C, H, W, M, K],
-                        "flop": inp.flop, "bytes": inp.nbytes}
+    for net, size, inp, sets in course_layers(nets, sizes, LAYERS):
+        x, k = inp.x, inp.k
+        B, C, H, W = x.shape
+        M, _, K, _ = k.shape
+        ref = F.conv2d(x, k)
+        base = {"net": net, "images": size, "layer": inp.layer, "shape_BCHWMK": [B, C, H, W, M, K],
+                "flop": inp.flop, "bytes": inp.nbytes}
 
-                def t(fn):
-                    return median_time("cuda", fn, len(sets), reps, warmup=3)
+        def t(fn):
+            return median_time("cuda", fn, len(sets), reps, warmup=3)
 
-                def add(name, seconds, err=None, **extra):
-                    rows.append({**base, "variant": name, "op_time_s": seconds, "rel_error_vs_cudnn": err, **extra})
-                    print(f"{net:8} {size:6} {inp.layer:6} {name:34} {seconds * 1e3:9.4f} ms"
-                          + (f"  err {err:.1e}" if err is not None else "") + (f"  {extra}" if extra else ""), flush=True)
+        def add(name, seconds, err=None, **extra):
+            rows.append({**base, "variant": name, "op_time_s": seconds, "rel_error_vs_cudnn": err, **extra})
+            print(f"{net:8} {size:6} {inp.layer:6} {name:34} {seconds * 1e3:9.4f} ms"
+                  + (f"  err {err:.1e}" if err is not None else "") + (f"  {extra}" if extra else ""), flush=True)
 
-                add("cudnn", t(lambda i: cudnn(sets[i], k)))
-                add("gpu-per-layer", t(lambda i: per_layer(sets[i], k)))
-                y = torch.empty_like(ref)
-                for prec, skip in MODES:
-                    _mma.launch(x, k, y, prec, skip)
-                    err = rel(y, ref.double().cpu())
-                    p = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], False, 1, torch.cuda.get_device_properties(0).multi_processor_count)
-                    add(f"igemm {prec} skip={int(skip)}", t(lambda i: _mma.launch(sets[i], k, y, prec, skip)), err,
-                        plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD])
-                # through the registered impl (allocation of y included, as bench does)
-                impl = get_impl("gpu-igemm-tc")
-                add("impl gpu-igemm-tc (alloc y)", t(lambda i: impl(sets[i], k)))
-                # CUDA graph replay of the same launch
-                g = torch.cuda.CUDAGraph()
-                s = torch.cuda.Stream()
-                s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    _mma.launch(x, k, y, "tf32x3", True)
-                torch.cuda.current_stream().wait_stream(s)
-                with torch.cuda.graph(g):
-                    _mma.launch(x, k, y, "tf32x3", True)
-                add("graph replay tf32x3", t(lambda i: g.replay()))
-                # fused conv + act + pool against cudnn + torch act + pool
-                act, pool = act_pool_after(net, inp.layer)
-                if act and pool:
-                    def unfused(i):
-                        return problem.pool(problem.activation(F.conv2d(sets[i], k), act), pool)
+        add("cudnn", t(lambda i: cudnn(sets[i], k)))
+        add("gpu-per-layer", t(lambda i: per_layer(sets[i], k)))
+        y = torch.empty_like(ref)
+        for prec, skip in MODES:
+            _mma.launch(x, k, y, prec, skip)
+            err = rel(y, ref.double().cpu())
+            p = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], False, 1, torch.cuda.get_device_properties(0).multi_processor_count)
+            add(f"igemm {prec} skip={int(skip)}", t(lambda i: _mma.launch(sets[i], k, y, prec, skip)), err,
+                plan=[p.TH, p.MT, p.NW, p.MINB, p.STAGE, p.SPLITX, p.PAD])
+        # through the registered impl (allocation of y included, as bench does)
+        impl = get_impl("gpu-igemm-tc")
+        add("impl gpu-igemm-tc (alloc y)", t(lambda i: impl(sets[i], k)))
+        # CUDA graph replay of the same launch
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            _mma.launch(x, k, y, "tf32x3", True)
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            _mma.launch(x, k, y, "tf32x3", True)
+        add("graph replay tf32x3", t(lambda i: g.replay()))
+        # fused conv + act + pool against cudnn + torch act + pool
+        act, pool = act_pool_after(net, inp.layer)
+        if act and pool:
+            def unfused(i):
+                return problem.pool(problem.activation(F.conv2d(sets[i], k), act), pool)
 
-                    r = unfused(0)
-                    out = torch.empty_like(r)
-                    for prec in ("tf32x3", "fp16x3", "fp16"):
-                        _mma.conv_act_pool(x, k, act, pool, prec, out=out)
-                        add(f"fused {prec}", t(lambda i: _mma.conv_act_pool(sets[i], k, act, pool, prec, out=out)),
-                            rel(out, r.double().cpu()))
-                    add("cudnn + torch act + pool", t(unfused))
-                if sweep:
-                    OH = H - K + 1
-                    act, pool = act_pool_after(net, inp.layer)
-                    fused = act is not None and pool is not None and pool.kind == "max" and pool.size == pool.stride
-                    ps = pool.size if fused else 1
-                    if size >= 1000:
-                        plain_ths = sorted({OH, -(-OH // 2)})
-                        warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (2, 16, 1), (4, 4, 2), (2, 8, 3)]
-                        fused_ths = sorted({OH} | {ps * m for m in (2, 4, 6, 8) if ps * m < OH})
-                        fused_warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
-                        if QUICK:  # the shapes that won before, fewer of them
-                            warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
-                            fused_ths = sorted({OH, ps * 4} & set(range(1, OH + 1)))
-                            fused_warps = [(2, 8, 2), (4, 8, 1), (4, 4, 2)]
-                    else:
-                        plain_ths = [th for th in (1, 2, 3, 4, 6, 8) if th <= OH]
-                        warps = [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)]
-                        fused_ths = [th for th in (ps, 2 * ps, 4 * ps) if th <= OH]
-                        fused_warps = warps
-                    if THS:  # --ths / --warps: the plain sweep over these instead
-                        plain_ths = [th for th in THS if th <= OH]
-                    if WARPS:
-                        warps = list(WARPS)
-                    jobs = [("plain", False, plain_ths, warps)] + ([("fused", True, fused_ths, fused_warps)] if fused else [])
-                    jobs = [j for j in jobs if j[0] in KINDS]
-                    for kind, epi, ths, wl in jobs:
+            r = unfused(0)
+            out = torch.empty_like(r)
+            for prec in ("tf32x3", "fp16x3", "fp16"):
+                _mma.conv_act_pool(x, k, act, pool, prec, out=out)
+                add(f"fused {prec}", t(lambda i: _mma.conv_act_pool(sets[i], k, act, pool, prec, out=out)),
+                    rel(out, r.double().cpu()))
+            add("cudnn + torch act + pool", t(unfused))
+        if sweep:
+            OH = H - K + 1
+            act, pool = act_pool_after(net, inp.layer)
+            fused = act is not None and pool is not None and pool.kind == "max" and pool.size == pool.stride
+            ps = pool.size if fused else 1
+            if size >= 1000:
+                plain_ths = sorted({OH, -(-OH // 2)})
+                warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (2, 16, 1), (4, 4, 2), (2, 8, 3)]
+                fused_ths = sorted({OH} | {ps * m for m in (2, 4, 6, 8) if ps * m < OH})
+                fused_warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
+                if QUICK:  # the shapes that won before, fewer of them
+                    warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)]
+                    fused_ths = sorted({OH, ps * 4} & set(range(1, OH + 1)))
+                    fused_warps = [(2, 8, 2), (4, 8, 1), (4, 4, 2)]
+            else:
+                plain_ths = [th for th in (1, 2, 3, 4, 6, 8) if th <= OH]
+                warps = [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)]
+                fused_ths = [th for th in (ps, 2 * ps, 4 * ps) if th <= OH]
+                fused_warps = warps
+            if THS:  # --ths / --warps: the plain sweep over these instead
+                plain_ths = [th for th in THS if th <= OH]
+            if WARPS:
+                warps = list(WARPS)
+            jobs = [("plain", False, plain_ths, warps)] + ([("fused", True, fused_ths, fused_warps)] if fused else [])
+            jobs = [j for j in jobs if j[0] in KINDS]
+            for kind, epi, ths, wl in jobs:
+                if epi:
+                    r = problem.pool(problem.activation(ref, act), pool)
+                    yy = torch.empty_like(r)
+                else:
+                    yy = y
+                for prec, skip in (("tf32x3", True), ("fp16x3", True), ("fp16", True)):
+                    if prec not in SWEEP_PRECS or (size < 1000 and prec == "fp16"):
+                        continue
+                    best = None
+                    splits = (0, 1) if prec == "tf32x3" else (0,)
+                    stages = (0, 1) if (size >= 1000 and not epi) else (0,)
+                    for th, (mt, nw, minb), stage, split, pad in itertools.product(ths, wl, stages, splits,
+                                                                                  PADS):
+                        plan = (th, mt, nw, minb, stage, split, pad)
+                        got = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], 2 if epi else 0, ps, 132, plan)
+                        if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != plan:
+                            continue  # does not fit shared memory, or not a whole number of pool windows
+
+                        def call(i, plan=plan):
+                            if epi:
+                                _mma.conv_act_pool(sets[i], k, act, pool, prec, out=yy, skip=skip, override=plan)
+                            else:
+                                _mma.launch(sets[i], k, yy, prec, skip, override=plan)
+                        try:
+                            call(0)
+                            torch.cuda.synchronize()
+                            sec = t(call)
+                        except Exception as e:  # noqa: BLE001
+                            print("  sweep error", plan, e)
+                            continue
+                        rows.append({**base, "variant": f"sweep {kind} {prec} skip={int(skip)}",
+                                     "plan": list(plan), "op_time_s": sec})
+                        if best is None or sec < best[0]:
+                            best = (sec, plan)
+                    if best:
+                        pl = best[1]
+                        err = None
                         if epi:
-                            r = problem.pool(problem.activation(ref, act), pool)
-                            yy = torch.empty_like(r)
-                        else:
-                            yy = y
-                        for prec, skip in (("tf32x3", True), ("fp16x3", True), ("fp16", True)):
-                            if prec not in SWEEP_PRECS or (size < 1000 and prec == "fp16"):
-                                continue
-                            best = None
-                            splits = (0, 1) if prec == "tf32x3" else (0,)
-                            stages = (0, 1) if (size >= 1000 and not epi) else (0,)
-                            for th, (mt, nw, minb), stage, split, pad in itertools.product(ths, wl, stages, splits,
-                                                                                          PADS):
-                                plan = (th, mt, nw, minb, stage, split, pad)
-                                got = _mma.plan(B, C, H, W, M, K, _mma.PRECISIONS[prec], 2 if epi else 0, ps, 132, plan)
-                                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != plan:
-                                    continue  # does not fit shared memory, or not a whole number of pool windows
-
-                                def call(i, plan=plan):
-                                    if epi:
-                                        _mma.conv_act_pool(sets[i], k, act, pool, prec, out=yy, skip=skip, override=plan)
-                                    else:
-                                        _mma.launch(sets[i], k, yy, prec, skip, override=plan)
-                                try:
-                                    call(0)
-                                    torch.cuda.synchronize()
-                                    sec = t(call)
-                                except Exception as e:  # noqa: BLE001
-                                    print("  sweep error", plan, e)
-                                    continue
-                                rows.append({**base, "variant": f"sweep {kind} {prec} skip={int(skip)}",
-                                             "plan": list(plan), "op_time_s": sec})
-                                if best is None or sec < best[0]:
-                                    best = (sec, plan)
-                            if best:
-                                pl = best[1]
-                                err = None
-                                if epi:
-                                    _mma.conv_act_pool(x, k, act, pool, prec, out=yy, skip=skip, override=pl)
-                                    err = rel(yy, r.double().cpu())
-                                add(f"best {kind} {prec} skip={int(skip)}", best[0], err, plan=list(pl))
-                                if prec == "tf32x3" and not epi:  # the same plan on the 3-product path
-                                    add(f"at best {kind} tf32x3 skip=0",
-                                        t(lambda i: _mma.launch(sets[i], k, y, "tf32x3", False, override=pl)),
-                                        plan=list(pl))
+                            _mma.conv_act_pool(x, k, act, pool, prec, out=yy, skip=skip, override=pl)
+                            err = rel(yy, r.double().cpu())
+                        add(f"best {kind} {prec} skip={int(skip)}", best[0], err, plan=list(pl))
+                        if prec == "tf32x3" and not epi:  # the same plan on the 3-product path
+                            add(f"at best {kind} tf32x3 skip=0",
+                                t(lambda i: _mma.launch(sets[i], k, y, "tf32x3", False, override=pl)),
+                                plan=list(pl))
     return rows
 
 

@@ -15,13 +15,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from convbench.data.fashion_mnist import load_dataset
+from course_layers import course_layers
 from convbench.impls import _mma, _wgmma
-from convbench.measure import problem
-from convbench.measure.bench import conv_inputs
 from convbench.measure.environment import environment
-from convbench.measure.timing import median_time, rotation_count
-from convbench.network.spec import get_network
+from convbench.measure.timing import median_time
 
 TOL = {"fp16x3": 1e-5, "fp16": 1e-2, "bf16": 3e-2}
 SMOKE = [(2, 12, 33, 33, 24, 5), (1, 1, 20, 20, 8, 5), (3, 1, 70, 70, 12, 5), (2, 6, 22, 22, 16, 5),
@@ -62,61 +59,52 @@ def smoke() -> bool:
 
 def timing(nets, sizes, reps, sweep, layers=None) -> list[dict]:
     rows = []
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for net in nets:
-        spec = get_network(net)
-        data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
-        for size in sizes:
-            for inp in conv_inputs(net, data.images[:size], "cuda"):
-                if layers and inp.layer not in layers:
-                    continue
-                x, k = inp.x, inp.k
-                B, C, H, W = x.shape
-                M, _, K, _ = k.shape
-                sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
-                ref = F.conv2d(x, k)
-                refd = F.conv2d(x.double(), k.double()).cpu()
-                y = torch.empty_like(ref)
+    for net, size, inp, sets in course_layers(nets, sizes, layers or ()):
+        x, k = inp.x, inp.k
+        B, C, H, W = x.shape
+        M, _, K, _ = k.shape
+        ref = F.conv2d(x, k)
+        refd = F.conv2d(x.double(), k.double()).cpu()
+        y = torch.empty_like(ref)
 
-                def add(name, fn, err=None, **extra):
-                    s = median_time("cuda", fn, len(sets), reps, warmup=3)
-                    rows.append({"net": net, "images": size, "layer": inp.layer, "shape_BCHWMK": [B, C, H, W, M, K],
-                                 "flop": inp.flop, "bytes": inp.nbytes, "variant": name, "op_time_s": s,
-                                 "rel_error": err, **extra})
-                    print(f"{net:8} {size:6} {inp.layer:6} {name:34} {s * 1e3:9.4f} ms"
-                          + (f"  err {err:.1e}" if err is not None else "") + (f"  {extra}" if extra else ""),
-                          flush=True)
-                    return s
+        def add(name, fn, err=None, **extra):
+            s = median_time("cuda", fn, len(sets), reps, warmup=3)
+            rows.append({"net": net, "images": size, "layer": inp.layer, "shape_BCHWMK": [B, C, H, W, M, K],
+                         "flop": inp.flop, "bytes": inp.nbytes, "variant": name, "op_time_s": s,
+                         "rel_error": err, **extra})
+            print(f"{net:8} {size:6} {inp.layer:6} {name:34} {s * 1e3:9.4f} ms"
+                  + (f"  err {err:.1e}" if err is not None else "") + (f"  {extra}" if extra else ""),
+                  flush=True)
+            return s
 
-                add("cudnn", lambda i: F.conv2d(sets[i], k))
-                for prec in ("tf32x3", "fp16x3", "fp16"):
-                    _mma.launch(x, k, y, prec)
-                    add(f"igemm {prec}", lambda i: _mma.launch(sets[i], k, y, prec), problem_err(y, refd))
-                for prec in ("fp16x3", "fp16", "bf16"):
-                    p = _wgmma.plan(B, C, H, W, M, K, _wgmma.PRECISIONS[prec], sms)
+        add("cudnn", lambda i: F.conv2d(sets[i], k))
+        for prec in ("tf32x3", "fp16x3", "fp16"):
+            _mma.launch(x, k, y, prec)
+            add(f"igemm {prec}", lambda i: _mma.launch(sets[i], k, y, prec), problem_err(y, refd))
+        for prec in ("fp16x3", "fp16", "bf16"):
+            p = _wgmma.plan(B, C, H, W, M, K, _wgmma.PRECISIONS[prec], sms)
+            y.fill_(math.nan)
+            _wgmma.launch(x, k, y, prec, force=True)
+            add(f"wgmma {prec}", lambda i: _wgmma.launch(sets[i], k, y, prec, force=True), problem_err(y, refd),
+                plan=[p.R, p.TPW, p.NWG], smem=p.lay.smem)
+        if sweep:
+            OH = H - K + 1
+            best = None
+            for R in sorted({OH, -(-OH // 2), -(-OH // 3)} & set(range(1, OH + 1))):
+                for TPW, NWG in ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4)):
+                    try:
+                        _wgmma.plan(B, C, H, W, M, K, 0, sms, (R, TPW, NWG))
+                    except _wgmma.TooBig:
+                        continue
                     y.fill_(math.nan)
-                    _wgmma.launch(x, k, y, prec, force=True)
-                    add(f"wgmma {prec}", lambda i: _wgmma.launch(sets[i], k, y, prec, force=True), problem_err(y, refd),
-                        plan=[p.R, p.TPW, p.NWG], smem=p.lay.smem)
-                if sweep:
-                    OH = H - K + 1
-                    best = None
-                    for R in sorted({OH, -(-OH // 2), -(-OH // 3)} & set(range(1, OH + 1))):
-                        for TPW, NWG in ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4)):
-                            try:
-                                _wgmma.plan(B, C, H, W, M, K, 0, sms, (R, TPW, NWG))
-                            except _wgmma.TooBig:
-                                continue
-                            y.fill_(math.nan)
-                            _wgmma.launch(x, k, y, "fp16x3", override=(R, TPW, NWG))
-                            err = problem_err(y, refd)
-                            s = add(f"sweep fp16x3 R={R} TPW={TPW} NWG={NWG}",
-                                    lambda i: _wgmma.launch(sets[i], k, y, "fp16x3", override=(R, TPW, NWG)), err)
-                            if err <= 1e-5 and (best is None or s < best[0]):
-                                best = (s, R, TPW, NWG)
-                    print(f"best {net} {size} {inp.layer}: {best}", flush=True)
+                    _wgmma.launch(x, k, y, "fp16x3", override=(R, TPW, NWG))
+                    err = problem_err(y, refd)
+                    s = add(f"sweep fp16x3 R={R} TPW={TPW} NWG={NWG}",
+                            lambda i: _wgmma.launch(sets[i], k, y, "fp16x3", override=(R, TPW, NWG)), err)
+                    if err <= 1e-5 and (best is None or s < best[0]):
+                        best = (s, R, TPW, NWG)
+            print(f"best {net} {size} {inp.layer}: {best}", flush=True)
     return rows
 
 

@@ -15,6 +15,7 @@ import json
 import pytest
 import torch
 
+from clihelp import assert_usage_error, cli
 from convbench.cli.main import main
 from convbench.measure import ceilings, plots
 from convbench.measure.ceilings import Ceilings
@@ -27,24 +28,6 @@ def imread(path):
 LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "flop", "bytes", "intensity_flop_per_byte",
               "op_time_s", "layer_time_s", "gflop_per_s", "gbyte_per_s", "floor_s", "of_floor_pct",
               "memory_floor_s", "of_memory_floor_pct", "speedup_vs_reference_x"}
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def assert_usage_error(rc: int, out: str, err: str, *fragments: str) -> str:
-    """Exit 2, exactly one stderr line `convbench: error: ...`, no traceback, nothing on stdout."""
-    assert "Traceback" not in err and rc == 2, (rc, out, err)
-    assert err.endswith("\n") and err.count("\n") == 1, f"want exactly one stderr line, got {err!r}"
-    assert err.startswith("convbench: error: "), err
-    for fragment in fragments:
-        assert fragment in err, (fragment, err)
-    assert out == "", out
-    return err
 
 
 @pytest.fixture(scope="module")

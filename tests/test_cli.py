@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import fixture_file
-from convbench.cli.main import main
+from clihelp import assert_usage_error, cli
 from convbench.data import fashion_mnist as fm
 from convbench.data.idx import write_idx
 from convbench.impls import registry
@@ -49,28 +49,6 @@ CORRECTNESS_LINE = re.compile(r"^Correctness: (\S+) Model: (.+)$")
 def _no_data_override(monkeypatch):
     """The default data search order (no $CONVBENCH_DATA from the caller's shell)."""
     monkeypatch.delenv("CONVBENCH_DATA", raising=False)
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()  # drop anything printed before
-    rc = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
-def assert_usage_error(rc: int, out: str, err: str, *fragments: str, stdout_empty: bool = True) -> str:
-    """Exit 2, exactly one line on stderr that starts `convbench: error: `, no traceback, nothing on stdout."""
-    assert "Traceback" not in err and "Traceback" not in out
-    assert rc == 2, (rc, out, err)
-    assert err.endswith("\n") and err.count("\n") == 1, f"want exactly one stderr line, got {err!r}"
-    line = err.rstrip("\n")
-    assert line.startswith("convbench: error: "), line
-    assert len(line) > len("convbench: error: ") + 10, line
-    for fragment in fragments:
-        assert fragment in line, (fragment, line)
-    if stdout_empty:
-        assert out == "", f"stdout should be empty on a usage error, got {out!r}"
-    return line
 
 
 def random_params(spec, seed: int = 0) -> dict[str, torch.Tensor]:

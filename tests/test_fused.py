@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import standins
-from convbench.cli.main import main
+from clihelp import cli
 from convbench.data.fashion_mnist import load_dataset
 from convbench.errors import UsageError
 from convbench.impls.registry import all_impls, get_impl
@@ -24,13 +24,6 @@ from convbench.network import model
 from convbench.network.model import Network, forward, fusable, fused_output_shape
 from convbench.network.spec import NETWORKS, Pool
 from convbench.network.weights import load_weights
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 # ------------------------------------------------------------------------------------------------ reference

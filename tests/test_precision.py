@@ -12,30 +12,14 @@ import pytest
 import torch
 
 import standins
+from clihelp import assert_usage_error, cli
 from convbench.cli.bench import ceiling_rows
 from convbench.cli.main import PRECISIONS as CLI_PRECISIONS
-from convbench.cli.main import main
 from convbench.errors import UsageError
 from convbench.impls import registry
 from convbench.impls.registry import ARITHMETICS, PRECISIONS, all_impls, conv_impl, get_impl, impl_for_precision
 from convbench.measure import bench, ceilings, results
 from convbench.measure.ceilings import Ceilings
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
-
-
-def assert_usage_error(rc: int, out: str, err: str, *fragments: str) -> str:
-    assert "Traceback" not in err and rc == 2, (rc, out, err)
-    assert err.startswith("convbench: error: ") and err.count("\n") == 1, err
-    for fragment in fragments:
-        assert fragment in err, (fragment, err)
-    assert out == "", out
-    return err
 
 
 @pytest.fixture

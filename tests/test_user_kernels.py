@@ -15,8 +15,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from clihelp import cli
 from convbench import user
-from convbench.cli.main import main
 from convbench.errors import UsageError
 from convbench.impls.registry import get_impl
 from convbench.user import _source, launch_decl, minidnn
@@ -35,13 +35,6 @@ CORRECTNESS = re.compile(r"^Correctness: (\S+) Model:", re.MULTILINE)
 def _defaults(monkeypatch):
     monkeypatch.delenv("CONVBENCH_DATA", raising=False)
     monkeypatch.delenv("CONVBENCH_SANDBOX", raising=False)
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
 
 
 def one_line_error(rc: int, err: str, *fragments: str) -> str:

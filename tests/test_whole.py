@@ -18,6 +18,7 @@ from dataclasses import fields
 import pytest
 import torch
 
+from clihelp import cli
 from convbench.cli.main import main
 from convbench.impls import _dense
 from convbench.measure import problem
@@ -85,13 +86,6 @@ def reference_dense(x, w, b, act, softmax, w2=None, b2=None) -> torch.Tensor:
 def rel(y: torch.Tensor, ref: torch.Tensor) -> float:
     y, ref = y.double().cpu(), ref.double().cpu()
     return float(torch.linalg.norm(y - ref) / torch.linalg.norm(ref))
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    rc = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 def assert_one_line_usage_error(rc, out, err, *fragments):

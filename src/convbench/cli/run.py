@@ -42,6 +42,14 @@ def _say(text: str, quiet: bool) -> None:
         print(text, flush=True)
 
 
+def _report_usage(args, quiet: bool):
+    """--time: the whole program's cost so far (like /usr/bin/time), printed; None without --time."""
+    cost = usage() if getattr(args, "time", False) else None
+    for line in cost.lines() if cost else ():
+        _say(line, quiet)
+    return cost
+
+
 def fp32_baseline(named: ConvImpl, precision: str, device: str) -> ConvImpl | None:
     """What a reduced-precision run's Correctness is compared with: the fp32 implementation of its family (the one
     --impl named), else the device's library (cudnn / onednn). None without a reduced --precision."""
@@ -96,9 +104,7 @@ def cmd_run(args) -> int:
              quiet)
     else:
         _say(f"Correctness: {acc!r} Model: {weights.label}", quiet)
-    cost = usage() if getattr(args, "time", False) else None  # --time: the whole program so far, like /usr/bin/time
-    for line in cost.lines() if cost else ():
-        _say(line, quiet)
+    cost = _report_usage(args, quiet)
 
     if args.json:
         print(json.dumps({
@@ -160,9 +166,7 @@ def run_whole_network(args) -> int:
     whole = result["whole"]
     _say(f"Network Time: {whole['time_s']:.6f} (device-resident input, CUDA graph)", quiet)
     _say(f"Correctness: {whole['correctness']!r} Model: {weights.label}", quiet)
-    cost = usage() if getattr(args, "time", False) else None
-    for line in cost.lines() if cost else ():
-        _say(line, quiet)
+    cost = _report_usage(args, quiet)
     if args.json:
         print(json.dumps({
             "net": spec.name,
