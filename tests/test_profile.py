@@ -13,7 +13,7 @@ import pytest
 from convbench.errors import UsageError
 from convbench.measure import ncu
 from convbench.measure.profile import summarize
-from test_bench import assert_usage_error, cli
+from clihelp import assert_usage_error, cli
 
 
 def test_profile_cpu_impl(capsys, tmp_path):
@@ -57,7 +57,7 @@ def test_profile_ncu_without_ncu(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     rc, out, err = cli(capsys, "profile", "--impl", "cpu-parallel", "--ncu")
     line = assert_usage_error(rc, out, err)
-    assert line == "convbench: error: ncu not found; install Nsight Compute or drop --ncu\n"
+    assert line == "convbench: error: ncu not found; install Nsight Compute or drop --ncu"  # (the one line, its newline checked)
 
 
 CSV = '''==PROF== Connected to process 123 (/usr/bin/python3)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from convbench.measure import leaderboard, results
-from test_bench import assert_usage_error, cli, imread
+from clihelp import assert_usage_error, cli
+from test_bench import imread
 
 REPO = Path(__file__).resolve().parents[1]
 LADDER = REPO / "results" / "ladder-H100.json"
