@@ -78,6 +78,10 @@ def tiles_per_warpgroup(NN: int) -> int:
 # (C*K*K = 150) 0.53 vs 0.48; and (results/fast/sweep-wgmma-H200.log) minidnn conv2 (196) 1.09 vs 1.19, fa19 conv2
 # (300) 1.49 vs 2.14, fa18 conv2 (588) 2.53 vs 2.64.
 MIN_REDUCTION = 192
+# The arithmetic those layers run in: fp32-accurate stays fp32-accurate, through rung 15's 3xTF32, which is faster
+# than rung 19's 3xFP16 on them (same H200 run, results/wgmma/bench-fast.json: fa19 conv1 0.99 vs 1.05 ms,
+# sp19 conv1 0.29 vs 0.45, sp19 conv2 0.35 vs 0.53, minidnn conv1 1.03 vs 1.64, fa18 conv1 1.09 vs 1.35).
+FALLBACK_PRECISION = {"fp16x3": "tf32x3"}
 
 # Tuned plans (R, TPW, NWG) for the course layers at >= 1000 images: (C, H, W, M, K, prec) -> plan, the fastest
 # of scripts/dev_wgmma.py --sweep (results/fast/sweep-wgmma-H200.log). Other layers: plan()'s rule.
@@ -168,8 +172,8 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
                 raise UsageError(f"{e}; the forced wgmma kernel cannot run this layer") from None
             job = _FALLBACK
         _LAUNCHES[key] = job
-    if job is _FALLBACK:
-        _mma.launch(x, k, y, precision, skip)
+    if job is _FALLBACK:  # 3xFP16 goes to 3xTF32 there: rung 15's kernel is the faster fp32-accurate one on them
+        _mma.launch(x, k, y, FALLBACK_PRECISION.get(precision, precision), skip)
     else:
         job(stream.cuda_stream)
 
