@@ -16,6 +16,9 @@
 #   bash scripts/device-fast.sh wgmma-final  racecheck + memcheck (the kernel forced on 40 shapes), verify (60 shapes),
 #                                         then bench: cudnn, gpu-igemm-tc, gpu-wgmma and their FP16 modes
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
+#   bash scripts/device-fast.sh small     GPU tests of whole.py and gpu-wgmma, then where the time goes at 100 images
+#                                         (dev_small.py: Op Time vs device time vs host time, wgmma plan sweep), and
+#                                         the whole network on NETS (default fa19)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/device-out} PYTHONPATH=$PWD/src PYTHONUNBUFFERED=1 CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache}
@@ -125,6 +128,18 @@ wgmma-final)
     timeout 420 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16 \
         --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
     echo "bench exit $?"; tail -3 "$OUT/bench-fast.txt"
+    ;;
+small)
+    timeout 150 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_whole.py tests/test_wgmma.py \
+        -k "not kernel_itself" 2>&1 | tail -6 | tee "$OUT/pytest-small.log"
+    timeout 240 python3 scripts/dev_small.py --out "$OUT" --nets ${SMALL_NETS:-fa19,sp19,minidnn,fa18} \
+        --impls cudnn,gpu-igemm-tc,gpu-wgmma --sweep 2>&1 | grep -v -i warn > "$OUT/dev-small.log"
+    grep -v "^   sweep" "$OUT/dev-small.log" | tail -40
+    for net in ${NETS_WHOLE:-fa19}; do
+        timeout 150 python3 scripts/whole_network.py --nets $net --sizes 100,10000 --reps 20 \
+            --out "$OUT/whole-$net.json" > "$OUT/whole-$net.txt" 2>&1
+        grep -v -i warn "$OUT/whole-$net.txt" | tail -12
+    done
     ;;
 whole)
     for net in ${NETS//,/ }; do  # one file per network: a network cut short by its timeout costs only itself

@@ -85,7 +85,8 @@ def stage_lines(stages: list[dict]) -> list[str]:
             extra = (f"  tile {t['bm']}x{t['bn']} ({t['warps_m']}x{t['warps_n']} warps, {t['mt']}x{t['nt8']}) "
                      f"splits {plan['splits']} grid {tuple(plan['grid'])} smem {plan['smem']} "
                      f"ws {'y' if plan['workspace'] else 'n'} wlo {int(plan['wlo'])}")
-        out.append(f"    {st['stage']:34} {st['kind']:22} {fmt_ms(st['seconds'])} ms  floor {fmt_ms(st.get('floor_s'))} "
+        kind = st["kind"] + (f" {st['kernel']}" if st.get("kernel") else "") + f" {st.get('arithmetic', '')}"
+        out.append(f"    {st['stage']:34} {kind:30} {fmt_ms(st['seconds'])} ms  floor {fmt_ms(st.get('floor_s'))} "
                    f"(mem {fmt_ms(st.get('memory_floor_s'))}, compute {fmt_ms(st.get('compute_floor_s'))}) "
                    f"x{st.get('x_floor', float('nan')):6.2f}{extra}")
     return out

@@ -116,13 +116,25 @@ def test_floor_is_the_larger_of_input_read_once_and_all_flops_at_the_ceiling(net
     nbytes = 4 * B * spec.input_size ** 2
     c = StubCeilings(2.9e12, {"tf32x3": 132e12, "fp16": 700e12})
     f = whole_network_floor(spec, B, c)
-    assert c.asked == ["tf32x3"]
+    assert set(c.asked) == {"tf32x3"}
     assert f.flops == flops and f.input_bytes == nbytes
     assert f.memory_s == pytest.approx(nbytes / 2.9e12) and f.compute_s == pytest.approx(flops / 132e12)
     assert f.seconds == max(f.memory_s, f.compute_s) == f.compute_s  # the course networks are compute-bound here
     slow_copy = whole_network_floor(spec, B, StubCeilings(1e9, {"tf32x3": 132e12}))
     assert slow_copy.seconds == slow_copy.memory_s == pytest.approx(nbytes / 1e9)
     assert whole_network_floor(spec, B, c, "fp16").compute_s == pytest.approx(flops / 700e12)
+
+
+def test_floor_divides_each_layers_flops_by_the_ceiling_of_its_own_arithmetic():
+    spec = NETWORKS["fa19"]
+    B = 1000
+    per = {info.name: B * info.flops for info in spec.layer_info}
+    c = StubCeilings(2.9e12, {"tf32x3": 132e12, "fp16x3": 250e12})
+    f = whole_network_floor(spec, B, c, "tf32x3", {"conv2": "fp16x3"})
+    rest = sum(v for name, v in per.items() if name != "conv2")
+    assert f.compute_s == pytest.approx(rest / 132e12 + per["conv2"] / 250e12)
+    assert f.compute_s < whole_network_floor(spec, B, c).compute_s  # a faster arithmetic lowers the bar
+    assert f.flops == sum(per.values())
 
 
 def test_floor_of_fa19_at_10000_with_the_h100_ceilings():
@@ -320,6 +332,11 @@ def test_whole_network_runs_odd_layer_orders(cpu_standins):
     assert rel(wn.run_layers(x, wn.buffers(3)), ref) < 1e-5
 
 
+def test_no_wgmma_step_off_the_gpu(cpu_standins):
+    wn = whole.WholeNetwork(random_weights(NETWORKS["fa19"]), device="cpu")
+    assert not any(wn.uses_wgmma(step) for step in wn.steps) and wn.layer_arithmetic() == {}
+
+
 def test_whole_network_rejects_an_unknown_precision(cpu_standins):
     from convbench.errors import UsageError
 
@@ -445,6 +462,21 @@ def test_whole_network_matches_float64(net, gpu_conv):
     assert wn.captures == 1
     p2 = wn.infer(x)  # a replay, no second capture
     assert wn.captures == 1 and rel(p2, p) <= 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["tf32x3", "fp16", "tf32"])
+def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision):
+    from convbench.impls import _wgmma
+
+    if not _wgmma.supported(torch.cuda.current_device()):
+        pytest.skip("wgmma needs an sm_90 GPU (H100, H200)")
+    wn = whole.WholeNetwork(load_weights("own", "fa19"), precision)
+    conv2 = [s for s in wn.steps if isinstance(s, ConvStep) and s.name == "conv2"][0]
+    want = whole.WGMMA_ARITHMETIC.get(precision)
+    assert wn.uses_wgmma(conv2) == (want is not None)  # fa19's conv2: C*K*K = 300, no activation or pool after it
+    assert wn.layer_arithmetic() == ({"conv2": want} if want else {})
+    assert not any(wn.uses_wgmma(s) for s in wn.steps if s is not conv2)  # conv1: fused, and C*K*K = 25
 
 
 @pytest.mark.gpu

@@ -4,6 +4,8 @@
 nothing leaves the device between layers and no Python runs per layer on the timed path:
 
     Conv [+ Activation] [+ Pool]   -> one fused kernel, impls/_mma.py conv_act_pool (any conv: act / pool None)
+    Conv alone, C*K*K >= 192        -> on an H100 / H200, gpu-wgmma's kernel (impls/_wgmma.py; 3xFP16 for tf32x3,
+                                      FP16 / BF16 for those): faster on the long reductions, and it has no epilogue
     Flatten                        -> a view
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, impls/_dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax]
@@ -144,6 +146,10 @@ def _conv_act_pool():
     return conv_act_pool
 
 
+# The wgmma kernel's arithmetic for each whole-network precision (tf32 has none: its convs stay on _mma's kernel)
+WGMMA_ARITHMETIC = {"tf32x3": "fp16x3", "fp16": "fp16", "bf16": "bf16"}
+
+
 # ------------------------------------------------------------------------------------------ the network
 
 
@@ -185,11 +191,31 @@ class WholeNetwork:
             h = self.run_step(step, h, B, buffers.get(i))
         return h
 
+    def uses_wgmma(self, step: Step) -> bool:
+        """A conv with nothing to fuse after it and a reduction long enough for gpu-wgmma's kernel (sm_90 only)."""
+        if (not isinstance(step, ConvStep) or step.act or step.pool or self.precision not in WGMMA_ARITHMETIC
+                or torch.device(self.device).type != "cuda"):
+            return False
+        from convbench.impls import _wgmma
+
+        M, C, K, _ = self.params[f"{step.name}.weight"].shape
+        return C * K * K >= _wgmma.MIN_REDUCTION and _wgmma.supported(torch.device(self.device).index or 0)
+
+    def arithmetic(self, step: Step) -> str:
+        """What the step's FLOPs run on (the floor divides them by that arithmetic's ceiling)."""
+        return WGMMA_ARITHMETIC[self.precision] if self.uses_wgmma(step) else self.precision
+
     def run_step(self, step: Step, h: torch.Tensor, B: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """One step on its input h (into `out` where the step has a static buffer)."""
         if isinstance(step, ConvStep):
-            return _conv_act_pool()(h, self.params[f"{step.name}.weight"], step.act, step.pool,
-                                    precision=self.precision, out=out)
+            k = self.params[f"{step.name}.weight"]
+            if self.uses_wgmma(step):
+                from convbench.impls import _wgmma
+
+                out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
+                _wgmma.launch(h, k, out, WGMMA_ARITHMETIC[self.precision])
+                return out
+            return _conv_act_pool()(h, k, step.act, step.pool, precision=self.precision, out=out)
         if isinstance(step, FlattenStep):
             return h.reshape(B, -1)
         if isinstance(step, DenseStep):
@@ -207,6 +233,11 @@ class WholeNetwork:
                     bufs[i] = torch.empty((B, step.out_features), device=self.device)
             self._buffers[B] = bufs
         return self._buffers[B]
+
+    def layer_arithmetic(self) -> dict[str, str]:
+        """Layer name -> arithmetic, for the layers whose step does not run in self.precision's."""
+        return {name: self.arithmetic(step) for step in self.steps for name in step.covers
+                if self.arithmetic(step) != self.precision}
 
     def _check_input(self, x: torch.Tensor) -> None:
         S = self.spec.input_size
@@ -274,13 +305,17 @@ class Floor:
     input_bytes: int
 
 
-def whole_network_floor(spec: NetSpec, batch: int, ceilings, precision: str = "tf32x3") -> Floor:
+def whole_network_floor(spec: NetSpec, batch: int, ceilings, precision: str = "tf32x3",
+                        arithmetic: dict[str, str] | None = None) -> Floor:
     """The least time any implementation could take for the whole network on this machine: the input must be read
-    once, and every layer's FLOPs (spec.layer_info[i].flops x B) must be done at the arithmetic ceiling."""
+    once, and every layer's FLOPs (spec.layer_info[i].flops x B) must be done at the ceiling of the arithmetic it
+    runs on (`arithmetic`: layer name -> arithmetic where it is not `precision`)."""
+    arithmetic = arithmetic or {}
     input_bytes = 4 * batch * spec.input_size * spec.input_size
     flops = batch * sum(info.flops for info in spec.layer_info)
     memory_s = input_bytes / ceilings.copy_bytes_per_s
-    compute_s = flops / ceilings.flop_per_s(precision)
+    compute_s = sum(batch * info.flops / ceilings.flop_per_s(arithmetic.get(info.name, precision))
+                    for info in spec.layer_info)
     return Floor(max(memory_s, compute_s), memory_s, compute_s, flops, input_bytes)
 
 
@@ -371,7 +406,7 @@ def benchmark(net: WholeNetwork, images: np.ndarray, labels: np.ndarray, reps: i
                                 "rel_error_vs_fp64": rel_error(out, ref)}
                 result["whole"][f"speedup_vs_{name}"] = t / result["whole"]["time_s"]
     if ceilings is not None:
-        floor = whole_network_floor(spec, B, ceilings, net.precision)
+        floor = whole_network_floor(spec, B, ceilings, net.precision, net.layer_arithmetic())
         result["floor"] = {"seconds": floor.seconds, "memory_s": floor.memory_s, "compute_s": floor.compute_s,
                            "flops": floor.flops, "input_bytes": floor.input_bytes}
         result["whole"]["x_floor"] = result["whole"]["time_s"] / floor.seconds
@@ -436,11 +471,11 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
                       if key.rsplit(".", 1)[0] == name)
         out_numel = out.numel() if out is not None else inp.numel()
         nbytes = 4 * (inp.numel() + out_numel) + weights
-        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "seconds": seconds, "flops": flops,
-               "bytes": nbytes}
+        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "arithmetic": net.arithmetic(step),
+               "kernel": "wgmma" if net.uses_wgmma(step) else "", "seconds": seconds, "flops": flops, "bytes": nbytes}
         if ceilings is not None:
             mem_s = nbytes / ceilings.copy_bytes_per_s
-            comp_s = flops / ceilings.flop_per_s(net.precision)
+            comp_s = flops / ceilings.flop_per_s(net.arithmetic(step))
             row.update(floor_s=max(mem_s, comp_s), memory_floor_s=mem_s, compute_floor_s=comp_s,
                        x_floor=seconds / max(mem_s, comp_s) if max(mem_s, comp_s) > 0 else float("nan"))
         if isinstance(step, DenseStep):
