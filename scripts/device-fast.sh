@@ -16,6 +16,12 @@
 #   bash scripts/device-fast.sh wgmma-final  racecheck + memcheck (the kernel forced on 40 shapes), verify (60 shapes),
 #                                         then bench: cudnn, gpu-igemm-tc, gpu-wgmma and their FP16 modes
 #   bash scripts/device-fast.sh whole     the whole-network comparison against PyTorch eager and torch.compile
+#   bash scripts/device-fast.sh final-a   issue 4's results run, part 1: GPU tests, verify (60 shapes), racecheck +
+#                                         memcheck of the wgmma kernel, bench (targets 1, 2, 5)
+#   bash scripts/device-fast.sh final-b   part 2, the next call on the same machine: whole network on every net
+#                                         (targets 3, 4), `run` Correctness of the reduced-precision modes and --fuse,
+#                                         dev_small.py at 100 images, Nsight Compute on the two slowest layers; its
+#                                         many small files come back as final-b.tar.gz
 #   bash scripts/device-fast.sh small     GPU tests of whole.py and gpu-wgmma, then where the time goes at 100 images
 #                                         (dev_small.py: Op Time vs device time vs host time, wgmma plan sweep), and
 #                                         the whole network on NETS (default fa19)
@@ -128,6 +134,45 @@ wgmma-final)
     timeout 420 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16 \
         --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
     echo "bench exit $?"; tail -3 "$OUT/bench-fast.txt"
+    ;;
+final-a)
+    timeout 150 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_whole.py tests/test_wgmma.py \
+        tests/test_mma.py tests/test_impls.py -k "not kernel_itself and not triton and (whole or wgmma or igemm or mma or Dense)" \
+        2>&1 | tail -8 | tee "$OUT/pytest-final.log"
+    timeout 80 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16,gpu-igemm-tc \
+        --shapes 60 --seed 4 2>&1 | tail -10 | tee "$OUT/verify-final.log" | grep -E "gpu-"
+    sanitize_wgmma 80 racecheck memcheck
+    timeout 330 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma,gpu-igemm-tc-fp16,gpu-wgmma-fp16 \
+        --nets $NETS --sizes 100,10000 --layer-reps 1 --remeasure --json "$OUT/bench-fast.json" > "$OUT/bench-fast.txt" 2>&1
+    echo "bench exit $?"; tail -3 "$OUT/bench-fast.txt"
+    ;;
+final-b)
+    W=/tmp/final-b; mkdir -p $W
+    for net in ${NETS//,/ }; do
+        timeout 100 python3 scripts/whole_network.py --nets $net --sizes 100,10000 --reps 20 \
+            --out "$W/whole-$net.json" > "$W/whole-$net.txt" 2>&1
+        grep -E "^$net " "$W/whole-$net.txt"
+    done
+    for net in ${NETS//,/ }; do
+        for run in "gpu-wgmma fp16" "gpu-wgmma bf16" "gpu-igemm-tc tf32" "gpu-igemm-tc fp32 --fuse"; do
+            set -- $run
+            timeout 60 python3 -m convbench run --device cuda --net $net --impl $1 --precision $2 ${3:-} --size 10000 \
+                --json > "$W/run-$net-$1-$2${3:+-fuse}.json" 2> "$W/run-$net-$1-$2${3:+-fuse}.err"
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[1].split('/')[-1], d['correctness'], d.get('correctness_delta'))" \
+                "$W/run-$net-$1-$2${3:+-fuse}.json" 2>&1 | tail -1
+        done
+    done
+    timeout 90 python3 scripts/dev_small.py --out $W --impls cudnn,gpu-igemm-tc,gpu-wgmma 2>&1 | grep -v -i warn > "$W/dev-small.log"
+    tail -8 "$W/dev-small.log"
+    M=dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
+    for spec in fa19:conv2:wgmma-fp16x3 fa19:conv1:tf32x3; do
+        IFS=: read net layer prec <<< "$spec"
+        timeout 60 ncu --kernel-name regex:"wgmma_conv_kernel|igemm_tc_kernel" --launch-count 1 --section SpeedOfLight \
+            --section WarpStateStats --section Occupancy --section ComputeWorkloadAnalysis --metrics $M \
+            python3 scripts/dev_ncu_layer.py $net $layer $prec > "$W/ncu-$net-$layer-$prec.txt" 2>&1
+        grep -E "Duration|Throughput|Pipe|Stall|Achieved Occupancy|Warp Cycles Per Issued" "$W/ncu-$net-$layer-$prec.txt" | head -14
+    done
+    tar czf "$OUT/final-b.tar.gz" -C $W .
     ;;
 small)
     timeout 150 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_whole.py tests/test_wgmma.py \

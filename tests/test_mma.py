@@ -154,6 +154,9 @@ class FakeTensor:
     def data_ptr(self):
         return self._ptr
 
+    def get_device(self):
+        return 0
+
 
 class FakeKernel:
     num_regs = 128
@@ -169,7 +172,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(_mma._cuda, "sm_count", lambda index: 132)
     monkeypatch.setattr(_mma, "_smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
     monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
-    monkeypatch.setattr(_mma.torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=7))
+    monkeypatch.setattr(_mma._cuda, "current_stream_handle", lambda index: 7)
     monkeypatch.setattr(_mma, "_LAUNCHES", {})
     return kernels
 

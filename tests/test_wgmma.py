@@ -214,3 +214,35 @@ def test_the_kernel_file_asks_for_sm_90a_and_the_others_for_nothing():
 def test_an_override_that_does_not_fit_is_refused():
     with pytest.raises(_wgmma.TooBig):
         _wgmma.plan(10000, 20, 90, 90, 64, 7, 0, override=(84, 4, 2))  # ~400 KB of staged planes
+
+
+class FakeTensor:
+    def __init__(self, shape, ptr):
+        self.shape, self._ptr = shape, ptr
+
+    def data_ptr(self):
+        return self._ptr
+
+    def get_device(self):
+        return 0
+
+
+def test_short_reductions_run_rung_15s_3xtf32_launch_looked_up_once(monkeypatch):
+    """gpu-wgmma's fallback: 3xFP16 becomes 3xTF32 (fp32-accurate either way), the other modes keep theirs, and the
+    stored launch is rung 15's own, so a later call is one lookup and one launch."""
+    from convbench.impls import _mma
+
+    asked, ran = [], []
+    monkeypatch.setattr(_wgmma, "_LAUNCHES", {})
+    monkeypatch.setattr(_wgmma, "supported", lambda index: True)
+    monkeypatch.setattr(_wgmma, "_prepare", lambda *a, **kw: pytest.fail("the wgmma kernel was planned"))
+    monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
+    monkeypatch.setattr(_mma._cuda, "current_stream_handle", lambda index: 7)
+    monkeypatch.setattr(_mma, "prepared", lambda x, k, y, precision, skip, stream: asked.append(precision)
+                        or (lambda s: ran.append((precision, s))))
+    x, k, y = FakeTensor((100, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((100, 12, 66, 66), 3)
+    for _ in range(3):
+        _wgmma.launch(x, k, y, "fp16x3")
+    assert asked == ["tf32x3"] and ran == [("tf32x3", 7)] * 3
+    _wgmma.launch(x, k, y, "fp16")
+    assert asked[-1] == "fp16"

@@ -475,7 +475,8 @@ def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision
     conv2 = [s for s in wn.steps if isinstance(s, ConvStep) and s.name == "conv2"][0]
     want = whole.WGMMA_ARITHMETIC.get(precision)
     assert wn.uses_wgmma(conv2) == (want is not None)  # fa19's conv2: C*K*K = 300, no activation or pool after it
-    assert wn.layer_arithmetic() == ({"conv2": want} if want else {})
+    assert wn.arithmetic(conv2) == (want or precision)
+    assert wn.layer_arithmetic() == ({"conv2": want} if want and want != precision else {})  # only the differing
     assert not any(wn.uses_wgmma(s) for s in wn.steps if s is not conv2)  # conv1: fused, and C*K*K = 25
 
 

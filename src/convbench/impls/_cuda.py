@@ -147,6 +147,13 @@ def _cupy_stream(handle: int):
         return cp.cuda.ExternalStream(handle)
 
 
+def current_stream_handle(device_index: int) -> int:
+    """PyTorch's current stream on the device as a raw handle, without building a torch.cuda.Stream object per call
+    (torch's own kernels read it the same way); the public call where this PyTorch lacks it."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
+
+
 def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
     """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved."""
     cp = cupy()

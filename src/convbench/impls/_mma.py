@@ -274,12 +274,25 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> _Launch:
 def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=False, override=None) -> None:
     """y = conv(x, k) (epi False) or pool(act(conv(x, k))) (epi True), on PyTorch's current stream. A max pool with
     stride = size in {1, 2, 4} is reduced in registers (EPI 2), any other pool through shared memory (EPI 1)."""
-    prec = PRECISIONS[precision]
     if epi:
         epi = 2 if pool.kind == "max" and pool.size == pool.stride and pool.size in (1, 2, 4) else 1
-    stream = torch.cuda.current_stream()
+    stream = _cuda.current_stream_handle(x.get_device())
+    job = prepared(x, k, y, precision, skip, act, pool, epi, override, stream)
+    if job is _FALLBACK:
+        _fallback(x, k, y, act, pool if epi else None, bool(epi))
+    else:
+        job(stream)
+
+
+def prepared(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=0, override=None, stream=None):
+    """The launch for these tensors on this stream handle (PyTorch's current one by default): a _Launch, built once
+    per (pointers, shapes, options, stream) and then looked up, or _FALLBACK. The lookup is all the Python a call
+    costs: at 100 images Op Time is mostly host time (results/final/dev-small-H100.log)."""
+    prec = PRECISIONS[precision]
+    if stream is None:
+        stream = _cuda.current_stream_handle(x.get_device())
     key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, act, pool, epi,
-           stream.cuda_stream, override)
+           stream, override)
     job = _LAUNCHES.get(key)
     if job is None:
         if len(_LAUNCHES) > 4096:  # pointers come and go: keep the table bounded
@@ -290,10 +303,7 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
         except TooBig:
             job = _FALLBACK
         _LAUNCHES[key] = job
-    if job is _FALLBACK:
-        _fallback(x, k, y, act, pool if epi else None, bool(epi))
-    else:
-        job(stream.cuda_stream)
+    return job
 
 
 def _fallback(x, k, y, act, pool, epi: bool) -> None:

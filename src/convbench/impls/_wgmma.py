@@ -152,9 +152,9 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
     even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
     prec = PRECISIONS[precision]
-    stream = torch.cuda.current_stream()
-    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, stream.cuda_stream,
-           override, force)
+    stream = _cuda.current_stream_handle(x.get_device())
+    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, stream, override,
+           force)
     job = _LAUNCHES.get(key)
     if job is None:
         if len(_LAUNCHES) > 4096:
@@ -162,7 +162,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
         _mma._check_tensors(x, k, y, output_shape(x.shape, k.shape), "gpu-wgmma")
         C, K = x.shape[1], k.shape[2]
         try:
-            if not supported(x.device.index or 0):
+            if not supported(x.get_device()):
                 raise TooBig("gpu-wgmma needs an sm_90 GPU (H100, H200)")
             if C * K * K < MIN_REDUCTION and override is None and not force:
                 raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
@@ -170,12 +170,16 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
         except TooBig as e:
             if override is not None or force:  # asked for this kernel (tests, sweeps): never time another one
                 raise UsageError(f"{e}; the forced wgmma kernel cannot run this layer") from None
-            job = _FALLBACK
+            # 3xFP16 goes to 3xTF32 there: rung 15's kernel is the faster fp32-accurate one on them. Its launch is
+            # stored here, so a call costs one lookup, not two.
+            job = _mma.prepared(x, k, y, FALLBACK_PRECISION.get(precision, precision), skip, stream=stream)
+            if job is _mma._FALLBACK:  # too large even for rung 15's kernel: its own fallback (PyTorch + fp32)
+                job = _FALLBACK
         _LAUNCHES[key] = job
-    if job is _FALLBACK:  # 3xFP16 goes to 3xTF32 there: rung 15's kernel is the faster fp32-accurate one on them
+    if job is _FALLBACK:
         _mma.launch(x, k, y, FALLBACK_PRECISION.get(precision, precision), skip)
     else:
-        job(stream.cuda_stream)
+        job(stream)
 
 
 def setup() -> None:
