@@ -22,6 +22,8 @@
 #                                         (targets 3, 4), `run` Correctness of the reduced-precision modes and --fuse,
 #                                         dev_small.py at 100 images, Nsight Compute on the two slowest layers; its
 #                                         many small files come back as final-b.tar.gz
+#   bash scripts/device-fast.sh ncu-why   Nsight Compute (full set) on the whole network's fused conv1 stage (fa19, 10000
+#                                         images) and on gpu-wgmma's fa19 conv2 at 100 images: the misses' profiles
 #   bash scripts/device-fast.sh small     GPU tests of whole.py and gpu-wgmma, then where the time goes at 100 images
 #                                         (dev_small.py: Op Time vs device time vs host time, wgmma plan sweep), and
 #                                         the whole network on NETS (default fa19)
@@ -173,6 +175,16 @@ final-b)
         grep -E "Duration|Throughput|Pipe|Stall|Achieved Occupancy|Warp Cycles Per Issued" "$W/ncu-$net-$layer-$prec.txt" | head -14
     done
     tar czf "$OUT/final-b.tar.gz" -C $W .
+    ;;
+ncu-why)
+    for spec in fa19:conv1:fused-tf32x3:10000 fa19:conv2:wgmma-fp16x3:100 fa19:conv2:wgmma-fp16x3:10000; do
+        IFS=: read net layer prec n <<< "$spec"
+        IMAGES=$n timeout 150 ncu --kernel-name regex:"wgmma_conv_kernel|igemm_tc_kernel" --launch-count 1 \
+            --set full --import-source no python3 scripts/dev_ncu_layer.py $net $layer $prec \
+            > "$OUT/ncu-full-$net-$layer-$prec-$n.txt" 2>&1
+        grep -E "Duration|Compute \(SM\) Throughput|DRAM Throughput|Issue Slots Busy|highest-utilized|Achieved Occupancy|Warp Cycles Per Issued|Stall" \
+            "$OUT/ncu-full-$net-$layer-$prec-$n.txt" | head -12
+    done
     ;;
 small)
     timeout 150 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_whole.py tests/test_wgmma.py \

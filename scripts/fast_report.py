@@ -21,7 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 CODE_COMMIT = "see notes.md"  # argv[2]
 MODE = "bench"  # argv[3]: the device-fast.sh mode that made the files
-FP32_ACCURATE = ("gpu-igemm-tc", "gpu-igemm-tc-fp16x3", "gpu-wgmma")  # 3xTF32, 3xFP16, 3xFP16 on wgmma
+FP32_ACCURATE = ("gpu-igemm-tc", "gpu-igemm-tc-fp16x3", "gpu-wgmma")  # 3xTF32, 3xFP16, 3xFP16 on wgmma (3xTF32
+# on its short reductions, C*K*K < 192: its floor, fp16 / 3 throughout, is stricter than what those layers run on)
 MODES = ("gpu-igemm-tc-tf32", "gpu-igemm-tc-fp16", "gpu-igemm-tc-bf16", "gpu-wgmma-fp16", "gpu-wgmma-bf16")
 
 
@@ -154,13 +155,16 @@ def report(folder: Path) -> str:
                        f"{cp.get('time_s', float('nan')) * 1e3:.4f} | {w.get('speedup_vs_compile', float('nan')):.1f}x | "
                        f"{r['floor']['seconds'] * 1e3:.4f} | {w['x_floor']:.2f}x | {w['correctness']} / "
                        f"{e['correctness']} / {cp.get('correctness')} |")
-        out += ["", "Where the whole network's time goes (stages timed alone, 10000 images):", "",
-                "| net | stage | ms | floor ms | x floor |", "|---|---|---:|---:|---:|"]
+        out += ["", "Where the whole network's time goes (stages timed alone, 10000 images; the floor of each at the "
+                "ceiling of its own arithmetic):", "",
+                "| net | stage | kernel, arithmetic | ms | floor ms | x floor |", "|---|---|---|---:|---:|---:|"]
         for (net, n), r in whole.items():
             if n == max(sizes):
                 for s in r.get("stages", []):
-                    out.append(f"| {net} | {s['stage']} | {s['seconds'] * 1e3:.4f} | {s['floor_s'] * 1e3:.4f} | "
-                               f"{s['x_floor']:.2f}x |")
+                    kernel = (s.get("kernel") or s["kind"]) + (f", {s['arithmetic']}" if s.get("arithmetic") else "")
+                    out.append(f"| {net} | {s['stage']} | {kernel} | {s['seconds'] * 1e3:.4f} | "
+                               f"{s['floor_s'] * 1e3:.4f} | {s['x_floor']:.2f}x |")
+    out += correctness_table(folder, nets, whole) + small_batch_table(folder)
     modes = folder / "modes-H100.log"
     if modes.exists():  # dev_fast.py: the same kernels on the 3-product path (arbitrary fp32 weights) per layer
         rows = {}
@@ -188,6 +192,53 @@ def report(folder: Path) -> str:
     if notes.exists():
         out += ["", notes.read_text().rstrip()]
     return "\n".join(out) + "\n"
+
+
+def correctness_table(folder: Path, nets, whole) -> list[str]:
+    """Targets 3 and 5's Correctness: `convbench run --json` at 10000 images (run-<net>-<impl>-<precision>[-fuse].json):
+    each reduced-precision mode against its fp32 variant on the same images, and the fused op (--fuse) against
+    PyTorch eager (whole-<net>.json)."""
+    runs = {f.stem.removeprefix("run-"): json.loads(f.read_text()) for f in sorted(folder.glob("run-*.json"))}
+    if not runs:
+        return []
+    out = ["", "## Targets 3 and 5: Correctness at 10000 images (`convbench run --json`, same run)", "",
+           "| net | eager (cuDNN) | fp32: gpu-wgmma | fp16: gpu-wgmma-fp16 | bf16: gpu-wgmma-bf16 | "
+           "tf32: gpu-igemm-tc-tf32 | fused: gpu-igemm-tc --fuse |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for net in nets:
+        def cell(key, delta=True):
+            r = runs.get(f"{net}-{key}")
+            if r is None:
+                return "–"
+            return f"{r['correctness']}" + (f" ({r['correctness_delta']:+g})" if delta and "correctness_delta" in r
+                                            else "")
+        fp16 = runs.get(f"{net}-gpu-wgmma-fp16", {})
+        eager = whole.get((net, 10000), {}).get("eager", {}).get("correctness", "–")
+        out.append(f"| {net} | {eager} | {fp16.get('correctness_fp32', '–')} | {cell('gpu-wgmma-fp16')} | "
+                   f"{cell('gpu-wgmma-bf16')} | {cell('gpu-igemm-tc-tf32')} | "
+                   f"{cell('gpu-igemm-tc-fp32-fuse', False)} |")
+    out += ["", "In brackets: the Correctness delta to the fp32 variant on the same 10000 images (`--precision`)."]
+    return out
+
+
+def small_batch_table(folder: Path) -> list[str]:
+    """Target 2's why: dev_small.py's Op Time / device time / host time per layer at 100 images."""
+    f = folder / "dev-small.json"
+    if not f.exists():
+        return []
+    rows = json.loads(f.read_text())["rows"]
+    out = ["", "## Where the time goes at 100 images (`scripts/dev_small.py`, same machine)", "",
+           "op: bench's Op Time (events around one call, GPU idle before it); device: the same call enqueued behind a "
+           "spin kernel, so the events bracket the GPU's work alone; host: the call's Python + driver time.", "",
+           "| net | layer | impl | op us | device us | host us |", "|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        if "op_s" in r and "layer" in r:
+            out.append(f"| {r['net']} | {r['layer']} | {r['impl']} | {r['op_s'] * 1e6:.1f} | {r['device_s'] * 1e6:.1f} | "
+                       f"{r['host_s'] * 1e6:.1f} |")
+    for r in rows:
+        if "op_s" in r and "layer" not in r:
+            out.append(f"| {r['net']} | whole network | {r['impl']} | {r['op_s'] * 1e6:.1f} | "
+                       f"{r['device_s'] * 1e6:.1f} | {r['host_s'] * 1e6:.1f} |")
+    return out
 
 
 def plot(folder: Path, png: Path) -> None:
