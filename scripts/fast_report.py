@@ -244,7 +244,7 @@ def small_batch_table(folder: Path) -> list[str]:
 def plot(folder: Path, png: Path) -> None:
     bench, whole = load(folder)
     nets, sizes = bench["settings"]["nets"], bench["settings"]["sizes"]
-    fig, axes = plt.subplots(1, 3 if whole else 2, figsize=(17 if whole else 12, 4.8))
+    fig, axes = plt.subplots(1, 4 if whole else 3, figsize=(22 if whole else 17, 4.8))
     width = 0.8 / (2 + len(MODES))
     for ax, n in zip(axes, (min(sizes), max(sizes))):
         shown = [i for i in (*FP32_ACCURATE, *MODES) if has(bench, i)]
@@ -269,6 +269,27 @@ def plot(folder: Path, png: Path) -> None:
         ax.set_xticks([k + 0.3 for k in range(len(nets))], nets)
         ax.set_title("whole network (one CUDA graph): x PyTorch")
         ax.legend(fontsize=7)
+    ax = axes[-1]  # how far from the floor, 10000 images: targets 1 (<= 1.5), 5 (<= 1.2 memory floor), 4 (<= 1.5)
+    n = max(sizes)
+    bars = [(f"{i} x floor", lambda net, i=i: total(bench, net, n, i)["op_time_s"] / total(bench, net, n, i)["floor_s"])
+            for i in FP32_ACCURATE if has(bench, i)]
+    bars += [(f"{i} x memory floor", lambda net, i=i: total(bench, net, n, i)["op_time_s"]
+              / total(bench, net, n, i)["memory_floor_s"]) for i in MODES if has(bench, i)]
+    if whole:
+        bars.append(("whole network x floor", lambda net: whole[net, n]["whole"]["x_floor"] if (net, n) in whole else 0))
+    width = 0.8 / len(bars)
+    top = 0.0
+    for i, (label, fn) in enumerate(bars):
+        ys = [fn(net) for net in nets]
+        top = max(top, *ys)
+        ax.bar([k + i * width for k in range(len(nets))], ys, width, label=label)
+    ax.set_ylim(0, 1.6 * top)  # room for the legend above the bars
+    ax.axhline(1.5, color="r", ls="--", lw=0.8, label="target 1.5x (fp32-accurate, whole)")
+    ax.axhline(1.2, color="m", ls=":", lw=0.8, label="target 1.2x (reduced precision)")
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(nets))], nets)
+    ax.set_title(f"{n} images: time / floor (lower is better)")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     fig.suptitle(f"{bench['environment'].get('gpu')} · convbench {CODE_COMMIT}")
     fig.tight_layout()
     fig.savefig(png, dpi=100)

@@ -70,7 +70,7 @@ def tiles_per_warpgroup(NN: int) -> int:
     return 4 if NN <= 32 else 2
 
 
-# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel in the same arithmetic (launch()):
+# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel (launch(); FALLBACK_PRECISION below):
 # there the output, not the multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and
 # the shifted GEMM's staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. Measured
 # with this kernel on the course layers (H200, 10000 images, 3xFP16; results/fast/dev-wgmma-H200.log, rung 19 in
@@ -80,7 +80,9 @@ def tiles_per_warpgroup(NN: int) -> int:
 MIN_REDUCTION = 192
 # The arithmetic those layers run in: fp32-accurate stays fp32-accurate, through rung 15's 3xTF32, which is faster
 # than rung 19's 3xFP16 on them (same H200 run, results/wgmma/bench-fast.json: fa19 conv1 0.99 vs 1.05 ms,
-# sp19 conv1 0.29 vs 0.45, sp19 conv2 0.35 vs 0.53, minidnn conv1 1.03 vs 1.64, fa18 conv1 1.09 vs 1.35).
+# sp19 conv1 0.29 vs 0.45, sp19 conv2 0.35 vs 0.53, minidnn conv1 1.03 vs 1.64, fa18 conv1 1.09 vs 1.35). With it
+# gpu-wgmma's Σ conv at 10000 images is 4.37x / 5.62x / 6.64x / 5.58x cudnn on fa19 / sp19 / minidnn / fa18
+# (H100, results/final/).
 FALLBACK_PRECISION = {"fp16x3": "tf32x3"}
 
 # Tuned plans (R, TPW, NWG) for the course layers at >= 1000 images: (C, H, W, M, K, prec) -> plan, the fastest

@@ -42,7 +42,14 @@
 //   image 1.87, a third 2.72.
 //   The C = 1 layers are slower here than with rung 19 (fa19 conv1 3xFP16 2.37 ms vs 0.98): their output is the
 //   cost (a 25-term sum per output), and the dropped columns and the scattered scalar stores of the accumulator
-//   layout add to it. The launcher (impls/_wgmma.py, MIN_REDUCTION) sends reductions C*K*K < 192 to rung 19's kernel.
+//   layout add to it. The launcher (impls/_wgmma.py, MIN_REDUCTION) sends reductions C*K*K < 192 to rung 15's
+//   kernel (3xTF32, faster on them than rung 19's 3xFP16; the reduced modes keep their precision there).
+// Measured (NVIDIA H100 80GB HBM3, 10000 images; results/final/, cudnn in the same run): fa19 conv2 1.48 ms (3xTF32
+// 1.91, cudnn 5.72), minidnn conv2 1.07 (1.31 / 5.78), fa18 conv2 2.50 (3.20 / 12.07): 3.1x their floor. Nsight
+// Compute (full set, fa19 conv2): 68.5 k warp instructions an image for 750 wgmma, IPC 2.0 (issue slots 49 %),
+// 0.83 eligible warps per scheduler, ALU the busiest pipe (43 %), L1 / shared 62 %, DRAM 21 %: bound by issue and
+// latency around the wgmma (staging, descriptors, epilogue), not by the tensor pipe (~25 % from the FLOPs). At 100
+// images (200 half-image items on 132 blocks) it is latency-bound: 57 us, IPC 0.9.
 // Tried: two blocks of 2 warpgroups per SM, no producer (each block stages then multiplies; 2.4x slower before the
 // raw band came in through cp.async, then fa19 conv2 1.62 ms, fa18 conv2 2.25 with whole images and 4 warpgroups,
 // minidnn conv2 1.10): the warp-specialized version wins on fa19, ties on minidnn, loses on fa18 (its two plane
