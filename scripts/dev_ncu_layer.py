@@ -13,7 +13,8 @@ from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import _mma, _wgmma
 from convbench.measure.bench import conv_inputs
 from convbench.network.model import fused_output_shape
-from convbench.network.spec import Activation, Pool, get_network
+from convbench.network.spec import get_network
+from convbench.network.whole import ConvStep, group_layers
 
 net, layer, prec = sys.argv[1:4]
 override = tuple(int(v) for v in sys.argv[4:]) or None
@@ -21,12 +22,9 @@ images = int(os.environ.get("IMAGES", "10000"))
 spec = get_network(net)
 data = load_dataset(spec.input_size, count=images, quiet=True)
 inp = next(i for i in conv_inputs(net, data.images, "cuda") if i.layer == layer)
-if prec.startswith("fused-"):
-    names = [info.name for info in spec.layer_info]
-    after = [spec.layer_info[j].layer for j in range(names.index(layer) + 1, min(len(names), names.index(layer) + 3))]
-    act = next((a.fn for a in after[:1] if isinstance(a, Activation)), None)
-    pool = next((p for p in after if isinstance(p, Pool)), None)
-    _mma.conv_act_pool(inp.x, inp.k, act, pool, prec.removeprefix("fused-"), override=override)
+if prec.startswith("fused-"):  # the conv's step in the whole network: its activation and pool
+    step = next(s for s in group_layers(spec) if isinstance(s, ConvStep) and s.name == layer)
+    _mma.conv_act_pool(inp.x, inp.k, step.act, step.pool, prec.removeprefix("fused-"), override=override)
 else:
     y = torch.empty(fused_output_shape(inp.x.shape, inp.k.shape, None), device="cuda")
     if prec.startswith("wgmma-"):

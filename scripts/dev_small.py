@@ -30,7 +30,7 @@ from convbench.impls.registry import get_impl
 from convbench.measure.environment import environment
 from convbench.measure.timing import median_time
 from convbench.network.weights import load_weights
-from convbench.network.whole import WholeNetwork
+from convbench.network.whole import WholeNetwork, eager_forward, library_fp32
 
 SPIN_CYCLES = 4_000_000  # ~2 ms at Hopper clocks: longer than any enqueue timed here
 
@@ -118,23 +118,21 @@ def layers(nets, sizes, impls, reps, sweep) -> list[dict]:
 
 def whole(nets, sizes, reps) -> list[dict]:
     rows = []
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     for net in nets:
         w = load_weights("own", net)
         data = load_dataset(w.spec.input_size, count=max(sizes), quiet=True)
         wn = WholeNetwork(w)
-        from convbench.network.model import forward
+        eager = eager_forward(w.spec, wn.params)
         for size in sizes:
             x = torch.from_numpy(data.images[:size]).float().unsqueeze(1).cuda().contiguous()
             graph, _ = wn.prepare(x)
             t = three(lambda i: graph.replay(), 1, reps)
             rows.append({"net": net, "images": size, "impl": "whole-graph", **t})
             show(f"{net} {size} whole graph", t)
-            with torch.no_grad():
-                for _ in range(3):
-                    forward(w.spec, wn.params, x)
-                t = three(lambda i: forward(w.spec, wn.params, x), 1, reps)
+            with library_fp32(), torch.no_grad():
+                for _ in range(3):  # cuDNN's algorithm search, untimed
+                    eager(x)
+                t = three(lambda i: eager(x), 1, reps)
             rows.append({"net": net, "images": size, "impl": "eager", **t})
             show(f"{net} {size} eager", t)
     return rows

@@ -22,6 +22,8 @@
 #                                         (targets 3, 4), `run` Correctness of the reduced-precision modes and --fuse,
 #                                         dev_small.py at 100 images, Nsight Compute on the two slowest layers; its
 #                                         many small files come back as final-b.tar.gz
+#   bash scripts/device-fast.sh final-recheck  after the review's Python changes to the launch path: GPU tests, verify
+#                                         (60 shapes), bench of cudnn, gpu-igemm-tc and gpu-wgmma; the dev scripts run once
 #   bash scripts/device-fast.sh ncu-why   Nsight Compute (full set) on the whole network's fused conv1 stage (fa19, 10000
 #                                         images) and on gpu-wgmma's fa19 conv2 at 100 images: the misses' profiles
 #   bash scripts/device-fast.sh small     GPU tests of whole.py and gpu-wgmma, then where the time goes at 100 images
@@ -34,6 +36,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 NEW=gpu-igemm-tc,gpu-igemm-tc-fp16x3,gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16
 NETS=${NETS:-fa19,sp19,minidnn,fa18}
+M=dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed  # Nsight Compute: DRAM traffic, shared-memory wavefronts
 # compute-sanitizer TOOL... on the wgmma kernel forced onto 40 random shapes (3xFP16), each run under LIMIT seconds
 sanitize_wgmma() {
     local limit=$1 tool
@@ -105,7 +108,6 @@ wgmma)
         --seed 4 2>&1 | tee "$OUT/verify-wgmma.log" | tail -8
     ;;
 ncu-wgmma)  # Nsight Compute on one launch per course layer (LAYERS="fa19:conv1:wgmma-fp16 ..."), text to $OUT
-    M=dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
     G=$(ncu --query-metrics 2>/dev/null | grep -o "sm__pipe_tensor_op_gmma_cycles_active" | head -1)
     [ -n "$G" ] && M=$M,$G.avg.pct_of_peak_sustained_active
     for spec in ${LAYERS:-fa19:conv1:wgmma-fp16 fa19:conv2:wgmma-fp16x3 fa19:conv2:wgmma-fp16}; do
@@ -166,7 +168,6 @@ final-b)
     done
     timeout 90 python3 scripts/dev_small.py --out $W --impls cudnn,gpu-igemm-tc,gpu-wgmma 2>&1 | grep -v -i warn > "$W/dev-small.log"
     tail -8 "$W/dev-small.log"
-    M=dram__bytes_read.sum,dram__bytes_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed
     for spec in fa19:conv2:wgmma-fp16x3 fa19:conv1:tf32x3; do
         IFS=: read net layer prec <<< "$spec"
         timeout 60 ncu --kernel-name regex:"wgmma_conv_kernel|igemm_tc_kernel" --launch-count 1 --section SpeedOfLight \
@@ -175,6 +176,18 @@ final-b)
         grep -E "Duration|Throughput|Pipe|Stall|Achieved Occupancy|Warp Cycles Per Issued" "$W/ncu-$net-$layer-$prec.txt" | head -14
     done
     tar czf "$OUT/final-b.tar.gz" -C $W .
+    ;;
+final-recheck)
+    timeout 150 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests/test_whole.py tests/test_wgmma.py \
+        tests/test_mma.py tests/test_impls.py -k "not kernel_itself and not triton and (whole or wgmma or igemm or mma or Dense)" \
+        2>&1 | tail -8 | tee "$OUT/pytest-recheck.log"
+    timeout 80 python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-wgmma-fp16,gpu-wgmma-bf16,gpu-igemm-tc \
+        --shapes 60 --seed 4 2>&1 | tail -10 | tee "$OUT/verify-recheck.log" | grep -E "gpu-"
+    timeout 240 python3 -m convbench bench --device cuda --impls cudnn,gpu-igemm-tc,gpu-wgmma --nets $NETS \
+        --sizes 100,10000 --layer-reps 1 --json "$OUT/bench-recheck.json" > "$OUT/bench-recheck.txt" 2>&1
+    echo "bench exit $?"
+    IMAGES=100 timeout 60 python3 scripts/dev_ncu_layer.py fa19 conv1 fused-tf32x3 && echo "dev_ncu_layer fused ok"
+    timeout 90 python3 scripts/dev_small.py --out "$OUT" --nets sp19 --impls cudnn,gpu-wgmma 2>&1 | grep -v -i warn | tail -4
     ;;
 ncu-why)
     for spec in fa19:conv1:fused-tf32x3:10000 fa19:conv2:wgmma-fp16x3:100 fa19:conv2:wgmma-fp16x3:10000; do

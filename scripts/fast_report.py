@@ -204,18 +204,19 @@ def correctness_table(folder: Path, nets, whole) -> list[str]:
     out = ["", "## Targets 3 and 5: Correctness at 10000 images (`convbench run --json`, same run)", "",
            "| net | eager (cuDNN) | fp32: gpu-wgmma | fp16: gpu-wgmma-fp16 | bf16: gpu-wgmma-bf16 | "
            "tf32: gpu-igemm-tc-tf32 | fused: gpu-igemm-tc --fuse |", "|---|---:|---:|---:|---:|---:|---:|"]
+    def cell(run: str) -> str:  # Correctness, and its delta to fp32 where the run has one
+        r = runs.get(run)
+        if r is None:
+            return "–"
+        return f"{r['correctness']}" + (f" ({r['correctness_delta']:+g})" if "correctness_delta" in r else "")
+
     for net in nets:
-        def cell(key, delta=True):
-            r = runs.get(f"{net}-{key}")
-            if r is None:
-                return "–"
-            return f"{r['correctness']}" + (f" ({r['correctness_delta']:+g})" if delta and "correctness_delta" in r
-                                            else "")
         fp16 = runs.get(f"{net}-gpu-wgmma-fp16", {})
         eager = whole.get((net, 10000), {}).get("eager", {}).get("correctness", "–")
-        out.append(f"| {net} | {eager} | {fp16.get('correctness_fp32', '–')} | {cell('gpu-wgmma-fp16')} | "
-                   f"{cell('gpu-wgmma-bf16')} | {cell('gpu-igemm-tc-tf32')} | "
-                   f"{cell('gpu-igemm-tc-fp32-fuse', False)} |")
+        out.append(f"| {net} | {eager} | {fp16.get('correctness_fp32', '–')} | "
+                   + " | ".join(cell(f"{net}-{key}") for key in ("gpu-wgmma-fp16", "gpu-wgmma-bf16",
+                                                                 "gpu-igemm-tc-tf32", "gpu-igemm-tc-fp32-fuse"))
+                   + " |")
     out += ["", "In brackets: the Correctness delta to the fp32 variant on the same 10000 images (`--precision`)."]
     return out
 

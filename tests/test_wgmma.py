@@ -246,3 +246,11 @@ def test_short_reductions_run_rung_15s_3xtf32_launch_looked_up_once(monkeypatch)
     assert asked == ["tf32x3"] and ran == [("tf32x3", 7)] * 3
     _wgmma.launch(x, k, y, "fp16")
     assert asked[-1] == "fp16"
+    # a layer too large for rung 15's kernel too: its fp32 fallback, planned once
+    fell_back = []
+    monkeypatch.setattr(_mma, "prepared", lambda *a, **kw: asked.append("big") or _mma.FALLBACK)
+    monkeypatch.setattr(_mma, "fallback", lambda *a: fell_back.append(a))
+    big = FakeTensor((2, 1, 900, 900), 4), k, FakeTensor((2, 12, 896, 896), 5)
+    _wgmma.launch(*big, "fp16x3")
+    _wgmma.launch(*big, "fp16x3")
+    assert asked.count("big") == 1 and len(fell_back) == 2 and fell_back[0][:3] == big

@@ -238,7 +238,7 @@ class _Launch:
             raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {e}") from None
 
 
-_FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through _fallback
+FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through fallback()
 _LAUNCHES: dict[tuple, _Launch | str] = {}
 
 
@@ -277,20 +277,18 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
     if epi:
         epi = 2 if pool.kind == "max" and pool.size == pool.stride and pool.size in (1, 2, 4) else 1
     stream = _cuda.current_stream_handle(x.get_device())
-    job = prepared(x, k, y, precision, skip, act, pool, epi, override, stream)
-    if job is _FALLBACK:
-        _fallback(x, k, y, act, pool if epi else None, bool(epi))
+    job = prepared(x, k, y, precision, skip, act, pool, epi, override, stream=stream)
+    if job is FALLBACK:
+        fallback(x, k, y, act, pool if epi else None, bool(epi))
     else:
         job(stream)
 
 
-def prepared(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=0, override=None, stream=None):
-    """The launch for these tensors on this stream handle (PyTorch's current one by default): a _Launch, built once
-    per (pointers, shapes, options, stream) and then looked up, or _FALLBACK. The lookup is all the Python a call
-    costs: at 100 images Op Time is mostly host time (results/final/dev-small-H100.log)."""
+def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None, *, stream: int):
+    """The launch for these tensors on this stream handle: a _Launch, built once per (pointers, shapes, options,
+    stream) and then looked up, or FALLBACK. The lookup is all the Python a call costs: at 100 images a call's host
+    time, 12-29 us, is a large part of its Op Time (results/final/dev-small.log)."""
     prec = PRECISIONS[precision]
-    if stream is None:
-        stream = _cuda.current_stream_handle(x.get_device())
     key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, act, pool, epi,
            stream, override)
     job = _LAUNCHES.get(key)
@@ -301,12 +299,12 @@ def prepared(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=0,
         try:
             job = _prepare(x, k, y, prec, skip and prec in (0, 4), epi, act, pool, override)
         except TooBig:
-            job = _FALLBACK
+            job = FALLBACK
         _LAUNCHES[key] = job
     return job
 
 
-def _fallback(x, k, y, act, pool, epi: bool) -> None:
+def fallback(x, k, y, act=None, pool=None, epi: bool = False) -> None:
     """A layer too large for one block's shared memory, or a pool whose stride is not its size: gpu-per-layer's fp32
     kernels (at least as accurate as any mode here), then the network's activation and pooling (PyTorch) for the
     fused op. No course layer comes near this."""

@@ -132,8 +132,7 @@ def supported(index: int) -> bool:
     return torch.cuda.get_device_capability(index) == (9, 0)
 
 
-_FALLBACK = "fallback"
-_LAUNCHES: dict[tuple, _mma._Launch | str] = {}
+_LAUNCHES: dict[tuple, _mma._Launch | str] = {}  # a launch of this kernel or of rung 15's, or _mma.FALLBACK
 
 
 def _prepare(x, k, y, prec: int, skip: bool, override=None) -> _mma._Launch:
@@ -175,11 +174,9 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
             # 3xFP16 goes to 3xTF32 there: rung 15's kernel is the faster fp32-accurate one on them. Its launch is
             # stored here, so a call costs one lookup, not two.
             job = _mma.prepared(x, k, y, FALLBACK_PRECISION.get(precision, precision), skip, stream=stream)
-            if job is _mma._FALLBACK:  # too large even for rung 15's kernel: its own fallback (PyTorch + fp32)
-                job = _FALLBACK
         _LAUNCHES[key] = job
-    if job is _FALLBACK:
-        _mma.launch(x, k, y, FALLBACK_PRECISION.get(precision, precision), skip)
+    if job is _mma.FALLBACK:  # too large even for rung 15's kernel: gpu-per-layer's fp32 kernels
+        _mma.fallback(x, k, y)
     else:
         job(stream)
 

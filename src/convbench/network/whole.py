@@ -236,8 +236,7 @@ class WholeNetwork:
 
     def layer_arithmetic(self) -> dict[str, str]:
         """Layer name -> arithmetic, for the layers whose step does not run in self.precision's."""
-        return {name: self.arithmetic(step) for step in self.steps for name in step.covers
-                if self.arithmetic(step) != self.precision}
+        return {name: a for step in self.steps if (a := self.arithmetic(step)) != self.precision for name in step.covers}
 
     def _check_input(self, x: torch.Tensor) -> None:
         S = self.spec.input_size
