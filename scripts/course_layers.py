@@ -1,13 +1,13 @@
-"""The course's conv layers on their real inputs, for the development benches (dev_fast.py, dev_wgmma.py)."""
+"""The course's conv layers on their real inputs, for the plan sweeps (sweep_igemm_tc.py, sweep_wgmma.py)."""
 
 from __future__ import annotations
 
 import torch
 
+from convbench.core.spec import get_network
+from convbench.core.timing import rotation_count
 from convbench.data.fashion_mnist import load_dataset
 from convbench.measure.bench import conv_inputs
-from convbench.measure.timing import rotation_count
-from convbench.network.spec import get_network
 
 
 def course_layers(nets, sizes, layers=(), device: str = "cuda"):

@@ -18,8 +18,24 @@ if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     fi
 fi
 
+# pip, quietly: its warnings about this machine's own pip configuration (extra index folders that do not exist) are
+# not about convbench; anything else it says still shows.
+pip_install() {
+    .venv/bin/python -m pip install -q "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
+
 python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-# torch==2.13.0 is the CPU build (a wheel on disk on the project's machines); an unpinned torch pulls a CUDA build.
-.venv/bin/python -m pip install -q torch==2.13.0 -e '.[test]'
-echo "setup: done. Try: .venv/bin/convbench run"
+pip_install --upgrade pip
+# The torch build: TORCH_SPEC (default torch==2.13.0) from TORCH_INDEX_URL if set. On the project's machines
+# torch==2.13.0 is a CPU wheel on disk; from PyPI alone it is the CUDA build (several GB). For the CPU build from
+# PyTorch's own index: TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+if [ -n "${TORCH_INDEX_URL:-}" ]; then
+    pip_install "$TORCH_SPEC" --index-url "$TORCH_INDEX_URL"
+else
+    pip_install "$TORCH_SPEC"
+fi
+pip_install -e '.[test]'
+build=$(.venv/bin/python -c "import torch; print('CUDA ' + torch.version.cuda if torch.version.cuda else 'CPU')")
+echo "setup: done (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), $build build)."
+echo "setup: try .venv/bin/convbench run   (or: source .venv/bin/activate, then convbench run)"

@@ -1,10 +1,20 @@
 """Shared test fixtures: where the course's files are, and a CUDA marker that skips with a reason."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
-import pytest
-import torch
+# The session's own cache (resized data, compiled kernels, measured ceilings, tuning): tests never touch the user's
+# ~/.cache/convbench. Set before convbench is imported (core/jit.py reads it for numba's cache at import).
+_CACHE = tempfile.mkdtemp(prefix="convbench-test-cache-")
+os.environ["CONVBENCH_CACHE"] = _CACHE
+os.environ.pop("NUMBA_CACHE_DIR", None)
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared/fixtures beside the repository; $CONVBENCH_FIXTURES where that folder travels elsewhere (the GPU machine)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from convbench.impls import registry
-from convbench.impls.registry import ConvImpl, all_impls
-from convbench.measure import problem
+from convbench.core import contract
+from convbench.core import reference as problem
+from convbench.core.contract import ConvImpl
+from convbench.impls.registry import all_impls
 
 
 def conv64(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -42,11 +43,12 @@ def fused_tanh_always(x, k, act, pool):
 
 
 def impl(name: str, fn=conv64, fused=fused64, precision: str = "fp32", tolerance: float = 1e-5, **kw) -> ConvImpl:
+    kw.setdefault("arithmetic", precision)
     return ConvImpl(name, "cpu", f"test stand-in {name}", "a test", fn, writes_into=False, precision=precision,
-                    tolerance=tolerance, fused=fused, **kw)
+                    tolerance=tolerance, fused=fused, module="tests.standins", **kw)
 
 
 def register(monkeypatch, *impls: ConvImpl) -> None:
     all_impls()  # discover the real ones first, so the registry is not empty
     for i in impls:
-        monkeypatch.setitem(registry._REGISTRY, i.name, i)
+        monkeypatch.setitem(contract.REGISTRY, i.name, i)

@@ -14,11 +14,12 @@ import json
 
 import pytest
 import torch
-
 from clihelp import assert_usage_error, cli
+
 from convbench.cli.main import main
 from convbench.measure import ceilings, plots
 from convbench.measure.ceilings import Ceilings
+
 
 def imread(path):
     """A PNG as pixels (matplotlib only here: the GPU tests of this file run where it is absent)."""
@@ -95,9 +96,13 @@ def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
 def test_bench_prints_a_table_per_net_and_batch(bench_run):
     out = bench_run[1]
     assert "sp19 · 10 images" in out and "sp19 · 20 images" in out
-    for col in ("Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor", "% of mem. floor", "vs onednn"):
+    for col in ("Op ms", "Layer ms", "GFLOP/s", "%floor", "%mem", "x onednn"):
         assert col in out, col
     assert "cpu-parallel" in out and "Σ" in out
+    assert "verify cpu-parallel (fp32): ok" in out
+    c = bench_run[0]["ceilings"]
+    assert f"measured {c['measured']}" in out and f"copy {c['copy_bytes_per_s'] / 1e9:,.1f} GB/s" in out
+    assert max(len(line) for line in out.splitlines()) <= 80  # fits an 80-column terminal
 
 
 def test_bench_plot_png_opens(bench_run):

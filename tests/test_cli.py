@@ -21,14 +21,15 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
-from conftest import fixture_file
 from clihelp import assert_usage_error, cli
+from conftest import fixture_file
+
+from convbench.core import contract
+from convbench.core.contract import ConvImpl
+from convbench.core.spec import NETWORKS
 from convbench.data import fashion_mnist as fm
 from convbench.data.idx import write_idx
-from convbench.impls import registry
-from convbench.impls.registry import ConvImpl, all_impls
-from convbench.network.spec import NETWORKS
+from convbench.impls.registry import all_impls
 from convbench.network.weights import save_safetensors
 
 SP19_PARAMS = ("course", "mxnet", "sp19-ece408-0002.params")
@@ -195,10 +196,13 @@ def test_impls_lists_every_implementation(capsys):
     names = [i.name for i in all_impls()]
     assert set(COURSE_IMPLS) <= set(names)
     for impl in all_impls():
-        row = re.compile(rf"^\W\s{re.escape(impl.name)}\s+\W\s{impl.device}\s+\W\s{impl.precision}\s", re.M)
-        assert row.search(out), f"no row for {impl.name} ({impl.device}, {impl.precision}) in\n{out}"
-    # In registry order: the reference first, GPU ones last.
-    positions = [re.search(rf"^\W\s{re.escape(n)}\s", out, re.M).start() for n in names]
+        where = f"{impl.ladder} {impl.rung}" if impl.ladder else "reference" if impl.device == "any" \
+            else f"{impl.device} lib"
+        precision = impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
+        row = re.compile(rf"^ {where}\s+{re.escape(impl.name)}\*?\s+{precision}\s", re.M)
+        assert row.search(out), f"no row for {impl.name} ({where}, {precision}) in\n{out}"
+    # In ladder order: the reference first, then the CPU library and rungs, then the GPU ones.
+    positions = [re.search(rf"^ \S+(?: \d+| lib)?\s+{re.escape(n)}\*?\s", out, re.M).start() for n in names]
     assert positions == sorted(positions)
     assert names[0] == "reference"
 
@@ -282,7 +286,7 @@ def test_verify_all_cpu_impls_ok(capsys):
     assert set(cpu) >= {"reference", "cpu-naive", "cpu-parallel", "cpu-unroll", "onednn"}
     assert sorted(rows) == sorted(cpu), rows  # every CPU impl, and no GPU one
     for name in cpu:
-        assert re.search(r"\s12\s.*\sok\s*\W$", rows[name]), rows[name]
+        assert re.search(r"\s12\s.*\sok\s", rows[name]), rows[name]
         assert "FAIL" not in rows[name]
     assert "seed 1" in err
 
@@ -295,7 +299,7 @@ def _leaves_last_column(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> No
 def broken_impl(monkeypatch):
     all_impls()  # discover the real ones first, so the registry is not empty
     impl = ConvImpl("broken", "cpu", "forgets the last output column", "a bug verify must catch", _leaves_last_column)
-    monkeypatch.setitem(registry._REGISTRY, "broken", impl)
+    monkeypatch.setitem(contract.REGISTRY, "broken", impl)
     return impl
 
 
@@ -305,7 +309,7 @@ def test_verify_catches_broken_impl(capsys, broken_impl):
     assert "Traceback" not in err
     rows = _verify_rows(out)
     assert list(rows) == ["broken"], rows
-    assert re.search(r"FAIL 4/4 \(4 with unwritten/NaN output\)", rows["broken"]), rows["broken"]
+    assert re.search(r"FAIL 4/4 \(4 NaN\)", rows["broken"]), rows["broken"]
     assert "inf" in rows["broken"]  # the max relative error of an unwritten output
 
 
@@ -314,7 +318,7 @@ def test_verify_all_fails_with_broken_impl_registered(capsys, broken_impl):
     assert rc == 1, out + err
     rows = _verify_rows(out)
     assert "FAIL" in rows["broken"]
-    assert re.search(r"\sok\s*\W$", rows["reference"]), rows["reference"]
+    assert re.search(r"\sok\s", rows["reference"]), rows["reference"]
 
 
 # ------------------------------------------------------------------------------------------------- bad input

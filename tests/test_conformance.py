@@ -2,8 +2,8 @@
 (../shared/fixtures, read in place; skipped with a reason where absent)."""
 
 import pytest
-
 from conftest import fixture_file
+
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.network.model import Network, correctness

@@ -3,20 +3,22 @@
 import numpy as np
 import torch
 
-from convbench.cli.main import cuda_error, main
-from convbench.impls import _cuda, _tuning
+from convbench.cli.main import main
+from convbench.core import gpu
+from convbench.core.errors import cuda_error
+from convbench.core.gpu import tuning
 from convbench.impls.registry import all_impls
 
 
 def test_kernel_arguments_are_packed_as_the_kernel_expects():
     t = torch.zeros(3)
-    assert _cuda._arg(t) == np.uint64(t.data_ptr()) and _cuda._arg(t).dtype == np.uint64  # 8-byte pointer
-    assert _cuda._arg(7).dtype == np.int32 and _cuda._arg(7) == 7  # `const int` parameters
-    assert _cuda._arg(1.5).dtype == np.float32
+    assert gpu.kernel_arg(t) == np.uint64(t.data_ptr()) and gpu.kernel_arg(t).dtype == np.uint64  # 8-byte pointer
+    assert gpu.kernel_arg(7).dtype == np.int32 and gpu.kernel_arg(7) == 7  # `const int` parameters
+    assert gpu.kernel_arg(1.5).dtype == np.float32
 
 
 def test_ceil_div():
-    assert [_cuda.ceil_div(a, 16) for a in (1, 16, 17, 32, 33)] == [1, 1, 2, 2, 3]
+    assert [gpu.ceil_div(a, 16) for a in (1, 16, 17, 32, 33)] == [1, 1, 2, 2, 3]
 
 
 def test_gpu_errors_become_one_line():
@@ -32,19 +34,19 @@ def test_gpu_errors_become_one_line():
 
 def test_tuning_records_and_forces(tmp_path, monkeypatch):
     monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path))
-    _tuning._table.cache_clear()
+    tuning._table.cache_clear()
     x, k = torch.empty(2, 3, 20, 24), torch.empty(5, 3, 5, 5)
     defaults = {"TILE": 16}
-    assert _tuning.config("gpu-x", x, k, defaults) == defaults
-    path = _tuning.record("gpu-x", _tuning.shape_key(x.shape, k.shape), {"TILE": 32})
+    assert tuning.config("gpu-x", x, k, defaults) == defaults
+    path = tuning.record("gpu-x", tuning.shape_key(x.shape, k.shape), {"TILE": 32})
     assert path.is_file() and not list(tmp_path.rglob("*.tmp"))
-    assert _tuning.config("gpu-x", x, k, defaults) == {"TILE": 32}
-    assert _tuning.config("gpu-x", torch.empty(2, 3, 21, 24), k, defaults) == defaults  # another shape
-    _tuning.force("gpu-x", {"TILE": 8})
-    assert _tuning.config("gpu-x", x, k, defaults) == {"TILE": 8}
-    _tuning.force("gpu-x", None)
-    assert _tuning.config("gpu-x", x, k, defaults) == {"TILE": 32}
-    _tuning._table.cache_clear()
+    assert tuning.config("gpu-x", x, k, defaults) == {"TILE": 32}
+    assert tuning.config("gpu-x", torch.empty(2, 3, 21, 24), k, defaults) == defaults  # another shape
+    tuning.force("gpu-x", {"TILE": 8})
+    assert tuning.config("gpu-x", x, k, defaults) == {"TILE": 8}
+    tuning.force("gpu-x", None)
+    assert tuning.config("gpu-x", x, k, defaults) == {"TILE": 32}
+    tuning._table.cache_clear()
 
 
 def test_gpu_rungs_register_without_a_gpu():

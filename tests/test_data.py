@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import convbench.data.fashion_mnist as fm
+from convbench.core.errors import UsageError
 from convbench.data.idx import read_idx, write_idx
-from convbench.errors import UsageError
 
 IMAGES, LABELS = fm.SPLITS["t10k"]
 N = 30

@@ -10,21 +10,20 @@ import re
 
 import numpy as np
 import pytest
+import standins
 import torch
 import torch.nn.functional as F
-
-import standins
 from clihelp import cli
+
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, Pool
 from convbench.data.fashion_mnist import load_dataset
-from convbench.errors import UsageError
 from convbench.impls.registry import all_impls, get_impl
 from convbench.measure import problem
 from convbench.measure.verify import verify_fused
 from convbench.network import model
 from convbench.network.model import Network, forward, fusable, fused_output_shape
-from convbench.network.spec import NETWORKS, Pool
 from convbench.network.weights import load_weights
-
 
 # ------------------------------------------------------------------------------------------------ reference
 
@@ -104,7 +103,7 @@ def test_fusable_layers_of_the_course_networks():
 
 
 def test_only_max_pools_with_stride_equal_to_size_are_fused():
-    from convbench.network.spec import Activation, Conv, Dense, Flatten, NetSpec, Softmax
+    from convbench.core.spec import Activation, Conv, Dense, Flatten, NetSpec, Softmax
 
     def net(pool):
         return NetSpec("t", 20, (Conv(2, 3), Activation("tanh"), pool, Flatten(), Dense(10), Softmax()))

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import fixture_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import fixture_file
+from convbench.core.errors import UsageError
 from convbench.data.fashion_mnist import BUNDLED_DIR
 from convbench.data.idx import encode_idx, parse_idx, read_idx, write_idx
-from convbench.errors import UsageError
 
 DAMAGED = r"truncated|corrupt|too short|longer than|not an IDX"
 

@@ -10,8 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl, all_impls, get_impl, output_shape
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.core.shapes import output_shape
+from convbench.impls.registry import all_impls, get_impl
 from convbench.measure import problem
 from convbench.measure.verify import verify_impl
 

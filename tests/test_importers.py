@@ -7,15 +7,20 @@ import json
 import struct
 from pathlib import Path
 
+import conftest
 import numpy as np
 import pytest
 import torch
 
-import conftest
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, Conv
 from convbench.network.import_minidnn import load_minidnn, save_minidnn
-from convbench.network.import_mxnet import load_mxnet, load_symbol, read_ndarray_list, spec_from_symbol
-from convbench.network.spec import NETWORKS, Conv
+from convbench.network.import_mxnet import (
+    load_mxnet,
+    load_symbol,
+    read_ndarray_list,
+    spec_from_symbol,
+)
 from convbench.network.weights import load_weights
 
 FIXTURES = conftest.FIXTURES / "course"

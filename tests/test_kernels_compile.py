@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from convbench.impls import _cuda
+from convbench.core import gpu
 
-KERNELS = sorted(Path(str(_cuda.KERNEL_DIR)).glob("*.cu"))
+SRC = Path(gpu.__file__).resolve().parents[2]  # src/convbench
+KERNELS = sorted([*(SRC / "impls").glob("*.cu"), *(SRC / "whole").glob("*.cu")])
 REPORT: list[str] = []  # printed by conftest's terminal summary
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("source", KERNELS, ids=lambda p: p.name)
 def test_kernel_compiles_for_sm90(source, tmp_path):
-    arch = _cuda.source_arch(source.name) or "sm_90"  # sm_90a: a "-gencode" names the arch-specific PTX too
-    p = subprocess.run(["nvcc", "-gencode", f"arch=compute_{arch[3:]},code={arch}", "-std=c++17", "-Xptxas", "-v",
+    arch = gpu.source_arch(source) or "sm_90"  # sm_90a: a "-gencode" names the arch-specific PTX too
+    p = subprocess.run(["nvcc", "-gencode", f"arch=compute_{arch[3:]},code={arch}", "-std=c++17", "-Xptxas", "-v", f"-I{SRC / 'core' / 'gpu'}",
                         "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "warning" not in p.stderr.lower().replace("ptxas info", ""), p.stderr
@@ -32,8 +33,34 @@ def test_kernel_compiles_for_sm90(source, tmp_path):
     assert all(st == "0" and ld == "0" for st, ld in spills), f"{source.name} spills registers:\n{p.stderr}"
 
 
-def test_every_gpu_rung_has_a_kernel_file_with_a_header():
+def header_of(source: Path) -> list[str]:
+    """The comment block a kernel file opens with (after an optional `// nvcc-arch:` line)."""
+    lines = source.read_text().splitlines()
+    lines = lines[1:] if lines and "nvcc-arch:" in lines[0] else lines
+    out = []
+    for line in lines:
+        if not line.startswith("//"):
+            break
+        out.append(line)
+    return out
+
+
+def test_every_kernel_file_opens_with_a_short_rung_header():
+    """What the rung changes, why it should be faster, what bounds it: a header of at most ~30 lines, with no
+    measurements, commit hashes or results paths (those live in results/)."""
     assert KERNELS, "no kernels found"
     for source in KERNELS:
-        header = source.read_text().split("\n", 12)[:12]
-        assert header[0].startswith("//") and "Measured" in source.read_text(), f"{source.name} lacks its header notes"
+        header = header_of(source)
+        text = "\n".join(header).lower()
+        assert 8 <= len(header) <= 32, f"{source.name}: a {len(header)}-line header"
+        assert "relative to" in text or "changes" in text, f"{source.name}: the header says not what changes"
+        assert "bound" in text, f"{source.name}: the header says not what bounds it"
+        assert "measured" not in text and "results/" not in text and not re.search(r"\b[0-9a-f]{7}\b", text), \
+            f"{source.name}: measurements belong in results/, not in the header"
+
+
+def test_every_gpu_rung_has_its_kernel_beside_it():
+    impls = SRC / "impls"
+    for launcher in impls.glob("gpu_[0-9][0-9]_*.py"):
+        if launcher.stem != "gpu_13_streams":  # streams reuses gpu-regtile's kernel: its point is the copies
+            assert launcher.with_suffix(".cu").is_file(), f"{launcher.name} has no {launcher.stem}.cu beside it"

@@ -1,19 +1,19 @@
-"""The tensor-core implicit GEMM's launcher (impls/_mma.py) on the CPU: plans fit shared memory, the tuned tables
+"""The tensor-core implicit GEMM's launcher (impls/gpu_14_igemm_tc.py) on the CPU: plans fit shared memory, the tuned tables
 are valid plans, the padded strides keep their bank-conflict properties, and the kernel's variants compile."""
 
 import random
-import types
 import re
 import shutil
 import subprocess
-from pathlib import Path
+import types
 
 import pytest
 
-from convbench.impls import _cuda, _mma
+from convbench.core import gpu
+from convbench.core.shapes import fused_output_shape
+from convbench.core.spec import NETWORKS, Conv, Pool
+from convbench.impls import gpu_14_igemm_tc as _mma
 from convbench.impls.registry import get_impl, impl_for_precision
-from convbench.network.model import fused_output_shape
-from convbench.network.spec import NETWORKS, Conv, Pool
 
 
 def course_layers():
@@ -128,10 +128,10 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
 def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
     """The 512-thread plans (NW = 16, 128 registers a thread) spill a few bytes; the sweep measured them fastest
     anyway. More than that would be a regression."""
-    source = Path(str(_cuda.KERNEL_DIR)) / _mma.SOURCE
+    source = _mma.SOURCE
     defines = dict(defines)
     budget = defines.pop("SPILLS", 32 if defines.get("NW") == 16 else 0)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-c", str(source), "-o",
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c", str(source), "-o",
                         str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -169,11 +169,11 @@ class FakeKernel:
 def fake_gpu(monkeypatch):
     kernels = {}
     monkeypatch.setattr(_mma, "_kernel", lambda *a: kernels.setdefault(a, FakeKernel()))
-    monkeypatch.setattr(_mma._cuda, "sm_count", lambda index: 132)
-    monkeypatch.setattr(_mma, "_smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
-    monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
-    monkeypatch.setattr(_mma._cuda, "current_stream_handle", lambda index: 7)
-    monkeypatch.setattr(_mma, "_LAUNCHES", {})
+    monkeypatch.setattr(gpu, "sm_count", lambda index: 132)
+    monkeypatch.setattr(gpu.launcher, "smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
+    monkeypatch.setattr(gpu, "check_tensors", lambda *a: None)
+    monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
+    monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
     return kernels
 
 
@@ -221,11 +221,11 @@ def test_launches_are_prepared_once_per_key_and_too_big_layers_fall_back(fake_gp
 
 
 def test_bad_tensors_are_one_line_errors():
-    from convbench.errors import UsageError
+    from convbench.core.errors import UsageError
 
     x = _mma.torch.zeros(1, 1, 5, 5)
     with pytest.raises(UsageError, match="float32, contiguous CUDA tensors"):
-        _mma._check_tensors(x, x, x, (1, 1, 1, 1))
+        gpu.check_tensors(x, x, x, (1, 1, 1, 1), "gpu-igemm-tc")
 
 
 # ---- the 3xFP16 arithmetic (PREC 4) in numpy: block scaling + fp16 hi/lo split keeps fp32 accuracy ----

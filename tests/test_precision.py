@@ -1,5 +1,5 @@
 """Reduced precision and the arithmetic behind the floor: ConvImpl.arithmetic / ceiling_arithmetic, the precision
-variants found by name (registry.impl_for_precision), `--precision` on run / bench / verify with the Correctness
+variants of a family (registry.impl_for_precision), `--precision` on run / bench / verify with the Correctness
 delta, the ceilings of every arithmetic (old cache files included) and the floor bench computes from them. CPU only,
 with stand-ins (tests/standins.py) for the GPU families."""
 
@@ -9,15 +9,17 @@ import json
 import re
 
 import pytest
-import torch
-
 import standins
+import torch
 from clihelp import assert_usage_error, cli
+
 from convbench.cli.bench import ceiling_rows
 from convbench.cli.main import PRECISIONS as CLI_PRECISIONS
-from convbench.errors import UsageError
-from convbench.impls import registry
-from convbench.impls.registry import ARITHMETICS, PRECISIONS, all_impls, conv_impl, get_impl, impl_for_precision
+from convbench.core import contract
+from convbench.core.contract import conv_impl
+from convbench.core.errors import UsageError
+from convbench.core.precision import ARITHMETICS, PRECISIONS
+from convbench.impls.registry import all_impls, get_impl, impl_for_precision
 from convbench.measure import bench, ceilings, results
 from convbench.measure.ceilings import Ceilings
 
@@ -26,9 +28,9 @@ from convbench.measure.ceilings import Ceilings
 def family(monkeypatch):
     """A family like gpu-igemm-tc: fam (fp32, 3xTF32 arithmetic), fam-fp16, and fam-bf16 registered
     with the wrong precision (which must not count as the bf16 variant)."""
-    fam = standins.impl("fam", arithmetic="tf32x3")
-    fp16 = standins.impl("fam-fp16", fn=standins.conv_half_operands, precision="fp16", tolerance=1e-2)
-    wrong = standins.impl("fam-bf16")  # fp32 by mistake
+    fam = standins.impl("fam", arithmetic="tf32x3", family="fam")
+    fp16 = standins.impl("fam-fp16", fn=standins.conv_half_operands, precision="fp16", tolerance=1e-2, family="fam")
+    wrong = standins.impl("fam-bf16", family="fam")  # fp32 by mistake
     standins.register(monkeypatch, fam, fp16, wrong)
     return fam, fp16
 
@@ -44,11 +46,11 @@ def test_arithmetic_defaults_to_precision_and_can_differ():
     assert t.precision == "fp32" and t.arithmetic == "tf32x3" and t.ceiling_arithmetic == "tf32x3"
     for impl in all_impls():
         assert impl.ceiling_arithmetic in ARITHMETICS, impl.name
-    assert CLI_PRECISIONS == PRECISIONS  # main.py keeps its own copy (no torch import at start-up)
+    assert CLI_PRECISIONS == PRECISIONS
 
 
 def test_conv_impl_takes_arithmetic_and_fused(monkeypatch):
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(contract, "REGISTRY", dict(contract.REGISTRY))
 
     def fused(x, k, act, pool):
         return x
@@ -57,14 +59,14 @@ def test_conv_impl_takes_arithmetic_and_fused(monkeypatch):
     def fn(x, k, y):
         pass
 
-    impl = registry._REGISTRY["t-decl"]
+    impl = contract.REGISTRY["t-decl"]
     assert impl.arithmetic == "tf32x3" and impl.ceiling_arithmetic == "tf32x3" and impl.fused is fused
     assert impl.call_fused(1, 2, None, None) == 1
-    with pytest.raises(ValueError, match="arithmetic='tf33'"):
+    with pytest.raises(ValueError, match="arithmetic 'tf33'"):
         conv_impl("t-bad", device="cpu", summary="s", demonstrates="d", arithmetic="tf33")
 
 
-def test_impl_for_precision_follows_the_naming_rule(family):
+def test_impl_for_precision_picks_the_family_member(family):
     fam, fp16 = family
     assert impl_for_precision(fam, "fp32") is fam
     assert impl_for_precision(fam, "fp16") is fp16
@@ -76,7 +78,7 @@ def test_impl_for_precision_follows_the_naming_rule(family):
     have = [i.name for i in all_impls() if i.precision == "bf16"]
     msg = str(e.value)
     assert "\n" not in msg and "fam has no bf16 variant" in msg and "--precision fp32" in msg
-    assert all(name in msg for name in have) and "fam-bf16" not in msg.split("registered")[1]
+    assert all(name in msg for name in have) and "fam-bf16" not in msg.split("variant;")[1]
     with pytest.raises(UsageError) as e:
         impl_for_precision(get_impl("cpu-parallel"), "fp16")
     assert "fam-fp16" in str(e.value) and "gpu-fp16" in str(e.value)  # every fp16 implementation, named

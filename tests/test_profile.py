@@ -9,11 +9,11 @@ import os
 import stat
 
 import pytest
+from clihelp import assert_usage_error, cli
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 from convbench.measure import ncu
 from convbench.measure.profile import summarize
-from clihelp import assert_usage_error, cli
 
 
 def test_profile_cpu_impl(capsys, tmp_path):

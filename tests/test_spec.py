@@ -2,8 +2,8 @@
 
 import pytest
 
-from convbench.errors import UsageError
-from convbench.network.spec import NETWORKS, Conv, NetSpec, Pool, get_network, pool_out
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, Conv, NetSpec, Pool, get_network, pool_out
 
 # (input size, conv outputs (M, H_out), first FC's input features), worked out by hand from the course's tables.
 EXPECTED = {

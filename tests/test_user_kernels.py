@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-
 from clihelp import cli
+
 from convbench import user
-from convbench.errors import UsageError
-from convbench.impls.registry import get_impl
+from convbench.core.errors import UsageError
 from convbench.user import _source, launch_decl, minidnn
+from convbench.user import resolve as get_impl
 from convbench.user.sandbox import Sandbox
 
 REPO = Path(__file__).resolve().parents[1]

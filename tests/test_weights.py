@@ -5,11 +5,11 @@ import pytest
 from safetensors import safe_open
 
 from convbench.cli.main import main
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS
 from convbench.data.fashion_mnist import load_dataset, locate
-from convbench.errors import UsageError
 from convbench.impls.registry import get_impl
 from convbench.network.model import Network, correctness
-from convbench.network.spec import NETWORKS
 from convbench.network.weights import OWN_DIR, load_weights, own_weights_file
 
 SHIPPED = [(net, None) for net in NETWORKS] + [("fa17", "high"), ("fa17", "low")]

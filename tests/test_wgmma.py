@@ -1,10 +1,10 @@
-"""The shifted-GEMM wgmma kernel (impls/_wgmma.py, kernels/gpu_wgmma.cu): its layout on the CPU, the kernel on the GPU.
+"""The shifted-GEMM wgmma kernel (impls/gpu_15_wgmma.py and .cu): its layout on the CPU, the kernel on the GPU.
 
 emulate() re-implements the kernel's index math in numpy, operand by operand as wgmma reads it: staged planes (8
 slots of (channel, column) per pixel), reduction items paired into k16 steps (first offset, K offset of the second
 core matrix, weights swapped to match), tiles of 64 virtual outputs, the store mask. It is a mirror, not the kernel:
 it must reproduce the convolution on random shapes with every tile read inside the staged pixels, so a design error
-in the slots, offsets, pairing or the P bound (which impls/_wgmma.layout() computes for the kernel) fails here
+in the slots, offsets, pairing or the P bound (which gpu_15_wgmma.layout() computes for the kernel) fails here
 without a GPU. That the kernel's own copy of this math matches is checked on the GPU by
 test_the_kernel_itself_matches_the_reference_on_random_shapes (the kernel forced on every shape, outputs poisoned)."""
 
@@ -12,13 +12,17 @@ import random
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from convbench.impls import _cuda, _wgmma
-from convbench.network.spec import NETWORKS
+from convbench.core import gpu
+from convbench.core.precision import kernel_code
+from convbench.core.spec import NETWORKS
+from convbench.impls import gpu_14_igemm_tc as igemm
+from convbench.impls import gpu_15_wgmma as _wgmma
+
+FP16X3, FP16, BF16 = kernel_code("fp16x3"), kernel_code("fp16"), kernel_code("bf16")
 
 
 def reference(x, k):
@@ -37,7 +41,7 @@ def emulate(x, k, R, NN, TPW, NWG=2):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     OH, OW = H - K + 1, W - K + 1
-    lay = _wgmma.layout(C, H, W, M, K, R, NN, 1)
+    lay = _wgmma.layout(C, H, W, M, K, R, NN, FP16)
     E, G, P = lay.E, lay.G, lay.P
     Cg = min(C, 8)
     KWI = -(-K // E)
@@ -116,7 +120,7 @@ def test_the_layout_computes_the_convolution(seed):
     x = np.random.default_rng(seed).standard_normal((s["B"], s["C"], s["H"], s["W"]))
     k = np.random.default_rng(seed + 100).standard_normal((s["M"], s["C"], s["K"], s["K"]))
     OH = s["H"] - s["K"] + 1
-    p = _wgmma.plan(s["B"], s["C"], s["H"], s["W"], s["M"], s["K"], 0, sms=1)
+    p = _wgmma.plan(s["B"], s["C"], s["H"], s["W"], s["M"], s["K"], FP16X3, sms=1)
     for R, TPW in ((p.R, p.TPW), (rng.randint(1, OH), rng.choice([1, 2, 4]))):
         y = emulate(x, k, R, p.NN, TPW)
         ref = reference(x, k)
@@ -129,16 +133,16 @@ def test_the_course_layers_get_tall_bands_and_use_few_padded_slots():
         for info in spec.conv_layers:
             C, H, W = info.in_shape
             M, K = info.layer.out_channels, info.layer.kernel
-            for prec in (0, 1):
+            for prec in (FP16X3, FP16):
                 p = _wgmma.plan(10000, C, H, W, M, K, prec)
                 assert p.lay.smem <= 227 * 1024, (spec.name, C, M, K, p)
                 assert p.R + K - 1 <= 1.5 * p.R, ("a band stages too many halo rows", spec.name, C, M, K, p)
             # k16 steps carry at most 2x the layer's multiply-adds per map (C = 1, K = 5: 25 of 48 slots)
-            lay = _wgmma.layout(C, H, W, M, K, 1, 8, 1)
+            lay = _wgmma.layout(C, H, W, M, K, 1, 8, FP16)
             assert lay.NSTEP * 16 <= 2 * C * K * K, (spec.name, C, K, lay)
 
 
-@pytest.mark.parametrize("prec", (0, 1, 2))
+@pytest.mark.parametrize("prec", (FP16X3, FP16, BF16))
 def test_plans_fit_shared_memory_or_fall_back(prec):
     rng = random.Random(prec)
     for _ in range(300):
@@ -159,7 +163,7 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
 
 def compile_variants():
     """(NN, TPW, NWG, prec) of every plan the rule or the tuned table can choose (BF16 has FP16's registers)."""
-    out = {(NN, _wgmma.tiles_per_warpgroup(NN), 2, prec) for NN in range(8, 72, 8) for prec in (0, 1, 2)}
+    out = {(NN, _wgmma.tiles_per_warpgroup(NN), 2, prec) for NN in range(8, 72, 8) for prec in (FP16X3, FP16, BF16)}
     for (C, H, W, M, K, prec), (R, TPW, NWG) in _wgmma.TABLE.items():
         out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec))
     return sorted(out)
@@ -168,9 +172,9 @@ def compile_variants():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("NN, TPW, NWG, prec", compile_variants())
 def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, tmp_path):
-    source = Path(str(_cuda.KERNEL_DIR)) / _wgmma.SOURCE
+    source = _wgmma.SOURCE
     p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
-                        f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}", "-c", str(source),
+                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}", "-c", str(source),
                         "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
@@ -207,13 +211,13 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
 
 
 def test_the_kernel_file_asks_for_sm_90a_and_the_others_for_nothing():
-    assert _cuda.source_arch(_wgmma.SOURCE) == "sm_90a"
-    assert _cuda.source_arch("gpu_igemm_tc.cu") is None
+    assert gpu.source_arch(_wgmma.SOURCE) == "sm_90a"
+    assert gpu.source_arch(igemm.SOURCE) is None
 
 
 def test_an_override_that_does_not_fit_is_refused():
     with pytest.raises(_wgmma.TooBig):
-        _wgmma.plan(10000, 20, 90, 90, 64, 7, 0, override=(84, 4, 2))  # ~400 KB of staged planes
+        _wgmma.plan(10000, 20, 90, 90, 64, 7, FP16X3, override=(84, 4, 2))  # ~400 KB of staged planes
 
 
 class FakeTensor:
@@ -227,17 +231,16 @@ class FakeTensor:
         return 0
 
 
-def test_short_reductions_run_rung_15s_3xtf32_launch_looked_up_once(monkeypatch):
+def test_short_reductions_run_igemm_tc_3xtf32_launch_looked_up_once(monkeypatch):
     """gpu-wgmma's fallback: 3xFP16 becomes 3xTF32 (fp32-accurate either way), the other modes keep theirs, and the
-    stored launch is rung 15's own, so a later call is one lookup and one launch."""
-    from convbench.impls import _mma
-
+    stored launch is gpu-igemm-tc's own, so a later call is one lookup and one launch."""
+    _mma = igemm
     asked, ran = [], []
-    monkeypatch.setattr(_wgmma, "_LAUNCHES", {})
+    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
     monkeypatch.setattr(_wgmma, "supported", lambda index: True)
     monkeypatch.setattr(_wgmma, "_prepare", lambda *a, **kw: pytest.fail("the wgmma kernel was planned"))
-    monkeypatch.setattr(_mma, "_check_tensors", lambda *a: None)
-    monkeypatch.setattr(_mma._cuda, "current_stream_handle", lambda index: 7)
+    monkeypatch.setattr(gpu, "check_tensors", lambda *a: None)
+    monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
     monkeypatch.setattr(_mma, "prepared", lambda x, k, y, precision, skip, stream: asked.append(precision)
                         or (lambda s: ran.append((precision, s))))
     x, k, y = FakeTensor((100, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((100, 12, 66, 66), 3)
@@ -246,7 +249,7 @@ def test_short_reductions_run_rung_15s_3xtf32_launch_looked_up_once(monkeypatch)
     assert asked == ["tf32x3"] and ran == [("tf32x3", 7)] * 3
     _wgmma.launch(x, k, y, "fp16")
     assert asked[-1] == "fp16"
-    # a layer too large for rung 15's kernel too: its fp32 fallback, planned once
+    # a layer too large for gpu-igemm-tc's kernel too: its fp32 fallback, planned once
     fell_back = []
     monkeypatch.setattr(_mma, "prepared", lambda *a, **kw: asked.append("big") or _mma.FALLBACK)
     monkeypatch.setattr(_mma, "fallback", lambda *a: fell_back.append(a))

@@ -1,4 +1,4 @@
-"""Whole-network inference (network/whole.py, impls/_dense.py, kernels/dense_mma.cu, `run --whole-network`).
+"""Whole-network inference (whole/graph.py, whole/dense.py and dense.cu, `run --whole-network`).
 
 CPU: the floor's arithmetic, how every network's layers group into kernels (fused conv triples, dense + fused last
 layer + softmax, torch leftovers), the dense launcher's plans (every shape covered, within the GPU's limits), the
@@ -11,23 +11,38 @@ whole network's probabilities against float64 (rel. error <= 1e-5, same argmax) 
 from __future__ import annotations
 
 import math
-import sys
 import types
 from dataclasses import fields
 
 import pytest
 import torch
-
 from clihelp import cli
+
 from convbench.cli.main import main
-from convbench.impls import _dense
-from convbench.measure import problem
+from convbench.core import reference as problem
+from convbench.core.spec import (
+    NETWORKS,
+    Activation,
+    Conv,
+    Dense,
+    Flatten,
+    NetSpec,
+    Pool,
+    Softmax,
+)
 from convbench.measure.ceilings import Ceilings
-from convbench.network import whole
 from convbench.network.model import forward
-from convbench.network.spec import NETWORKS, Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax
 from convbench.network.weights import Weights, load_weights
-from convbench.network.whole import ConvStep, DenseStep, FlattenStep, TorchStep, group_layers, whole_network_floor
+from convbench.whole import dense as _dense
+from convbench.whole import graph as whole
+from convbench.whole.graph import (
+    ConvStep,
+    DenseStep,
+    FlattenStep,
+    TorchStep,
+    group_layers,
+    whole_network_floor,
+)
 
 NO_GPU = not torch.cuda.is_available()
 
@@ -48,7 +63,7 @@ def pixels(spec: NetSpec, B: int, seed: int = 1) -> torch.Tensor:
 
 
 def standin_conv_act_pool(x, k, act, pool, precision="tf32x3", out=None):
-    """pool(act(conv(x, k))) in float64, fp32 out, into `out` when given (what impls/_mma.conv_act_pool computes)."""
+    """pool(act(conv(x, k))) in float64, fp32 out, into `out` when given (what gpu-igemm-tc's conv_act_pool computes)."""
     y = problem.fused_reference(x, k, act, pool).to(torch.float32)
     if out is None:
         return y
@@ -277,7 +292,7 @@ def test_every_kernel_variant_is_opted_in_before_its_launch_even_when_function_i
     Function object that CuPy makes anew per get_function; a freed object's id came back for another variant."""
     FakeFunction.driver = {}
     monkeypatch.setattr(_dense, "_KERNELS", {})
-    monkeypatch.setattr(_dense._cuda, "kernel", lambda src, name, **d: FakeFunction(tuple(sorted(d.items()))))
+    monkeypatch.setattr(_dense.gpu, "kernel", lambda src, name, **d: FakeFunction(tuple(sorted(d.items()))))
     smem = 76032
     for prec in range(4):  # tf32x3, tf32, fp16, bf16 of one shape: the same plan, different modules
         for _ in range(3):
@@ -302,8 +317,7 @@ def test_exact_tf32_detects_weights_without_a_low_part():
 @pytest.fixture
 def cpu_standins(monkeypatch):
     """Both kernels replaced by float64 PyTorch: WholeNetwork's grouping, buffers and order run on the CPU."""
-    monkeypatch.setitem(sys.modules, "convbench.impls._mma",
-                        types.SimpleNamespace(conv_act_pool=standin_conv_act_pool))
+    monkeypatch.setattr(whole.igemm, "conv_act_pool", standin_conv_act_pool)
     monkeypatch.setattr(whole, "Dense", TorchDense)
 
 
@@ -338,7 +352,7 @@ def test_no_wgmma_step_off_the_gpu(cpu_standins):
 
 
 def test_whole_network_rejects_an_unknown_precision(cpu_standins):
-    from convbench.errors import UsageError
+    from convbench.core.errors import UsageError
 
     with pytest.raises(UsageError, match="precision"):
         whole.WholeNetwork(random_weights(NETWORKS["sp19"]), precision="fp8", device="cpu")
@@ -431,23 +445,9 @@ def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact():
     assert rel(layer(x), reference_dense(x, w, b, "tanh", False)) <= 1e-5
 
 
-def conv_act_pool_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("convbench.impls._mma") is not None
-
-
-@pytest.fixture
-def gpu_conv(monkeypatch):
-    """The lead's fused conv kernel where it exists, else a float64 PyTorch stand-in (then only dense is tested)."""
-    if not conv_act_pool_available():
-        monkeypatch.setitem(sys.modules, "convbench.impls._mma",
-                            types.SimpleNamespace(conv_act_pool=standin_conv_act_pool))
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("net", list(NETWORKS))
-def test_whole_network_matches_float64(net, gpu_conv):
+def test_whole_network_matches_float64(net):
     from convbench.data.fashion_mnist import load_dataset
 
     weights = load_weights("own", net)
@@ -467,13 +467,12 @@ def test_whole_network_matches_float64(net, gpu_conv):
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["tf32x3", "fp16", "tf32"])
 def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision):
-    from convbench.impls import _wgmma
-
+    _wgmma = whole.wgmma
     if not _wgmma.supported(torch.cuda.current_device()):
         pytest.skip("wgmma needs an sm_90 GPU (H100, H200)")
     wn = whole.WholeNetwork(load_weights("own", "fa19"), precision)
     conv2 = [s for s in wn.steps if isinstance(s, ConvStep) and s.name == "conv2"][0]
-    want = whole.WGMMA_ARITHMETIC.get(precision)
+    want = whole.wgmma_arithmetic(precision)
     assert wn.uses_wgmma(conv2) == (want is not None)  # fa19's conv2: C*K*K = 300, no activation or pool after it
     assert wn.arithmetic(conv2) == (want or precision)
     assert wn.layer_arithmetic() == ({"conv2": want} if want and want != precision else {})  # only the differing
@@ -481,7 +480,7 @@ def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision
 
 
 @pytest.mark.gpu
-def test_graph_replay_reads_the_input_where_it_lies(gpu_conv):
+def test_graph_replay_reads_the_input_where_it_lies():
     weights = load_weights("own", "sp19")
     spec = weights.spec
     wn = whole.WholeNetwork(weights)
@@ -498,7 +497,7 @@ def test_graph_replay_reads_the_input_where_it_lies(gpu_conv):
 
 
 @pytest.mark.gpu
-def test_stage_times_cover_every_kernel_step(gpu_conv):
+def test_stage_times_cover_every_kernel_step():
     spec = NETWORKS["sp19"]
     net = whole.WholeNetwork(random_weights(spec))
     x = pixels(spec, 64).cuda()
@@ -513,7 +512,7 @@ def test_stage_times_cover_every_kernel_step(gpu_conv):
 
 
 @pytest.mark.gpu
-def test_benchmark_reports_every_number(gpu_conv):
+def test_benchmark_reports_every_number():
     from convbench.data.fashion_mnist import load_dataset
 
     weights = load_weights("own", "minidnn")
@@ -527,7 +526,7 @@ def test_benchmark_reports_every_number(gpu_conv):
 
 
 @pytest.mark.gpu
-def test_run_whole_network_cli(capsys, gpu_conv):
+def test_run_whole_network_cli(capsys):
     import json
     import re
 

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 
 import torch
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from convbench import ui
 from convbench.cli.devices import all_on, require_cuda, resolve
 from convbench.cli.main import MAX_IMAGES
-from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl
+from convbench.core import ui
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, get_network
 from convbench.measure import bench, ceilings, outfiles, plots
-from convbench.network.spec import NETWORKS, get_network
 
 DEFAULTS = {  # small enough on the CPU to finish in well under a minute on 2 cores
     "cpu": {"nets": "sp19", "sizes": "100,1000", "reps": 5},
@@ -96,36 +97,48 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.4f}"
 
 
+def ceilings_line(c: dict | None) -> str:
+    """The ceilings every % of floor divides by, and when they were measured."""
+    if not c:
+        return "ceilings: none recorded"
+    rates = [f"{name} {c[key] / 1e9:,.0f} GFLOP/s" for name, key in
+             (("fp32", "fp32_flop_per_s"), ("tf32", "tf32_flop_per_s"), ("fp16", "fp16_flop_per_s"),
+              ("bf16", "bf16_flop_per_s")) if c.get(key)]
+    return (f"ceilings of {c['machine']}, measured {c['measured']}: copy {c['copy_bytes_per_s'] / 1e9:,.1f} GB/s, "
+            f"{', '.join(rates)}{' (3x arithmetics: / 3)' if c.get('tf32_flop_per_s') else ''}; "
+            "`convbench ceilings --remeasure` measures them again")
+
+
 def print_tables(doc: dict) -> None:
-    console = Console(highlight=False, width=max(140, Console().width))
+    """One table per network and batch, fitting 80 columns; verify and the ceilings as lines around them."""
+    console = Console(highlight=False)
     ref, verify = doc["reference"], doc["verify"]
+    for impl, v in verify.items():
+        info = doc["impls"][impl]
+        arith = f" ({info['arithmetic']})" if info.get("arithmetic", info["precision"]) != info["precision"] else ""
+        mark = f"ok, max rel. error {v['max_rel_error']:.1e}" if v["ok"] else \
+            f"[red]FAILED (max rel. error {v['max_rel_error']:.1e}): its times are not to be trusted[/red]"
+        if v.get("fused"):
+            mark += f"; fused op {'ok' if v['fused']['ok'] else '[red]FAILED[/red]'}"
+        console.print(f"verify {impl} ({info['precision']}{arith}): {mark}")
+    console.print(ceilings_line(doc.get("ceilings")))
+    console.print("floor = max(bytes / copy rate, FLOPs / rate of the impl's arithmetic); %mem: of bytes / copy rate")
     for net in doc["settings"]["nets"]:
         for size in doc["settings"]["sizes"]:
             table = Table(title=f"{net} · {size} images · {doc['device']} ({doc['card']}) · median of "
-                                f"{doc['settings']['reps']} runs · floor = max(bytes / copy rate, FLOPs / GEMM rate "
-                                "of the arithmetic), memory floor = bytes / copy rate")
-            for col in ("impl", "prec.", "layer", "Op Time ms", "Layer Time ms", "GFLOP/s", "GB/s", "% of floor",
-                        "% of mem. floor", f"vs {ref}", "verify"):
-                table.add_column(col, justify="left" if col in ("impl", "prec.", "layer", "verify") else "right")
+                                f"{doc['settings']['reps']}", box=box.SIMPLE_HEAD, pad_edge=False)
+            for col in ("impl", "layer", "Op ms", "Layer ms", "GFLOP/s", "%floor", "%mem", f"x {ref}"):
+                table.add_column(col, justify="left" if col in ("impl", "layer") else "right")
             rows = [r for r in doc["layers"] if r["net"] == net and r["images"] == size]
-            sums = [s for s in doc["totals"] if s["net"] == net and s["images"] == size]
-            for s in sums:
-                v = verify[s["impl"]]
-                mark = f"ok {v['max_rel_error']:.0e}" if v["ok"] else f"[red]FAIL {v['max_rel_error']:.0e}"
-                if v.get("fused"):
-                    mark += f" · fused {'ok' if v['fused']['ok'] else '[red]FAIL'} {v['fused']['max_rel_error']:.0e}"
-                info = doc["impls"][s["impl"]]
-                prec = info["precision"]
-                if info.get("arithmetic", prec) != prec:
-                    prec += f" ({info['arithmetic']})"
+            for s in (s for s in doc["totals"] if s["net"] == net and s["images"] == size):
+                name = s["impl"] if verify[s["impl"]]["ok"] else f"[red]{s['impl']} (FAIL)"
                 for r in (r for r in rows if r["impl"] == s["impl"]):
-                    table.add_row(r["impl"], prec, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
-                                  f"{r['gflop_per_s']:.1f}", f"{r['gbyte_per_s']:.1f}", f"{r['of_floor_pct']:.1f}",
-                                  f"{r['of_memory_floor_pct']:.1f}", f"{r['speedup_vs_reference_x']:.2f}x", mark)
-                table.add_row(f"[bold]{s['impl']}", prec, "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}",
-                              _ms(s["layer_time_s"]), f"{s['gflop_per_s']:.1f}", "", f"{s['of_floor_pct']:.1f}",
-                              f"{s['of_memory_floor_pct']:.1f}", f"[bold]{s['speedup_vs_reference_x']:.2f}x", "",
-                              end_section=True)
+                    table.add_row(name, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
+                                  f"{r['gflop_per_s']:.1f}", f"{r['of_floor_pct']:.1f}",
+                                  f"{r['of_memory_floor_pct']:.1f}", f"{r['speedup_vs_reference_x']:.2f}")
+                table.add_row("", "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}", _ms(s["layer_time_s"]),
+                              f"{s['gflop_per_s']:.1f}", f"{s['of_floor_pct']:.1f}", f"{s['of_memory_floor_pct']:.1f}",
+                              f"[bold]{s['speedup_vs_reference_x']:.2f}", end_section=True)
             console.print(table)
 
 
@@ -146,7 +159,7 @@ def cmd_ceilings(args) -> int:
         table.add_row(name, f"{c.flop_per_s(name) / 1e9:.1f} GFLOP/s", how)
     table.caption = (f"floor = max(bytes / copy, FLOPs / the ceiling of the impl's arithmetic); cache: "
                      f"{ceilings.cache_file(device)}")
-    Console(highlight=False, width=max(120, Console().width)).print(table)
+    Console(highlight=False).print(table)
     return 0
 
 

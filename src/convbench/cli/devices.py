@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl, all_impls, get_impl, impl_for_precision
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.impls.registry import all_impls, get_impl, impl_for_precision
+from convbench.user import resolve as resolve_impl
 
 DEFAULT_IMPL = {"cpu": "cpu-parallel", "cuda": "cudnn"}
 
@@ -24,7 +26,7 @@ def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") 
         device = device or "cpu"
         impl = get_impl(DEFAULT_IMPL[device])
     else:
-        impl = get_impl(impl_name)
+        impl = resolve_impl(impl_name)
         device = device or ("cpu" if impl.device == "any" else impl.device)
         if not impl.runs_on(device):
             raise UsageError(f"implementation {impl.name} runs on {impl.device}, not {device}; use --device {impl.device}")

@@ -2,32 +2,42 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, get_network
 from convbench.data import fashion_mnist as fm
-from convbench.errors import UsageError
 from convbench.impls.registry import all_impls
-from convbench.network.spec import NETWORKS, get_network
 
 out = Console(highlight=False, soft_wrap=True)
 
 
 def _wide() -> Console:
-    return Console(highlight=False, width=max(150, out.width))
+    return Console(highlight=False)
+
+
+def rung_label(impl) -> str:
+    """Where an implementation stands: "gpu 14" (rung 14 of the CUDA C ladder), "cuda lib", "reference"."""
+    if impl.ladder:
+        return f"{impl.ladder} {impl.rung}"
+    return "reference" if impl.device == "any" else f"{impl.device} lib"
 
 
 def cmd_impls(args) -> int:
-    table = Table(title="convolution implementations (the contract: impls/registry.py)")
-    for col in ("name", "device", "precision", "summary", "demonstrates"):
-        table.add_column(col)
+    table = Table(title="convolution implementations, ladder by ladder (the contract: core/contract.py)",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("rung", "name", "precision", "what it demonstrates"):
+        table.add_column(col, no_wrap=col != "what it demonstrates")
     for impl in all_impls():
-        precision = impl.precision
-        if impl.ceiling_arithmetic != impl.precision:
-            precision += f" ({impl.ceiling_arithmetic} arithmetic)"
-        table.add_row(impl.name, impl.device, precision + (" + fused op" if impl.fused else ""), impl.summary,
-                      impl.demonstrates)
-    _wide().print(table)
+        precision = impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
+        table.add_row(rung_label(impl), impl.name + ("*" if impl.fused else ""), precision, impl.demonstrates)
+    console = _wide()
+    console.print(table)
+    console.print("precision:arithmetic where the FLOPs run on another arithmetic (3xTF32 is fp32-accurate); "
+                  "* has a fused conv + activation + pool op. Each rung's file says what it changes, why that is "
+                  "faster and what bounds it: src/convbench/impls/<ladder>_<NN>_<name>.py (+ .cu).")
     return 0
 
 

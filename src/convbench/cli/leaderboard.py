@@ -1,15 +1,16 @@
-"""`convbench leaderboard`: the course's ranking (measure/leaderboard.py) of results files, one board per card."""
+"""`convbench leaderboard`: the course's ranking (measure/leaderboard.py) of results files, one board per card
+(default: the newest run of each card under results/)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
 
-from convbench import ui
-from convbench.errors import UsageError
+from convbench.core import ui
+from convbench.core.errors import UsageError
+from convbench.core.spec import get_network
 from convbench.measure import results
 from convbench.measure.leaderboard import boards
-from convbench.network.spec import get_network
 
 
 def _ms(s: float | None) -> str:
@@ -22,7 +23,7 @@ def cmd_leaderboard(args) -> int:
     found, notes = boards(files, args.images, net)
     if not found:  # one line: the notes are the reason
         raise UsageError(f"nothing to rank in {len(files)} results file(s): {'; '.join(notes)}; rank files with "
-                         "verify records (`convbench bench --json`, scripts/ladder.py) or pick another --images")
+                         "verify records (`convbench bench --json`) or pick another --images")
     for note in notes:
         ui.note(note)
     console = Console(highlight=False, width=max(120, Console().width))

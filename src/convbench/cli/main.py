@@ -9,12 +9,13 @@ import argparse
 import importlib
 import sys
 
-from convbench import __version__
-from convbench.errors import UsageError
-from convbench.network.spec import MAX_IMAGE_SIZE
+from convbench.core import __version__
+from convbench.core.errors import UsageError, cuda_error
+from convbench.core.spec import MAX_IMAGE_SIZE
 
 MAX_IMAGES = 10000
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # --precision; = impls.registry.PRECISIONS (not imported: it loads torch)
+from convbench.core.precision import PRECISIONS  # noqa: E402  (the table imports no torch)
+
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
             "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
             "leaderboard": "leaderboard"}
@@ -119,11 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="Markdown + HTML report with plots from results files")
     report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html and the PNG plots (created if absent)")
-    report.add_argument("--results", nargs="+", metavar="FILE", help="bench or ladder JSON files (default: results/*.json here)")
+    report.add_argument("--results", nargs="+", metavar="FILE", help="`convbench bench --json` (or `run --whole-network --json`) files (default: the newest run of each card under results/)")
     report.add_argument("--profile", nargs="+", metavar="FILE", help="profile JSON files (`convbench profile --json`) to include")
 
     board = sub.add_parser("leaderboard", help="rank verified implementations by Σ Op Time at 10000 images, one board per card")
-    board.add_argument("--results", nargs="+", metavar="FILE", help="bench or ladder JSON files (default: results/*.json here)")
+    board.add_argument("--results", nargs="+", metavar="FILE", help="`convbench bench --json` (or `run --whole-network --json`) files (default: the newest run of each card under results/)")
     board.add_argument("--images", type=image_count, default=MAX_IMAGES, help="batch size to rank at (default 10000, the course's)")
     board.add_argument("--net", help="rank on this network alone (default: Σ over every network measured)")
 
@@ -163,13 +164,3 @@ def main(argv: list[str] | None = None) -> int:
             raise  # a bug in convbench: the traceback is for us
         print(f"convbench: error: {message}", file=sys.stderr)
         return 2
-
-
-def cuda_error(e: Exception) -> str | None:
-    """One line for an error raised by the GPU (a kernel fault, an out-of-memory), None for anything else."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    module = type(e).__module__ or ""
-    if module.startswith("cupy") or type(e).__name__ in ("AcceleratorError", "OutOfMemoryError") or "CUDA error" in text:
-        return (f"the GPU reported: {text}; run the implementation under compute-sanitizer "
-                "(scripts/sanitize.sh) to find the faulting access, or use a smaller --size for out-of-memory")
-    return None

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from convbench import ui
 from convbench.cli.devices import resolve
+from convbench.core import ui
+from convbench.core.errors import UsageError
 from convbench.data.fashion_mnist import load_dataset
-from convbench.errors import UsageError
 from convbench.measure import ncu, outfiles
 from convbench.measure.environment import environment
 from convbench.measure.profile import profile_inference
@@ -20,20 +21,22 @@ from convbench.network.weights import load_weights
 
 
 def _fmt(seconds: float) -> str:
-    """nvprof's units: the largest of s, ms, us that keeps the number >= 1."""
+    """nvprof's units: the largest of s, ms, us that keeps the number >= 1; four significant digits."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if seconds >= scale:
-            return f"{seconds / scale:.3f}{unit}"
+            value = seconds / scale
+            return f"{value:.{max(0, 3 - len(str(int(value))))}f}{unit}"
     return f"{seconds / 1e-9:.0f}ns"
 
 
 def _table(title: str, summary) -> Table:
     table = Table(title=f"{title}: {summary.shown_pct:.1f} % of {_fmt(summary.total_s)} in {len(summary.rows)} of "
-                        f"{summary.names} names")
+                        f"{summary.names} names", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in ("Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"):
-        table.add_column(col, justify="left" if col == "Name" else "right")
+        table.add_column(col, justify="left" if col == "Name" else "right", no_wrap=col != "Name",
+                         overflow="fold", min_width=24 if col == "Name" else None)
     for r in summary.rows:
-        table.add_row(f"{r.time_pct:.2f}%", _fmt(r.total_s), str(r.calls), _fmt(r.avg_s), _fmt(r.min_s), _fmt(r.max_s),
+        table.add_row(f"{r.time_pct:.1f}%", _fmt(r.total_s), str(r.calls), _fmt(r.avg_s), _fmt(r.min_s), _fmt(r.max_s),
                       r.name)
     return table
 
@@ -53,7 +56,7 @@ def cmd_profile(args) -> int:
     ui.note(f"profiling one inference: {impl.name} on {device}, {weights.spec.name}, {args.size} images "
             "(after one unrecorded inference)")
     prof = profile_inference(impl, device, weights, data.images, trace)
-    console = Console(highlight=False, width=max(140, Console().width))
+    console = Console(highlight=False)
     if prof.gpu is not None:
         console.print(_table("GPU kernels", prof.gpu))
         console.print(_table("GPU copies (activations in and out of each layer)", prof.gpu_copies))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 from convbench.measure import plots, report, results
 
 

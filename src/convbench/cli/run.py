@@ -26,15 +26,18 @@ from __future__ import annotations
 import json
 import sys
 
-from convbench import ui
 from convbench.cli.devices import require_cuda, resolve
-from convbench.errors import UsageError
+from convbench.core import ui
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
 from convbench.data.fashion_mnist import load_dataset
-from convbench.impls.registry import ConvImpl, get_impl
+from convbench.impls.registry import get_impl
+from convbench.measure import ceilings as ceilings_mod
 from convbench.measure.results import REFERENCE
 from convbench.measure.usage import usage
 from convbench.network.model import Network, correctness, require_fused
 from convbench.network.weights import DEFAULT_NET, load_weights
+from convbench.whole.graph import WholeNetwork, arithmetic_for, benchmark
 
 
 def _say(text: str, quiet: bool) -> None:
@@ -129,11 +132,8 @@ def cmd_run(args) -> int:
     return 0
 
 
-WHOLE_PRECISION = {"fp32": "tf32x3", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16"}  # --precision -> dense/conv kernels
-
-
 def run_whole_network(args) -> int:
-    """`run --whole-network`: every layer on the GPU (network/whole.py), one CUDA graph replay per inference. Prints
+    """`run --whole-network`: every layer on the GPU (whole/graph.py), one CUDA graph replay per inference. Prints
     `Network Time: <s> (device-resident input, CUDA graph)` (median of 20 replays; the upload is not in it) and the
     Correctness line; --json adds the upload, upload + replay, and the whole-network floor."""
     if args.impl is not None:
@@ -144,7 +144,6 @@ def run_whole_network(args) -> int:
     if getattr(args, "fuse", False):
         raise UsageError("--whole-network always fuses conv + activation + pool; leave out --fuse")
     require_cuda()
-    precision = WHOLE_PRECISION[getattr(args, "precision", None) or "fp32"]
     quiet = args.json
     net = args.net if args.net or args.weights not in ("own", "high", "low") else DEFAULT_NET
     weights = load_weights(args.weights, net, args.image_size)
@@ -152,9 +151,7 @@ def run_whole_network(args) -> int:
     data = load_dataset(spec.input_size, count=args.size, data_dir=args.data_dir, quiet=quiet)
     _say("Loading fashion-mnist data... done", quiet)
 
-    from convbench.measure import ceilings as ceilings_mod
-    from convbench.network.whole import WholeNetwork, benchmark
-
+    precision = arithmetic_for(getattr(args, "precision", None) or "fp32")
     network = WholeNetwork(weights, precision)
     _say("Loading model... done", quiet)
     if not quiet:

@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 
 from convbench.cli.devices import resolve
-from convbench.errors import UsageError
-from convbench.impls import _tuning
+from convbench.core.errors import UsageError
+from convbench.core.gpu import tuning
+from convbench.core.spec import get_network
 from convbench.measure.sweep import sweep
-from convbench.network.spec import get_network
 
 
 def cmd_sweep(args) -> int:
@@ -20,7 +20,7 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"implementation {impl.name} has no launch parameters to sweep; pick one that lists tunables in `convbench impls`")
     spec = get_network(args.net)
     results = sweep(impl, spec, args.batch, device, args.reps)
-    console = Console(highlight=False, width=max(120, Console().width))
+    console = Console(highlight=False)
     for layer, trials in results.items():
         good = [t for t in trials if t.seconds is not None]
         best = min(good, key=lambda t: t.seconds) if good else None
@@ -35,5 +35,5 @@ def cmd_sweep(args) -> int:
             else:
                 table.add_row(("* " if t is best else "  ") + cfg, f"{t.seconds * 1e3:.4f}", f"{t.seconds / best.seconds:.2f}x")
         console.print(table)
-    console.print(f"choices recorded in {_tuning.user_file()}")
+    console.print(f"choices recorded in {tuning.user_file()}")
     return 0

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from convbench import ui
-from convbench.errors import UsageError
-from convbench.network.spec import get_network
+from convbench.core import ui
+from convbench.core.errors import UsageError
+from convbench.core.spec import get_network
 from convbench.network.train import evaluate, train
-from convbench.network.weights import (OWN_DIR, STORAGE_DTYPE, VARIANTS, for_storage, load_safetensors, own_weights_file,
-                                       save_safetensors)
+from convbench.network.weights import (
+    OWN_DIR,
+    STORAGE_DTYPE,
+    VARIANTS,
+    for_storage,
+    load_safetensors,
+    own_weights_file,
+    save_safetensors,
+)
 
 
 def cmd_train(args) -> int:

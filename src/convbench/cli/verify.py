@@ -7,8 +7,8 @@ import random
 from rich.console import Console
 from rich.table import Table
 
-from convbench import ui
 from convbench.cli.devices import all_on, require_cuda, resolve
+from convbench.core import ui
 from convbench.measure import problem
 from convbench.measure.verify import ImplReport, verify_fused, verify_impl
 
@@ -46,18 +46,21 @@ def cmd_verify(args) -> int:
                 reports.append(ImplReport(impl, results, is_fused))
 
     table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
-                        + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""))
-    for col in ("impl", "precision", "shapes", "max rel. error", "tolerance", "worst shape", "result"):
-        table.add_column(col, justify="right" if col in ("shapes", "max rel. error", "tolerance") else "left")
+                        + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
+                  caption="FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs"
+                  if any(not rep.ok for rep in reports) else None)
+    for col in ("impl", "prec.", "shapes", "max error", "tol.", "result", "worst shape"):
+        table.add_column(col, justify="right" if col in ("shapes", "max error", "tol.") else "left",
+                         no_wrap=col != "worst shape")
     for rep in reports:
         worst = rep.worst
         fails = rep.failures
         if fails:
             unwritten = sum(1 for f in fails if f.check.unwritten)
-            verdict = f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} with unwritten/NaN output)" if unwritten else "")
+            verdict = f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} NaN)" if unwritten else "")
         else:
             verdict = "[green]ok"
         table.add_row(rep.label, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
-                      f"{rep.impl.tolerance:.0e}", worst.where(), verdict)
-    Console(highlight=False, width=max(140, Console().width)).print(table)
+                      f"{rep.impl.tolerance:.0e}", verdict, worst.where())
+    Console(highlight=False).print(table)
     return 0 if all(rep.ok for rep in reports) else 1

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from convbench import ui
+from convbench.core import ui
+from convbench.core.errors import UsageError
+from convbench.core.paths import cache_dir
 from convbench.data.idx import read_idx
-from convbench.errors import UsageError
 
 SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
 BUNDLED_DIR = Path(str(resources.files("convbench.data") / "bundled"))
@@ -91,13 +92,6 @@ def load_split(split: str = "t10k", data_dir: str | os.PathLike | None = None) -
     if labels.max(initial=0) > 9:
         raise UsageError(f"{src.labels} has labels above 9: not Fashion-MNIST labels; use the matching labels file")
     return images, labels, src
-
-
-def cache_dir() -> Path:
-    if os.environ.get("CONVBENCH_CACHE"):
-        return Path(os.environ["CONVBENCH_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "convbench"
 
 
 def _checksum(path: Path) -> str:

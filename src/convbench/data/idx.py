@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 
 UBYTE = 0x08
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -1,8 +1,16 @@
-"""Convolution implementations: one file each, all behind the contract in `registry.py`.
+"""Convolution implementations: one file each, all behind the contract of core/contract.py.
 
-Add your own by dropping a file here that defines one function decorated with `@conv_impl(...)`.
+The file names are the ladders: cpu_01_naive.py ... gpu_01_basic.py (+ gpu_01_basic.cu) ... gpu_15_wgmma.py,
+triton_01_igemm.py; the libraries (cudnn.py, onednn.py) and the float64 reference beside them. Add your own rung by
+dropping a file here that defines one function decorated with `@conv_impl(...)`.
 """
 
-from convbench.impls.registry import ConvImpl, all_impls, conv_impl, get_impl, impl_for_precision, output_shape
+from convbench.impls.registry import (
+    all_impls,
+    builtin,
+    family_arithmetic,
+    get_impl,
+    impl_for_precision,
+)
 
-__all__ = ["ConvImpl", "all_impls", "conv_impl", "get_impl", "impl_for_precision", "output_shape"]
+__all__ = ["all_impls", "builtin", "family_arithmetic", "get_impl", "impl_for_precision"]

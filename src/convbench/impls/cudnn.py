@@ -1,12 +1,16 @@
-"""cudnn — the GPU library bar: torch.nn.functional.conv2d on CUDA tensors (cuDNN), float32 arithmetic with TF32
-off, `cudnn.benchmark` on (cuDNN times its algorithms once per shape and keeps the fastest; that first call
-happens in the warm-up, outside Op Time).
+"""cudnn, cudnn-tf32 — the GPU library bar: torch.nn.functional.conv2d on CUDA tensors (cuDNN), `cudnn.benchmark`
+on (cuDNN times its algorithms once per shape and keeps the fastest; that first call happens in the warm-up, outside
+Op Time).
+
+- cudnn: float32 arithmetic, TF32 off: the bar every fp32-accurate rung is measured against.
+- cudnn-tf32: TF32 tensor-core math allowed (torch.backends.cudnn.allow_tf32): the library's reduced-precision bar.
+  TF32 keeps float32's range but rounds operands to 10 mantissa bits (relative error near 1e-3 against float64).
 """
 
 import torch
 import torch.nn.functional as F
 
-from convbench.impls.registry import conv_impl
+from convbench.core.contract import conv_impl
 
 
 def _setup():
@@ -20,7 +24,9 @@ def _setup():
     demonstrates="the vendor library: the bar every GPU rung is measured against",
     writes_into=False,
     setup=_setup,
+    variants={"": "fp32", "tf32": "tf32"},
+    summaries={"tf32": "torch.nn.functional.conv2d on the GPU (cuDNN), TF32 allowed, benchmark mode"},
 )
-def conv_forward(x, k):
-    torch.backends.cudnn.allow_tf32 = False  # per call: another impl may have switched it on
+def conv_forward(x, k, *, arithmetic):
+    torch.backends.cudnn.allow_tf32 = arithmetic == "tf32"  # per call: the other variant may have switched it
     return F.conv2d(x, k)

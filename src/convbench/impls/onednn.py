@@ -4,7 +4,7 @@ with it), float32. What every hand-written CPU rung is compared with in the same
 
 import torch.nn.functional as F
 
-from convbench.impls.registry import conv_impl
+from convbench.core.contract import conv_impl
 
 
 @conv_impl(

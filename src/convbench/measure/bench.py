@@ -28,13 +28,15 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from convbench.core.contract import ConvImpl
+from convbench.core.spec import get_network
+from convbench.core.timing import median_time, rotation_count
 from convbench.data.fashion_mnist import load_dataset
-from convbench.impls.registry import ConvImpl, get_impl
+from convbench.impls.registry import get_impl
 from convbench.measure import problem
 from convbench.measure.ceilings import Ceilings
 from convbench.measure.environment import environment
 from convbench.measure.results import BENCH_FORMAT, REFERENCE, totals
-from convbench.measure.timing import median_time, rotation_count
 from convbench.measure.verify import verify_fused, verify_impl
 from convbench.network.model import forward
 from convbench.network.weights import load_weights
@@ -128,8 +130,6 @@ def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
 
 
 def total_steps(impls, nets, sizes) -> int:
-    from convbench.network.spec import get_network
-
     layers = sum(len(get_network(n).conv_layers) for n in nets)
     fused = sum(1 for i in impls if i.fused is not None)
     return len(impls) * (VERIFY_SHAPES + layers * len(sizes)) + fused * VERIFY_SHAPES

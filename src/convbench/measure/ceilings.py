@@ -36,19 +36,19 @@ from pathlib import Path
 
 import torch
 
-from convbench.data.fashion_mnist import cache_dir
+from convbench.core.paths import cache_dir
+from convbench.core.precision import ARITHMETICS as TABLE
+from convbench.core.timing import median_time
 from convbench.measure import outfiles
 from convbench.measure.environment import cpu_model
-from convbench.measure.timing import median_time
 
 # Sizes: large enough to leave the caches and fill the machine, small enough to measure in about a second.
 GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
 GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
 REPS = 5
-ARITHMETICS = ("fp32", "fp64", "tf32", "tf32x3", "fp16", "fp16x3", "bf16")  # flop_per_s's (registry.ARITHMETICS)
-# Error-compensated arithmetics: three products (hi*hi, hi*lo, lo*hi) of the named tensor-core arithmetic per fp32
-# multiply-add, so their ceiling is that arithmetic's rate / 3 (not measured).
-THREE_PRODUCT = {"tf32x3": "tf32", "fp16x3": "fp16"}
+ARITHMETICS = tuple(TABLE)  # every arithmetic flop_per_s answers (core/precision.py)
+# the three-product arithmetics (tf32x3 -> tf32): their ceiling is the base rate / 3, not measured
+THREE_PRODUCT = {a.name: a.ceiling for a in TABLE.values() if a.products == 3}
 
 
 @dataclass(frozen=True)
@@ -63,17 +63,17 @@ class Ceilings:
     bf16_flop_per_s: float | None = None
 
     def flop_per_s(self, arithmetic: str) -> float:
-        """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic). fp64 counts as fp32 (a lower bound on the
-        time); tf32x3 and fp16x3 are the tf32 and fp16 rates / 3 (THREE_PRODUCT); a ceiling this machine lacks (the
-        CPU has no tensor cores) is fp32's, and fp16 / bf16 in files from before they were measured are tf32's."""
-        if arithmetic not in ARITHMETICS:
+        """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic), from the precision table: its measured base
+        rate / its products per multiply-add (tf32x3: tf32 / 3). fp64 counts as fp32 (a lower bound on the time); a
+        ceiling this machine lacks (the CPU has no tensor cores) is fp32's, and fp16 / bf16 in files from before
+        they were measured are tf32's."""
+        if arithmetic not in TABLE:
             raise ValueError(f"unknown arithmetic {arithmetic!r}; one of {', '.join(ARITHMETICS)}")
+        a = TABLE[arithmetic]
         tf32 = self.tf32_flop_per_s
         rates = {"tf32": tf32, "fp16": self.fp16_flop_per_s or tf32, "bf16": self.bf16_flop_per_s or tf32}
-        rate = rates.get(THREE_PRODUCT.get(arithmetic, arithmetic))
-        if rate and arithmetic in THREE_PRODUCT:
-            rate /= 3
-        return rate or self.fp32_flop_per_s
+        rate = rates.get(a.ceiling)
+        return rate / a.products if rate else self.fp32_flop_per_s
 
     def memory_floor_s(self, nbytes: float) -> float:
         """The bytes moved once at the copy rate: the floor of a layer no arithmetic could speed up."""

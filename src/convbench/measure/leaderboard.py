@@ -11,6 +11,8 @@ implementations that produced the right answer were ranked. Here:
 - reduced-precision implementations (tf32, fp16, ...) are ranked, and marked with their precision;
 - where several files measured the same implementation on the same card, network and batch, the newest verified
   one counts (unless a newer file records a failed verify: then the implementation is out).
+
+Without `--results`, the files are those of the newest run of each card under results/ (measure/results.py).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ class Board:
         return sum(ref.per_net_s[n] for n in nets) / sum(entry.per_net_s[n] for n in nets)
 
 
+def source(f: ResultsFile) -> str:
+    """A file as the boards name it: its run folder and its name."""
+    return f"{f.path.parent.name}/{f.path.name}"
+
+
 def pick(group: list[ResultsFile], impl: str, net: str, images: int) -> tuple[ResultsFile | None, str]:
     """The file whose measurement of (impl, net, images) counts: the newest verified one, unless a newer file's
     verify says the implementation failed (a fix that broke it must not hide behind old numbers). Returns (file, "")
@@ -68,7 +75,7 @@ def pick(group: list[ResultsFile], impl: str, net: str, images: int) -> tuple[Re
 def boards(files: list[ResultsFile], images: int = 10000, net: str | None = None) -> tuple[list[Board], list[str]]:
     """The boards, and notes on what could not be ranked (a card with no results at that batch size)."""
     out, notes = [], []
-    for card, group in by_card(files).items():
+    for card, group in by_card([f for f in files if f.kind == "bench"]).items():  # whole-network files rank nothing
         rows = [r for f in group for r in f.layers if r["images"] == images and (net is None or r["net"] == net)]
         if not rows:
             have = sorted({r["images"] for f in group for r in f.layers if net is None or r["net"] == net})
@@ -109,7 +116,7 @@ def boards(files: list[ResultsFile], images: int = 10000, net: str | None = None
             srcs = list(by_net.values())
             errors = [e for e in (f.max_error(impl) for f in srcs) if e is not None]
             entries.append(Entry(impl, srcs[0].precision.get(impl, "fp32"), per_net, set(per_net) == set(nets),
-                                 max(errors) if errors else None, ", ".join(sorted({f.path.name for f in srcs}))))
+                                 max(errors) if errors else None, ", ".join(sorted({source(f) for f in srcs}))))
         entries.sort(key=lambda e: (not e.complete, e.total_s))
         out.append(Board(card, device, images, nets, reference, entries, left_out))
     return out, notes

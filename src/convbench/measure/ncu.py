@@ -16,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 
 METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy %",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 
 
 def check_output_file(path: str | os.PathLike, what: str, suffix: str | None = None) -> Path:

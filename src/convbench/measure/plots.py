@@ -18,7 +18,7 @@ import io
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 from convbench.measure import outfiles
 from convbench.measure.ceilings import THREE_PRODUCT
 from convbench.measure.results import totals

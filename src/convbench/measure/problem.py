@@ -14,9 +14,9 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
-from convbench.network.spec import Pool, pool_out
+from convbench.core.reference import activation, fused_reference, pool, reference  # noqa: F401 (the problem's reference)
+from convbench.core.spec import Pool, pool_out
 
 
 @dataclass(frozen=True)
@@ -34,31 +34,6 @@ class ConvShape:
 
     def __str__(self) -> str:
         return f"B={self.B} C={self.C} M={self.M} H={self.H} W={self.W} K={self.K}"
-
-
-def reference(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """The contract in float64: valid cross-correlation, stride 1, no bias."""
-    return F.conv2d(x.double(), k.double())
-
-
-ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
-
-
-def activation(x: torch.Tensor, fn: str | None) -> torch.Tensor:
-    return x if fn is None else ACTIVATIONS[fn](x)
-
-
-def pool(x: torch.Tensor, layer: Pool | None) -> torch.Tensor:
-    """A network's pooling layer (network/spec.Pool): max or average, floor or ceil mode, PyTorch's rule."""
-    if layer is None:
-        return x
-    op = F.max_pool2d if layer.kind == "max" else F.avg_pool2d
-    return op(x, layer.size, layer.stride, ceil_mode=layer.ceil)
-
-
-def fused_reference(x: torch.Tensor, k: torch.Tensor, act: str | None, pool_layer: Pool | None) -> torch.Tensor:
-    """What a fused implementation computes, in float64: pool(act(conv(x, k)))."""
-    return pool(activation(reference(x, k), act), pool_layer)
 
 
 @dataclass(frozen=True)

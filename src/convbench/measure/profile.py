@@ -30,8 +30,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, record_function
 
-from convbench.impls.registry import ConvImpl
-from convbench.measure.timing import synchronize
+from convbench.core.contract import ConvImpl
+from convbench.core.timing import synchronize
 from convbench.network.model import Network
 
 SHARE = 0.90

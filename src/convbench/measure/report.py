@@ -3,14 +3,14 @@
 Both pages come from the same list of blocks (headings, paragraphs, tables, code, images), so they cannot
 disagree. Contents:
 
-- the sources: each results file with its machine, versions, commit and command (numbers without these are not
-  results);
+- the sources: each results file (by default the newest run of each card under results/, measure/results.py)
+  with its machine, versions, commit and command (numbers without these are not results);
 - per card: the leaderboard (measure/leaderboard.py) and the three plots (measure/plots.py) as PNG files beside
-  the pages;
+  the pages, and the whole network's times where the files hold `convbench run --whole-network --json` output;
 - per implementation: what it does, in its author's words (the docstring of its file in impls/, and the header
-  comment of its CUDA kernel in kernels/ where it has one), its verify record, its Σ Op Time at 100 / 1000 / 10000
-  images (and any other batch measured) on every card and network, and, when a profile JSON of it is given
-  (`convbench profile --json`), its profile tables.
+  comment of its CUDA kernel, the .cu file beside it, where it has one), its verify record, its Σ Op Time at
+  100 / 1000 / 10000 images (and any other batch measured) on every card and network, and, when a profile JSON of it
+  is given (`convbench profile --json`), its profile tables.
 """
 
 from __future__ import annotations
@@ -22,14 +22,19 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 from convbench.impls.registry import all_impls
 from convbench.measure import outfiles, plots
-from convbench.measure.leaderboard import boards
-from convbench.measure.results import COURSE_SIZES, ResultsFile, by_card, merged_layers, totals
+from convbench.measure.leaderboard import boards, source
+from convbench.measure.results import (
+    COURSE_SIZES,
+    ResultsFile,
+    by_card,
+    merged_layers,
+    totals,
+)
 
 PROFILE_FORMAT = "convbench-profile/1"
 
@@ -124,7 +129,8 @@ def slug(text: str) -> str:
 
 
 def describe(name: str) -> tuple[str, str | None, str | None]:
-    """(what the impl file says, the kernel file's name, what its header says) for an implementation."""
+    """(what the impl file says, the kernel file's name, what its header says) for an implementation. The kernel is
+    the module's SOURCE, else the .cu file of the module's name beside it (impls/gpu_NN_name.cu)."""
     impl = {i.name: i for i in all_impls()}.get(name)
     if impl is None:
         return f"{name} is not in this checkout's registry (`convbench impls`); no description.", None, None
@@ -135,13 +141,13 @@ def describe(name: str) -> tuple[str, str | None, str | None]:
         except ImportError:
             module = None
     doc = inspect.cleandoc(module.__doc__) if module is not None and module.__doc__ else impl.summary
-    # its SOURCE constant, a kernels/NAME.cu its docstring names, or the kernel named like the impl's file
-    candidates = [getattr(module, "SOURCE", None), *re.findall(r"kernels/(\w+\.cu)", doc),
-                  impl.module.rsplit(".", 1)[-1] + ".cu"]
-    kernels = resources.files("convbench") / "kernels"
+    here = Path(module.__file__).parent if module is not None and getattr(module, "__file__", None) else None
+    candidates = [getattr(module, "SOURCE", None), here / (impl.module.rsplit(".", 1)[-1] + ".cu") if here else None]
     for cand in candidates:
-        if isinstance(cand, str) and cand.endswith(".cu") and (kernels / cand).is_file():
-            return doc, cand, kernel_header((kernels / cand).read_text())
+        if isinstance(cand, (str, Path)) and str(cand).endswith(".cu"):
+            path = Path(cand) if Path(cand).is_absolute() or here is None else here / cand
+            if path.is_file():
+                return doc, path.name, kernel_header(path.read_text())
     return doc, None, None
 
 
@@ -212,13 +218,19 @@ def build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None =
 
     blocks += [Heading(2, "Sources"),
                TableBlock(["file", "kind", "card", "versions", "commit", "date", "command"],
-                          [[f.path.name, f.kind, f.card, _versions(f.environment), str(f.environment.get("commit", "")),
+                          [[source(f), f.kind, f.card, _versions(f.environment), str(f.environment.get("commit", "")),
                             f.date, str(f.environment.get("command", ""))] for f in files])]
 
     for card, group in groups.items():
+        blocks.append(Heading(2, f"Results on {card}"))
+        wholes = [f for f in group if f.whole]
+        if wholes:
+            blocks += [Heading(3, "Whole network (one CUDA graph, device-resident input)"), whole_table(wholes)]
+        group = [f for f in group if f.layers]
+        if not group:
+            continue
         rows = merged_layers(group)
         ref = group[0].reference
-        blocks.append(Heading(2, f"Results on {card}"))
         # the course's batch where this card has it, else its largest
         sizes = {r["images"] for r in rows}
         images = COURSE_SIZES[-1] if COURSE_SIZES[-1] in sizes else max(sizes)
@@ -259,6 +271,19 @@ def build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None =
     return written + [md, page]
 
 
+def whole_table(files: list[ResultsFile]) -> TableBlock:
+    """`convbench run --whole-network --json` rows: the network's time, its floor, and its Correctness."""
+    rows = []
+    for f in files:
+        for r in f.whole:
+            rows.append([r["net"], str(r["images"]), r["precision"], _ms(r["network_time_s"]), _ms(r["floor_s"]),
+                         "—" if r["x_floor"] is None else f"{r['x_floor']:.2f}x",
+                         "—" if r["correctness"] is None else str(r["correctness"]),
+                         "—" if r["rel_error_vs_fp64"] is None else f"{r['rel_error_vs_fp64']:.1e}", source(f)])
+    return TableBlock(["net", "images", "arithmetic", "network ms", "floor ms", "x floor", "Correctness",
+                       "rel. error vs fp64", "file"], rows, right=(1, 3, 4, 5, 6, 7))
+
+
 def _versions(env: dict) -> str:
     keys = ("gpu", "driver", "cuda", "cudnn", "torch", "cupy", "triton", "numba")
     return ", ".join(f"{k} {env[k]}" for k in keys if env.get(k) not in (None, ""))
@@ -288,7 +313,7 @@ def impl_blocks(name: str, files: list[ResultsFile], groups: dict[str, list[Resu
     doc, kernel, header = describe(name)
     blocks: list = [Heading(3, name), Code(doc)]
     if kernel:
-        blocks += [Para(f"Kernel `kernels/{kernel}`:"), Code(header or "(no header comment)")]
+        blocks += [Para(f"Kernel `impls/{kernel}`:"), Code(header or "(no header comment)")]
     sizes = sorted(set(COURSE_SIZES) | {r["images"] for f in files for r in f.layers if r["impl"] == name})
     rows = []
     for card, group in groups.items():
@@ -301,7 +326,7 @@ def impl_blocks(name: str, files: list[ResultsFile], groups: dict[str, list[Resu
                 ("ok" if src.verified(name) else "FAIL")
                 + (f" ({src.max_error(name):.1e})" if src.max_error(name) is not None else ""))
             rows.append([card, net, *(_ms(by_size[n]["op_time_s"]) if n in by_size else "—" for n in sizes),
-                         f"{v}, {src.path.name}"])
+                         f"{v}, {source(src)}"])
     if rows:
         blocks.append(TableBlock(["card", "net", *(f"{n} images (ms)" for n in sizes), "verify"], rows,
                                  right=tuple(range(2, 2 + len(sizes)))))

@@ -1,29 +1,30 @@
-"""Reading results files, whatever wrote them, into one shape for the leaderboard, the plots and the report.
+"""Results: the run folders under results/ and the files `report` and `leaderboard` read from them.
 
-Three writers exist, and old files stay valid:
+A run folder (results/<run>/) holds one measurement run: a `manifest.json` (card, versions, commit, command, date,
+device kind; `results` names the folder's results files) and the run's files. Two kinds of results file are read:
 
     bench    `convbench bench --json` ("format": "convbench-bench/1"): per-layer rows with every unit in the key,
              the ceilings, and a quick verify of each implementation
-    ladder   scripts/ladder.py (results/ladder-*.json): "timing"[net][images][impl] = per-layer Op Times (s), and a
-             "verify" record per implementation (ok, max_rel_error)
-    cpu      scripts/cpu_optimes.py (results/cpu-*.json): "rows" of per-layer Op Times at one batch size, no verify
+    whole    `convbench run --whole-network --json` ("mode": "whole-network"): one document, or a list of them (one
+             per network); the card and date come from the manifest beside the file
 
-Each becomes a `ResultsFile` with bench's per-layer rows; FLOPs and bytes the writer did not record are computed
-from the network's spec (they depend only on the shapes). A file that is not JSON, or not one of these, is a
-UsageError that names the file: a report must not be built from half of what was asked.
+Without files named (`--results`), the newest run of each card that has results files counts (default_files). A
+file that is not JSON, or not one of these, is a UsageError that names the file: a report must not be built from
+half of what was asked.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 from convbench.impls.registry import all_impls
-from convbench.network.spec import NETWORKS
 
 BENCH_FORMAT = "convbench-bench/1"
+WHOLE_MODE = "whole-network"
+MANIFEST = "manifest.json"
 REFERENCE = {"cpu": "onednn", "cuda": "cudnn"}
 COURSE_SIZES = (100, 1000, 10000)
 
@@ -31,16 +32,17 @@ COURSE_SIZES = (100, 1000, 10000)
 @dataclass
 class ResultsFile:
     path: Path
-    kind: str  # bench | ladder | cpu
+    kind: str  # bench | whole
     device: str  # cpu | cuda
     card: str  # GPU name, or CPU model
-    environment: dict
+    environment: dict  # the bench file's own record; for a whole-network file, its run's manifest
     reference: str
     verify: dict[str, dict] | None  # impl -> {"ok": bool, "max_rel_error": float | None}; None: not recorded
     precision: dict[str, str]
     arithmetic: dict[str, str]  # impl -> what its FLOPs ran on (ConvImpl.ceiling_arithmetic)
     layers: list[dict]  # bench's per-layer rows (impl, net, images, layer, op_time_s, flop, bytes, ...)
     ceilings: dict | None
+    whole: list[dict] = field(default_factory=list)  # whole-network runs (net, images, network_time_s, ...)
 
     @property
     def date(self) -> str:
@@ -57,17 +59,80 @@ class ResultsFile:
             return None
 
 
-def default_files(root: Path | None = None) -> list[Path]:
+# ------------------------------------------------------------------------------------------------ run folders
+
+
+@dataclass(frozen=True)
+class Run:
+    folder: Path
+    manifest: dict
+
+    @property
+    def card(self) -> str:
+        return str(self.manifest.get("card") or "unknown card")
+
+    @property
+    def date(self) -> str:
+        return str(self.manifest.get("date") or "")
+
+    def results_files(self) -> list[Path]:
+        """The files its manifest names under `results`; without that list, every JSON file but the manifest."""
+        named = self.manifest.get("results")
+        if named is None:
+            return sorted(p for p in self.folder.glob("*.json") if p.name != MANIFEST)
+        return [self.folder / name for name in named]
+
+
+def read_manifest(folder: Path) -> dict | None:
+    """A run folder's manifest, None where it has none; one that is not a JSON object is a UsageError."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"{str(path)!r} is not a readable JSON manifest ({e.__class__.__name__}); fix it or move "
+                         "the folder out of results/") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{str(path)!r} is not a manifest (a JSON object with card, date, results); fix it")
+    return doc
+
+
+def runs(root: Path | None = None) -> list[Run]:
+    """Every run folder under ROOT/results (folders with a manifest.json), oldest first."""
     folder = (root or Path.cwd()) / "results"
-    files = sorted(folder.glob("*.json"))
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        manifest = read_manifest(sub)
+        if manifest is not None:
+            found.append(Run(sub, manifest))
+    return sorted(found, key=lambda r: (r.date, r.folder.name))
+
+
+def newest_runs(root: Path | None = None) -> dict[str, Run]:
+    """card -> its newest run (by the manifest's date) that has results files."""
+    newest: dict[str, Run] = {}
+    for run in runs(root):  # oldest first: a later one replaces an earlier
+        if run.results_files():
+            newest[run.card] = run
+    return newest
+
+
+def default_files(root: Path | None = None) -> list[Path]:
+    """The results files of the newest run of each card under ROOT/results (ROOT: the current folder)."""
+    base = root or Path.cwd()
+    files = [p for run in newest_runs(base).values() for p in run.results_files()]
     if not files:
-        raise UsageError(f"no results files: none given with --results and no results/*.json in {folder.parent}; "
-                         "pass --results FILE (a `convbench bench --json` or scripts/ladder.py JSON)")
+        raise UsageError(f"no results files: none given with --results, and no run folder with a manifest.json "
+                         f"naming results under {base / 'results'}; pass --results FILE (a `convbench bench --json` file)")
     return files
 
 
 def load_all(paths: list[str] | list[Path] | None) -> list[ResultsFile]:
     return [load(Path(p)) for p in (paths or default_files())]
+
+
+# ------------------------------------------------------------------------------------------------ one file
 
 
 def load(path: Path) -> ResultsFile:
@@ -85,20 +150,14 @@ def load(path: Path) -> ResultsFile:
     try:
         if isinstance(doc, dict) and doc.get("format") == BENCH_FORMAT:
             return _bench(path, doc)
-        if isinstance(doc, dict) and {"timing", "verify", "environment"} <= doc.keys():
-            return _ladder(path, doc)
-        if isinstance(doc, dict) and {"rows", "images", "environment"} <= doc.keys():
-            return _cpu(path, doc)
+        whole = doc if isinstance(doc, list) else [doc]
+        if whole and all(isinstance(d, dict) and d.get("mode") == WHOLE_MODE for d in whole):
+            return _whole(path, whole)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise UsageError(f"results file {str(path)!r} is malformed ({e.__class__.__name__}: {e}); "
                          "rewrite it with `convbench bench --json` or drop it from --results") from None
-    raise UsageError(f"{str(path)!r} is not a convbench results file (bench, ladder or cpu_optimes JSON); "
-                     "drop it from --results")
-
-
-def _precisions(names) -> dict[str, str]:
-    known = {i.name: i.precision for i in all_impls()}
-    return {n: known.get(n, "fp32") for n in names}
+    raise UsageError(f"{str(path)!r} is not a convbench results file (`convbench bench --json`, or "
+                     "`convbench run --whole-network --json`); drop it from --results")
 
 
 def _arithmetics(precision: dict[str, str], recorded: dict[str, str] | None = None) -> dict[str, str]:
@@ -109,57 +168,31 @@ def _arithmetics(precision: dict[str, str], recorded: dict[str, str] | None = No
     return {n: recorded.get(n) or known.get(n) or p for n, p in precision.items()}
 
 
-def spec_layer_rows(net: str, images: int, impl: str, op_times: list[float]) -> list[dict]:
-    """Per-layer rows for a writer that recorded only Op Times: shapes, FLOPs and bytes from the network spec."""
-    spec = NETWORKS[net]
-    convs = spec.conv_layers
-    if len(op_times) != len(convs):
-        raise ValueError(f"{net} has {len(convs)} conv layers but {impl} has {len(op_times)} times")
-    rows = []
-    for info, t in zip(convs, op_times):
-        C, H, W = info.in_shape
-        M, Ho, Wo = info.out_shape
-        K = H - Ho + 1
-        flop = info.flops * images
-        nbytes = 4 * (images * C * H * W + M * C * K * K + images * M * Ho * Wo)
-        rows.append({"impl": impl, "net": net, "images": images, "layer": info.name,
-                     "shape_BCHWMK": [images, C, H, W, M, K], "flop": flop, "bytes": nbytes,
-                     "intensity_flop_per_byte": flop / nbytes, "op_time_s": float(t), "layer_time_s": None,
-                     "gflop_per_s": flop / float(t) / 1e9, "gbyte_per_s": nbytes / float(t) / 1e9})
-    return rows
-
-
 def _bench(path: Path, doc: dict) -> ResultsFile:
     device = doc["device"]
     precision = {n: v["precision"] for n, v in doc["impls"].items()}
     arithmetic = _arithmetics(precision, {n: v.get("arithmetic") for n, v in doc["impls"].items()})
-    return ResultsFile(path, "bench", device, doc.get("card") or _card(doc["environment"], device), doc["environment"],
-                       doc["reference"], doc["verify"], precision, arithmetic, list(doc["layers"]), doc.get("ceilings"))
+    env = doc["environment"]
+    card = doc.get("card") or str(env.get("gpu") if device == "cuda" and env.get("gpu") else env.get("cpu", "unknown CPU"))
+    return ResultsFile(path, "bench", device, card, env, doc["reference"], doc["verify"], precision, arithmetic,
+                       list(doc["layers"]), doc.get("ceilings"))
 
 
-def _ladder(path: Path, doc: dict) -> ResultsFile:
-    rows = []
-    for net, by_size in doc["timing"].items():
-        for size, by_impl in by_size.items():
-            for impl, times in by_impl.items():
-                rows += spec_layer_rows(net, int(size), impl, times)
-    names = {r["impl"] for r in rows} | set(doc["verify"])
-    precision = _precisions(names)
-    return ResultsFile(path, "ladder", "cuda", _card(doc["environment"], "cuda"), doc["environment"], "cudnn",
-                       doc["verify"], precision, _arithmetics(precision), rows, None)
+def _whole(path: Path, docs: list[dict]) -> ResultsFile:
+    """Whole-network runs: the file carries no machine record, so its run's manifest gives card, date, commit."""
+    manifest = read_manifest(path.parent) or {}
+    rows = [{"net": d["net"], "images": int(d["images"]), "precision": d.get("precision", ""),
+             "network_time_s": float(d["network_time_s"]), "floor_s": d.get("floor_s"), "x_floor": d.get("x_floor"),
+             "correctness": d.get("correctness"), "rel_error_vs_fp64": d.get("rel_error_vs_fp64")} for d in docs]
+    env = {k: manifest[k] for k in ("date", "commit", "driver", "cuda", "cudnn", "torch", "cupy", "triton")
+           if manifest.get(k) is not None}
+    if manifest.get("commands"):
+        env["command"] = "; ".join(map(str, manifest["commands"]))
+    return ResultsFile(path, "whole", "cuda", str(manifest.get("card") or "unknown GPU"), env, REFERENCE["cuda"],
+                       None, {}, {}, [], None, rows)
 
 
-def _cpu(path: Path, doc: dict) -> ResultsFile:
-    rows = []
-    for r in doc["rows"]:
-        rows += spec_layer_rows(r["net"], int(doc["images"]), r["impl"], r["op_times_s"])
-    precision = _precisions({r["impl"] for r in rows})
-    return ResultsFile(path, "cpu", "cpu", _card(doc["environment"], "cpu"), doc["environment"], "onednn", None,
-                       precision, _arithmetics(precision), rows, None)
-
-
-def _card(env: dict, device: str) -> str:
-    return str(env.get("gpu") if device == "cuda" and env.get("gpu") else env.get("cpu", "unknown CPU"))
+# ------------------------------------------------------------------------------------------------ sums and groups
 
 
 def totals(rows: list[dict], reference: str) -> list[dict]:
@@ -169,9 +202,9 @@ def totals(rows: list[dict], reference: str) -> list[dict]:
         key = (r["impl"], r["net"], r["images"])
         s = sums.setdefault(key, {"impl": r["impl"], "net": r["net"], "images": r["images"], "op_time_s": 0.0,
                                   "layer_time_s": 0.0, "floor_s": 0.0, "memory_floor_s": 0.0, "flop": 0, "bytes": 0})
-        for field in ("op_time_s", "layer_time_s", "floor_s", "memory_floor_s", "flop", "bytes"):
-            if s[field] is not None:
-                s[field] = None if r.get(field) is None else s[field] + r[field]
+        for fld in ("op_time_s", "layer_time_s", "floor_s", "memory_floor_s", "flop", "bytes"):
+            if s[fld] is not None:
+                s[fld] = None if r.get(fld) is None else s[fld] + r[fld]
     for (impl, net, images), s in sums.items():
         base = sums.get((reference, net, images))
         s["gflop_per_s"] = s["flop"] / s["op_time_s"] / 1e9

@@ -1,5 +1,5 @@
 """The parameter sweep: time every candidate configuration of an implementation on each conv layer of a network,
-keep the fastest correct one per layer shape, and record it where the implementation picks it up (impls/_tuning.py).
+keep the fastest correct one per layer shape, and record it where the implementation picks it up (impls/tuning.py).
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import torch
 
-from convbench.impls import _tuning
-from convbench.impls.registry import ConvImpl
+from convbench.core.contract import ConvImpl
+from convbench.core.gpu import tuning
+from convbench.core.spec import NetSpec
+from convbench.core.timing import median_time, rotation_count
 from convbench.measure import problem
-from convbench.measure.timing import median_time, rotation_count
-from convbench.network.spec import NetSpec
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def sweep_layer(impl: ConvImpl, name: str, shape: problem.ConvShape, device: str
     ref = problem.reference(xs, ks)
     trials = []
     for cfg in candidates(impl):
-        _tuning.force(impl.name, cfg)
+        tuning.force(impl.name, cfg)
         try:
             y = problem.poisoned_output(small, device)
             impl(xs.to(device), ks.to(device), y)
@@ -51,7 +51,7 @@ def sweep_layer(impl: ConvImpl, name: str, shape: problem.ConvShape, device: str
         except Exception as e:  # a configuration that does not launch for this shape is a result, not a crash
             trials.append(Trial(name, cfg, None, str(e).splitlines()[0][:80]))
         finally:
-            _tuning.force(impl.name, None)
+            tuning.force(impl.name, None)
     return trials
 
 
@@ -67,6 +67,6 @@ def sweep(impl: ConvImpl, spec: NetSpec, batch: int, device: str, reps: int = 20
         good = [t for t in trials if t.seconds is not None]
         if good:
             best = min(good, key=lambda t: t.seconds)
-            _tuning.record(impl.name, _tuning.shape_key((batch, c, h, w), (m, c, kk, kk)), best.config)
+            tuning.record(impl.name, tuning.shape_key((batch, c, h, w), (m, c, kk, kk)), best.config)
         results[info.name] = trials
     return results

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from convbench.impls.registry import ConvImpl
+from convbench.core.contract import ConvImpl
+from convbench.core.timing import synchronize
 from convbench.measure import problem
-from convbench.measure.timing import synchronize
 
 
 @dataclass(frozen=True)

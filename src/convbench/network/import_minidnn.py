@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from convbench.errors import UsageError
-from convbench.network.spec import NETWORKS, Conv, Flatten, LayerInfo
-from convbench.network.weights import Weights, check_params
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, Conv, Flatten, LayerInfo
+from convbench.network.params import Weights, check_params
 
 NET = "minidnn"
 FIX = "pass the course's weights-86.bin (mini-dnn's 86x86 network)"

@@ -16,9 +16,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from convbench.errors import UsageError
-from convbench.network.spec import MAX_IMAGE_SIZE, NETWORKS, Activation, Conv, Dense, Flatten, Layer, NetSpec, Pool, Softmax, pool_out
-from convbench.network.weights import Weights, check_params
+from convbench.core.errors import UsageError
+from convbench.core.spec import (
+    MAX_IMAGE_SIZE,
+    NETWORKS,
+    Activation,
+    Conv,
+    Dense,
+    Flatten,
+    Layer,
+    NetSpec,
+    Pool,
+    Softmax,
+    pool_out,
+)
+from convbench.network.params import Weights, check_params
 
 LIST_MAGIC = 0x112
 ARRAY_MAGIC_V2 = 0xF993FAC9  # with a storage type (MXNet >= 1.0)

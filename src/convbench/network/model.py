@@ -26,12 +26,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from convbench import ui
-from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl, output_shape
-from convbench.measure import problem
-from convbench.measure.timing import timed
-from convbench.network.spec import Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax, pool_out
+from convbench.core import reference as ops
+from convbench.core import ui
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.core.shapes import fused_output_shape, output_shape
+from convbench.core.spec import (
+    Activation,
+    Conv,
+    Dense,
+    Flatten,
+    NetSpec,
+    Pool,
+    Softmax,
+)
+from convbench.core.timing import timed
 from convbench.network.weights import Weights
 
 PROGRESS_AFTER_S = 2.0  # show a progress bar for a layer expected to run longer than this
@@ -88,13 +97,6 @@ def fusable(spec: NetSpec) -> list[tuple[int, int, str, str | None, Pool | None]
     return groups
 
 
-def fused_output_shape(x_shape, k_shape, pool: Pool | None) -> tuple[int, int, int, int]:
-    B, M, H, W = output_shape(x_shape, k_shape)
-    if pool is None:
-        return (B, M, H, W)
-    return (B, M, pool_out(H, pool.size, pool.stride, pool.ceil), pool_out(W, pool.size, pool.stride, pool.ceil))
-
-
 def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
             conv: Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor] = lambda name, x, k: F.conv2d(x, k),
             logits: bool = False, fused: FusedConv | None = None) -> torch.Tensor:
@@ -113,9 +115,9 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
         elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = problem.activation(x, layer.fn)
+            x = ops.activation(x, layer.fn)
         elif isinstance(layer, Pool):
-            x = problem.pool(x, layer)
+            x = ops.pool(x, layer)
         elif isinstance(layer, Flatten):
             x = x.reshape(x.shape[0], -1)
         elif isinstance(layer, Dense):

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from convbench import ui
+from convbench.core import ui
+from convbench.core.spec import NetSpec
 from convbench.data.fashion_mnist import load_dataset
 from convbench.network.model import correctness, forward
-from convbench.network.spec import NetSpec
 
 PIXEL_SCALE = 255.0
 EVAL_COUNTS = (100, 1000, 10000)

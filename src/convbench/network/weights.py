@@ -7,48 +7,21 @@ path: `*.safetensors` (ours), `PREFIX-NNNN.params` (MXNet, graph from `PREFIX-sy
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import torch
 
-from convbench.errors import UsageError
-from convbench.network.spec import NETWORKS, NetSpec, get_network
+from convbench.core.errors import UsageError
+from convbench.core.spec import NETWORKS, NetSpec, get_network
+from convbench.network.import_minidnn import load_minidnn
+from convbench.network.import_mxnet import load_mxnet
+from convbench.network.params import Weights, check_params
+
+__all__ = ["Weights", "check_params", "load_weights", "save_safetensors", "load_safetensors", "own_weights_file"]
 
 OWN_DIR = resources.files("convbench") / "weights"
 VARIANTS = {"fa17": ("high", "low")}  # networks with more than one shipped set; the first is `own`
-
-
-@dataclass
-class Weights:
-    spec: NetSpec
-    params: dict[str, torch.Tensor]  # float32, CPU, contiguous, named like NetSpec.param_shapes
-    label: str  # what `run` prints after "Model:"
-    metadata: dict[str, str] = field(default_factory=dict)
-
-
-def check_params(spec: NetSpec, params: dict[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
-    """Every parameter the network needs, with its shape, and nothing else; returns float32 contiguous copies."""
-    want = spec.param_shapes
-    missing = [n for n in want if n not in params]
-    extra = [n for n in params if n not in want]
-    if missing or extra:
-        raise UsageError(
-            f"weights {source} do not fit network {spec.name}: "
-            + (f"missing {', '.join(missing)}" if missing else f"unexpected {', '.join(extra)}")
-            + "; pass weights made for this network (or leave out --net)"
-        )
-    out = {}
-    for name, shape in want.items():
-        got = tuple(params[name].shape)
-        if got != shape:
-            raise UsageError(
-                f"weights {source} do not fit network {spec.name}: {name} has shape {got}, the network needs {shape}; "
-                "pass weights made for this network (or leave out --net)"
-            )
-        out[name] = params[name].detach().to(torch.float32).contiguous().clone()
-    return out
 
 
 def own_weights_file(net: str, variant: str | None = None) -> str:
@@ -124,12 +97,8 @@ def load_weights(arg: str, net: str | None = None, image_size: int | None = None
     if suffix == ".safetensors":
         w = load_safetensors(path, path.name)
     elif suffix == ".params":
-        from convbench.network.import_mxnet import load_mxnet
-
         w = load_mxnet(path, image_size=image_size)
     elif suffix == ".bin":
-        from convbench.network.import_minidnn import load_minidnn
-
         w = load_minidnn(path)
     else:
         raise UsageError(f"weights file {arg}: unknown format {suffix or '(no suffix)'}; use .safetensors, MXNet .params or mini-dnn .bin")

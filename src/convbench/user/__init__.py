@@ -1,5 +1,5 @@
 """Bring your own kernel: a user's file as one more implementation, through `--impl PATH` on every command that
-takes an implementation (they all resolve names through impls.registry.get_impl, which sends paths here).
+takes an implementation (they all resolve names through `resolve` below).
 
 Three kinds, told apart by suffix and content:
 
@@ -20,76 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from convbench.errors import UsageError
-from convbench.impls.registry import ConvImpl
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.impls.registry import builtin, get_impl
+from convbench.user.base import SUFFIXES, UserImpl, kind_of, looks_like_path
+from convbench.user.loader import load_unguarded
+from convbench.user.sandbox import Sandbox
 
-SUFFIXES = (".py", ".cu", ".cuh")
-
-
-@dataclass(frozen=True)
-class UserImpl(ConvImpl):
-    """A ConvImpl loaded from a user's file."""
-
-    path: str = ""
-    kind: str = ""  # python | mxnet | minidnn
-    # mini-dnn files: the course's own timings of the last call (prolog_s, op_s, epilog_s, layer_s), from the shim
-    last_times: dict = field(default_factory=dict, compare=False)
-
-    def reported_op_time(self) -> float | None:
-        return self.last_times.get("op_s")
-
+__all__ = ["SUFFIXES", "UserImpl", "kind_of", "load", "load_unguarded", "looks_like_path", "resolve"]
 
 _LOADED: dict[Path, UserImpl] = {}
 
 
-def looks_like_path(name: str) -> bool:
-    return name.endswith(SUFFIXES) or os.sep in name or os.path.exists(name)
-
-
-def kind_of(path: Path) -> str:
-    if path.suffix == ".py":
-        return "python"
-    if path.suffix not in (".cu", ".cuh"):
-        raise UsageError(f"{path}: convbench does not know this kind of file; give a .py file (conv_forward) or a .cu "
-                         "file (forward_kernel, or a mini-dnn new-forward.cu)")
-    from convbench.user import _source
-
-    code = _source.strip_comments(_source.read_text(path))
-    if re.search(r"\bGPUInterface\s*::", code):
-        return "minidnn"
-    if re.search(r"\bforward_kernel\b", code):
-        return "mxnet"
-    raise UsageError(f"{path} defines neither __global__ void forward_kernel(...) with a `// convbench:` launch "
-                     "declaration (MXNet era) nor GPUInterface::conv_forward_gpu_prolog / conv_forward_gpu / "
-                     "conv_forward_gpu_epilog (mini-dnn era); see the README's 'Bring your own kernel'")
-
-
-def load_unguarded(kind: str, path: Path) -> UserImpl:
-    """The implementation of one file as it runs in whichever process loads it (no sandbox)."""
-    if kind == "python":
-        from convbench.impls.registry import all_impls
-        from convbench.user import python_file
-
-        return python_file.load(path, {i.name for i in all_impls()})
-    if kind == "mxnet":
-        from convbench.user import cuda_file
-
-        return cuda_file.load(path)
-    if kind == "minidnn":
-        from convbench.user import minidnn
-
-        return minidnn.load(path)
-    raise ValueError(f"unknown kind {kind!r}")
-
-
 def _sandboxed(impl: UserImpl) -> UserImpl:
     """The same implementation, each new shape run first in a sandbox child process (sandbox.py)."""
-    from convbench.user.sandbox import Sandbox
-
     hint = (f"; to find the faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer convbench verify --impl "
             f"{impl.path} --shapes 12")
     box = Sandbox(impl.kind, Path(impl.path), impl.device, hint)
@@ -121,3 +67,14 @@ def load(path: str | os.PathLike) -> UserImpl:
         impl = load_unguarded(kind, p)
         _LOADED[p] = _sandboxed(impl) if kind != "python" else impl
     return _LOADED[p]
+
+
+def resolve(name: str) -> ConvImpl:
+    """`--impl NAME|PATH`: a built-in implementation by name, else a user's kernel file by path (`*.py`, `*.cu`, or
+    any existing path: loaded once per path)."""
+    impl = builtin(name)
+    if impl is not None:
+        return impl
+    if looks_like_path(name):
+        return load(name)
+    return get_impl(name)  # the one-line error naming the choices

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 
 
 def read_text(path: Path) -> str:

@@ -30,9 +30,17 @@ from pathlib import Path
 
 import torch
 
-from convbench.errors import UsageError
+from convbench.core import gpu, ui
+from convbench.core.errors import UsageError
 from convbench.user import _source
-from convbench.user.launch_decl import ExprError, LaunchDecl, find_declaration, integer_defines, parse_expr
+from convbench.user.base import UserImpl
+from convbench.user.launch_decl import (
+    ExprError,
+    LaunchDecl,
+    find_declaration,
+    integer_defines,
+    parse_expr,
+)
 
 SIGNATURE = ("float *y, const float *x, const float *k, const int B, const int M, const int C, const int H, "
              "const int W, const int K")
@@ -86,10 +94,8 @@ class MxnetKernel:
 
     @functools.cached_property
     def module(self):
-        from convbench.impls import _cuda
-
-        cp = _cuda.cupy()
-        options = ("-std=c++17", f"--gpu-architecture={_cuda._arch()}", "-lineinfo", *_cuda._toolkit_include())
+        cp = gpu.cupy()
+        options = ("-std=c++17", f"--gpu-architecture={gpu.arch()}", "-lineinfo", *gpu.toolkit_include())
         try:
             mod = cp.RawModule(code=self.source, options=options, name_expressions=("forward_kernel",))
             mod.compile()
@@ -109,12 +115,8 @@ class MxnetKernel:
     def _fill_constant(self, k: torch.Tensor) -> None:
         if self._filled is not None and self._filled[0] is k and self._filled[1] == k._version:
             return  # these very weights are in the constant already
-        from convbench.impls import _cuda
-
         if k.numel() > self.capacity:  # not copied: the kernel must read k for this layer (see the module notes)
             if not self._noted_oversize and not os.environ.get("CONVBENCH_SANDBOX_CHILD"):  # say it once
-                from convbench import ui
-
                 ui.note(f"{self.path.name}: {k.numel()} weights (M*C*K*K) do not fit __constant__ float "
                         f"{self.decl.constant}[{self.capacity}]; not copied there: the kernel must read k when "
                         f"M*C*K*K > {self.capacity}")
@@ -122,13 +124,11 @@ class MxnetKernel:
             self._filled = None
             return
         dst = int(self.module.get_global(self.decl.constant).ptr)
-        _cuda.cupy().cuda.runtime.memcpyAsync(dst, k.data_ptr(), k.numel() * k.element_size(), 3,  # device to device
+        gpu.cupy().cuda.runtime.memcpyAsync(dst, k.data_ptr(), k.numel() * k.element_size(), 3,  # device to device
                                               torch.cuda.current_stream().cuda_stream)
         self._filled = (k, k._version)  # holding k keeps its memory from being reused by another tensor
 
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
-        from convbench.impls import _cuda
-
         B, C, H, W = x.shape
         M, _, K, _ = k.shape
         try:
@@ -145,12 +145,10 @@ class MxnetKernel:
             self._shared_optin = shared
         if self.decl.constant is not None:
             self._fill_constant(k)
-        _cuda.launch(kernel, grid, block, (y, x, k, B, M, C, H, W, K), shared_mem=shared)
+        gpu.launch(kernel, grid, block, (y, x, k, B, M, C, H, W, K), shared_mem=shared)
 
 
 def load(path: Path):
-    from convbench.user import UserImpl
-
     kernel = MxnetKernel(path)
     return UserImpl(path.name, "cuda", f"user kernel {path.name} (MXNet-era forward_kernel, NVRTC)",
                     f"your own kernel ({path.name})", kernel, writes_into=True, setup=kernel.prepare,

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
 
 SHAPE_NAMES = ("B", "M", "C", "H", "W", "K", "H_out", "W_out")
 FUNCTIONS = ("ceil", "min", "max", "sizeof")

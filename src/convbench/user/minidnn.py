@@ -35,8 +35,10 @@ from pathlib import Path
 
 import torch
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
+from convbench.core.paths import cache_dir
 from convbench.user import _source
+from convbench.user.base import UserImpl
 
 METHODS = ("conv_forward_gpu_prolog", "conv_forward_gpu", "conv_forward_gpu_epilog")
 PARAMS = {"conv_forward_gpu_prolog": 12, "conv_forward_gpu": 9, "conv_forward_gpu_epilog": 10}  # without S
@@ -96,8 +98,6 @@ def build(path: Path, arch: str, cache: Path | None = None) -> Path:
     nvcc_id = f"{Path(compiler).resolve()}:{Path(compiler).resolve().stat().st_mtime_ns}"
     key = hashlib.sha256("\0".join([source, header, shim, " ".join(flags), nvcc_id, str(path.parent)]).encode())
     if cache is None:
-        from convbench.data.fashion_mnist import cache_dir
-
         cache = cache_dir() / "user-kernels"
     folder = cache / f"{path.stem}-{key.hexdigest()[:16]}"
     lib = folder / "libuser.so"
@@ -201,8 +201,6 @@ class MinidnnLibrary:
 
 
 def load(path: Path):
-    from convbench.user import UserImpl
-
     lib = MinidnnLibrary(path)
     variant_text = "with stride S" if lib.stride else "B, M, C, H, W, K"
     return UserImpl(path.name, "cuda", f"user file {path.name} (mini-dnn GPUInterface, {variant_text}; nvcc)",

@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
-from convbench.errors import UsageError
-from convbench.impls.registry import output_shape
+from convbench.core.errors import UsageError, cuda_error
+from convbench.core.precision import ARITHMETICS
+from convbench.core.shapes import output_shape
+from convbench.user.base import UserImpl
 
 DEVICES = ("cpu", "cuda", "any")
-PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16")
 
 
 def _where(e: BaseException, path: Path) -> str:
@@ -69,8 +70,6 @@ def import_file(path: Path):
 
 
 def load(path: Path, builtin_names: set[str]):
-    from convbench.user import UserImpl
-
     module = import_file(path)
     fn = getattr(module, "conv_forward", None)
     if not callable(fn):
@@ -84,8 +83,9 @@ def load(path: Path, builtin_names: set[str]):
     if device not in DEVICES:
         raise UsageError(f"{path}: DEVICE = {device!r}; use one of {', '.join(map(repr, DEVICES))}")
     precision = getattr(module, "PRECISION", "fp32")
-    if precision not in PRECISIONS:
-        raise UsageError(f"{path}: PRECISION = {precision!r}; use one of {', '.join(PRECISIONS)}")
+    if precision not in ARITHMETICS or ARITHMETICS[precision].precision != precision:
+        choices = [a.name for a in ARITHMETICS.values() if a.precision == a.name]
+        raise UsageError(f"{path}: PRECISION = {precision!r}; use one of {', '.join(choices)}")
     tolerance = getattr(module, "TOLERANCE", 1e-5)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 < tolerance < 1:
         raise UsageError(f"{path}: TOLERANCE = {tolerance!r}; use a relative error between 0 and 1, e.g. 1e-5")
@@ -97,8 +97,6 @@ def load(path: Path, builtin_names: set[str]):
         except UsageError:
             raise
         except Exception as e:
-            from convbench.cli.main import cuda_error
-
             gpu = cuda_error(e)  # "the GPU reported: ..." for a CUDA error, None for anything else
             what = gpu if gpu else f"raised {_one_line(e)}{_where(e, path)}"
             raise UsageError(f"conv_forward of {path}: {what}") from None
@@ -117,5 +115,5 @@ def load(path: Path, builtin_names: set[str]):
 
     conv_forward.__module__ = module.__name__
     return UserImpl(name, device, summary, f"your own kernel ({path.name})", conv_forward, writes_into=False,
-                    precision=precision, tolerance=float(tolerance), module=module.__name__,
+                    precision=precision, arithmetic=precision, tolerance=float(tolerance), module=module.__name__,
                     path=str(path), kind="python")

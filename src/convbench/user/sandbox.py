@@ -30,7 +30,9 @@ import tempfile
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from convbench.errors import UsageError
+from convbench.core.errors import UsageError
+from convbench.core.shapes import output_shape
+from convbench.user.loader import load_unguarded
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -92,8 +94,6 @@ class Sandbox:
         self.checked.add(key)
 
     def _start(self) -> None:
-        import convbench
-
         parent, child = socket.socketpair()
         # the child's output: appended through its own handle, read through ours (separate file offsets, so reading
         # never moves where the child writes); the file has no name once both are open
@@ -104,7 +104,7 @@ class Sandbox:
         os.unlink(name)
         self.log_pos = 0
         env = dict(os.environ)
-        root = str(Path(convbench.__file__).resolve().parents[1])  # the child imports this very convbench
+        root = str(Path(__file__).resolve().parents[2])  # the child imports this very convbench
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
         try:
@@ -195,8 +195,6 @@ def _message(e: BaseException) -> str:
 def _probe(impl, x_shape: tuple, k_shape: tuple, device: str) -> None:
     import torch
 
-    from convbench.impls.registry import output_shape
-
     x = torch.rand(x_shape, device=device) * 2 - 1
     k = torch.rand(k_shape, device=device) * 2 - 1
     y = torch.full(output_shape(x_shape, k_shape), float("nan"), device=device)
@@ -212,8 +210,6 @@ def child_main(argv: list[str]) -> int:
     conn = Connection(fd)
     os.environ["CONVBENCH_SANDBOX_CHILD"] = "1"  # notes are the parent's to print
     try:
-        from convbench.user import load_unguarded
-
         impl = load_unguarded(kind, path)
         impl.prepare()
         if kind == "minidnn":

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# One measurement run on a GPU machine, for results/<run>/ (results/README.md). From the repository root, with $OUT
+# set to the folder for the run's files:
+#
+#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench whole sanitize (default: all, in order)
+#
+#   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
+#               `git rev-parse HEAD`), command, UTC date, device kind ($DEVICE_KIND, else named from the card and the
+#               GPU count), the steps run and their exit codes, and `results` (bench.json, whole.json when made)
+#   tests       pytest -m gpu over tests/, then the rest of the suite          -> $OUT/pytest-gpu.log
+#   verify      convbench verify --device cuda --shapes 60 --seed 4 of every GPU impl (--impl all, one call
+#               each)                                                          -> $OUT/verify.log
+#   bench       convbench bench of cudnn, gpu-igemm-tc, gpu-wgmma on fa19, sp19, minidnn, fa18 at 100 and 10000
+#               images                                                         -> $OUT/bench.json, $OUT/bench.txt
+#   whole       convbench run --whole-network --size 10000 --json on each net  -> $OUT/whole.json (a list)
+#   sanitize    compute-sanitizer memcheck: verify of gpu-wgmma and gpu-igemm-tc on a few shapes, the wgmma kernel
+#               forced onto random shapes, the whole network's dense kernel    -> $OUT/sanitize.log
+#
+# At most 7 files, all in $OUT (the device tool returns 8). Measured on an H100: tests 5.5 minutes, verify 7 (the
+# two Triton impls, which compile per shape, take 4 of them), bench 2.5, whole 0.5, sanitize 1. That is more than one
+# device call (10 minutes): run `tests`, `verify` and `bench whole sanitize` as three calls, copy their files into one
+# run folder, and merge the manifests' `steps` (each call writes its own manifest.json). Knobs: NETS (default fa19,sp19,minidnn,fa18), IMPLS (bench,
+# default cudnn,gpu-igemm-tc,gpu-wgmma), SIZES (default 100,10000), VERIFY_SHAPES (60), VERIFY_SEED (4), COMMIT,
+# DEVICE_KIND. Exit code: 0 when every step passed, else 1.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to the folder for the files of this run}"
+mkdir -p "$OUT"
+if [ -z "${COMMIT:-}" ]; then  # the device's copy of the tree has no .git: pass COMMIT=$(git rev-parse HEAD) there
+    COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+    [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT=$COMMIT-dirty
+fi
+NETS=${NETS:-fa19,sp19,minidnn,fa18}
+IMPLS=${IMPLS:-cudnn,gpu-igemm-tc,gpu-wgmma}
+SIZES=${SIZES:-100,10000}
+VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4}
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
+for s in "${steps[@]}"; do
+    case $s in tests | verify | bench | whole | sanitize) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench whole sanitize" >&2; exit 2 ;; esac
+done
+# convbench from this checkout: installed editable where pip can (no network there: no build isolation), and on
+# PYTHONPATH in any case; the commit for the results files' own environment records
+python3 -m pip install -e . --no-deps --no-build-isolation -q >/dev/null 2>&1 \
+    || echo "device-check: pip install -e . failed; using PYTHONPATH=src"
+export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export CONVBENCH_CACHE=${CONVBENCH_CACHE:-/tmp/convbench-cache} CONVBENCH_COMMIT=$COMMIT
+cb=(env COLUMNS=160 python3 -m convbench)  # wide tables in the logs (not for the tests: they check widths)
+
+codes=()  # "step=exit code", for the manifest
+
+manifest() {  # $OUT/manifest.json from this machine and the steps so far
+    python3 - "$OUT" "$COMMIT" "bash scripts/device-check.sh ${*:-}" ${codes[@]+"${codes[@]}"} <<'EOF'
+import datetime, json, os, subprocess, sys
+from pathlib import Path
+
+out, commit, command, *codes = sys.argv[1:]
+def smi(field):
+    try:
+        text = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    return text.splitlines()
+def version(name):
+    try:
+        return __import__(name).__version__
+    except Exception:  # noqa: BLE001 - not installed, or broken: not recorded
+        return None
+import torch
+names = smi("name") or ([torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])
+card = names[0] if names else "no GPU"
+kind = os.environ.get("DEVICE_KIND")
+if not kind and not names:
+    kind = "no GPU"
+elif not kind:
+    model = next((m for m in ("H100", "H200") if m in card), card.replace(" ", "-").lower())
+    kind = (f"nvidia-{model.lower()}" + ("-x1" if model == "H100" else "") if len(names) == 1
+            else f"nvidia-{model.lower()}-x{len(names)}")
+path = Path(out) / "manifest.json"
+old = json.loads(path.read_text()) if path.is_file() else {}
+present = [f for f in ("bench.json", "whole.json") if (Path(out) / f).is_file()]
+doc = {
+    "date": old.get("date") or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "card": card, "gpus": len(names), "device_kind": kind,
+    "driver": (smi("driver_version") or [None])[0],
+    "gpu_memory": (smi("memory.total") or [None])[0],
+    "cuda": torch.version.cuda, "cudnn": None if torch.backends.cudnn.version() is None
+    else str(torch.backends.cudnn.version()), "torch": torch.__version__,
+    "cupy": version("cupy"), "triton": version("triton"),
+    "python": ".".join(map(str, sys.version_info[:3])),
+    "commit": commit, "commands": [command],
+    "steps": {c.split("=", 1)[0]: int(c.split("=", 1)[1]) for c in codes},
+    "results": present,
+}
+path.write_text(json.dumps(doc, indent=1) + "\n")
+print(f"device-check: {path}: {card}, driver {doc['driver']}, torch {doc['torch']}, commit {commit}")
+EOF
+}
+
+run_step() {  # STEP: run it, record its exit code
+    local s=$1 rc=0 t0=$SECONDS
+    echo "== device-check: $s"
+    "step_$s" || rc=$?
+    codes+=("$s=$rc")
+    echo "== device-check: $s exit $rc ($((SECONDS - t0)) s)"
+}
+
+step_tests() {
+    local rc=0
+    { echo "== python3 -m pytest -q -rf -m gpu tests"
+      timeout 300 python3 -m pytest -q -rf -m gpu -p no:cacheprovider tests 2>&1 | tail -40; } > "$OUT/pytest-gpu.log"
+    rc=${PIPESTATUS[0]}
+    { echo "== python3 -m pytest -q -rf -m 'not gpu' tests (the rest)"
+      timeout 300 python3 -m pytest -q -rf -m "not gpu" -p no:cacheprovider tests 2>&1 | tail -40; } >> "$OUT/pytest-gpu.log"
+    grep -E "^==|passed|failed|error" "$OUT/pytest-gpu.log" | tail -8
+    grep -qE "[0-9]+ (failed|error)" "$OUT/pytest-gpu.log" && return 1
+    return $rc
+}
+
+step_verify() {  # `verify --impl all`, one impl per call: a slow or faulting one costs only itself
+    local impl rc=0 code t0
+    : > "$OUT/verify.log"
+    for impl in $(python3 -c "from convbench.impls import all_impls
+print(' '.join(i.name for i in all_impls() if i.device == 'cuda'))"); do
+        t0=$SECONDS
+        timeout 300 "${cb[@]}" verify --device cuda --impl "$impl" --shapes "$VERIFY_SHAPES" --seed "$VERIFY_SEED" \
+            >> "$OUT/verify.log" 2>&1
+        code=$?
+        echo "verify $impl: exit $code ($((SECONDS - t0)) s)" | tee -a "$OUT/verify.log"
+        [ "$code" = 0 ] || rc=1
+    done
+    return $rc
+}
+
+step_bench() {
+    timeout 420 "${cb[@]}" bench --device cuda --impls "$IMPLS" --nets "$NETS" --sizes "$SIZES" \
+        --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
+    local rc=$?
+    tail -3 "$OUT/bench.txt"
+    return $rc
+}
+
+step_whole() {
+    local net rc=0 tmp
+    tmp=$(mktemp -d)
+    rm -f "$OUT/whole.json"
+    for net in ${NETS//,/ }; do
+        timeout 150 "${cb[@]}" run --whole-network --net "$net" --size 10000 --json > "$tmp/$net.json" 2> "$tmp/$net.err" \
+            || { rc=1; echo "whole $net failed: $(tail -1 "$tmp/$net.err")"; rm -f "$tmp/$net.json"; }
+    done
+    python3 - "$OUT/whole.json" "$tmp" ${NETS//,/ } <<'EOF'
+import json, sys
+from pathlib import Path
+out, tmp, *nets = sys.argv[1:]
+docs = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in nets if (Path(tmp) / f"{n}.json").is_file()]
+if docs:  # a list of `run --whole-network --json` documents, one per network (measure/results.py reads it)
+    Path(out).write_text(json.dumps(docs, indent=1) + "\n")
+for d in docs:
+    print(f"whole {d['net']:8} {d['images']} images: {d['network_time_s'] * 1e3:.4f} ms, "
+          f"x floor {d['x_floor']:.2f}, Correctness {d['correctness']}")
+EOF
+    rm -rf "$tmp"
+    return $rc
+}
+
+step_sanitize() {  # every tensor its own allocation (as scripts/sanitize.sh): an overrun leaves it, memcheck sees it
+    local rc=0 one
+    export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+    : > "$OUT/sanitize.log"
+    for one in "python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-igemm-tc --shapes 8 --seed 7" \
+               "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py -k kernel_itself" \
+               "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches"; do
+        echo "== compute-sanitizer --tool memcheck $one" >> "$OUT/sanitize.log"
+        COLUMNS=160 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 $one 2>&1 \
+            | tail -20 >> "$OUT/sanitize.log"
+        local code=${PIPESTATUS[0]}
+        echo "== exit code $code (0: no errors found)" >> "$OUT/sanitize.log"
+        [ "$code" = 0 ] || rc=1
+    done
+    unset PYTORCH_NO_CUDA_MEMORY_CACHING
+    grep -E "^==|SUMMARY" "$OUT/sanitize.log"
+    return $rc
+}
+
+rm -f "$OUT/manifest.json"
+manifest "${steps[@]}"
+for s in "${steps[@]}"; do
+    run_step "$s"
+done
+manifest "${steps[@]}"
+! printf "%s\n" ${codes[@]+"${codes[@]}"} | grep -qv "=0$"

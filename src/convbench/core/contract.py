@@ -1,0 +1,162 @@
+"""One contract for every convolution implementation, and the registry behind `@conv_impl`.
+
+The contract (the course's forward convolution, the layer every implementation computes):
+
+    y[b, m, h, w] = sum_c sum_p sum_q  x[b, c, h + p, w + q] * k[m, c, p, q]
+
+valid cross-correlation, stride 1, no padding, no bias; x (B, C, H, W), k (M, C, K, K), y (B, M, H-K+1, W-K+1);
+float32, contiguous torch tensors, all on the implementation's device.
+
+An implementation is one function in one file of `convbench/impls`, registered with `@conv_impl(...)`:
+
+    @conv_impl("cpu-naive", device="cpu", summary="...", demonstrates="...")
+    def conv_forward(x, k, y):      # fills y in place (the course's signature: forward(y, x, k))
+        ...
+
+Library wrappers whose natural form returns a new tensor register with `writes_into=False` and define
+`conv_forward(x, k) -> y`. `ConvImpl.__call__` hides the difference: it allocates y when the caller passes none
+(allocation is part of the timed call for everyone), and copies into a caller's y (verify passes a NaN-poisoned y).
+
+A family of precision variants is one file too: `variants={"": "tf32x3", "fp16": "fp16", ...}` registers NAME (the
+"" entry) and NAME-fp16, ... each computing in that arithmetic (core/precision.py); the function then takes the
+arithmetic as a keyword, `conv_forward(x, k, y, *, arithmetic)`, and so does `fused`.
+
+Optional declarations:
+- `arithmetic=`: what the FLOPs run on, when that differs from fp32 (a variant family sets it per variant).
+- `fused=`: `fused(x, k, act, pool) -> y`, y = pool(act(conv(x, k))) in one kernel, where act is "tanh" | "relu" |
+  "sigmoid" | None and pool a `spec.Pool` or None; output allocated by the function with torch.empty (verify fills
+  uninitialized memory with NaN, so an element it never writes fails).
+- `setup=`: one-time work (a JIT compile, cached on disk) kept out of timing.
+- `tunables=`: launch parameters `convbench sweep` may choose among (core/gpu/tuning.py).
+- `host_layer=`: the whole layer host to host, for an impl whose point is how it moves data (gpu-streams).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from convbench.core.precision import ARITHMETICS
+from convbench.core.precision import arithmetic as arithmetic_of
+from convbench.core.shapes import output_shape
+
+DEVICES = ("cpu", "cuda")
+LADDER_MODULE = re.compile(r"^(cpu|gpu|triton)_(\d\d)_([a-z0-9_]+)$")  # gpu_08_per_layer: ("gpu", "08", "per_layer")
+
+
+@dataclass(frozen=True)
+class ConvImpl:
+    name: str
+    device: str  # "cpu" or "cuda"; "any" runs wherever its inputs are (the reference)
+    summary: str  # one line: what it is
+    demonstrates: str  # the optimization it shows, relative to the rung before it
+    fn: Callable
+    writes_into: bool = True
+    precision: str = "fp32"  # what the answer is accurate to: fp64 | fp32 | tf32 | fp16 | bf16
+    tolerance: float = 1e-5  # max relative error verify accepts
+    setup: Callable[[], None] | None = None
+    module: str = ""
+    tunables: dict[str, tuple] | None = None
+    host_layer: Callable | None = None
+    ladder: str = ""  # "cpu", "gpu" or "triton" for a rung (its file's prefix); "" for the libraries
+    rung: int = 0  # its number on that ladder (from the file name); 0 for the libraries and the reference
+    arithmetic: str = "fp32"  # what the FLOPs run on (core/precision.py)
+    fused: Callable | None = None
+    family: str = ""  # the variant family's name (its fp32 member's, or the file's); "" for a lone impl
+
+    @property
+    def ceiling_arithmetic(self) -> str:
+        """The arithmetic whose measured ceiling bounds this implementation's FLOP rate (Ceilings.flop_per_s)."""
+        return self.arithmetic
+
+    def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
+        if self.writes_into:
+            if y is None:
+                y = torch.empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)
+            self.fn(x, k, y)
+            return y
+        out = self.fn(x, k)
+        if y is None:
+            return out
+        y.copy_(out)
+        return y
+
+    def call_fused(self, x: torch.Tensor, k: torch.Tensor, act: str | None, pool, y: torch.Tensor | None = None
+                   ) -> torch.Tensor:
+        """y = pool(act(conv(x, k))) through `fused` (which allocates its output); copied into a caller's y."""
+        out = self.fused(x, k, act, pool)
+        if y is None:
+            return out
+        y.copy_(out)
+        return y
+
+    def runs_on(self, device: str) -> bool:
+        return self.device in ("any", device)
+
+    def reported_op_time(self) -> float | None:
+        """Op Time of the last call as the impl timed it itself, where the call does more than the op (a course
+        mini-dnn file: its shim times conv_forward_gpu alone, as the course did). None: time the call."""
+        return None
+
+    def prepare(self) -> None:
+        if self.setup is not None:
+            self.setup()
+
+
+REGISTRY: dict[str, ConvImpl] = {}
+
+
+def _place(module: str) -> tuple[str, int]:
+    """(ladder, rung) from the module's file name: convbench.impls.gpu_08_per_layer -> ("gpu", 8)."""
+    m = LADDER_MODULE.match(module.rsplit(".", 1)[-1])
+    return (m.group(1), int(m.group(2))) if m else ("", 0)
+
+
+def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes_into: bool = True,
+              precision: str | None = None, tolerance: float | None = None, setup: Callable[[], None] | None = None,
+              tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None,
+              arithmetic: str = "fp32", fused: Callable | None = None, variants: dict[str, str] | None = None,
+              summaries: dict[str, str] | None = None):
+    """Register the decorated function as implementation `name`, or, with `variants` (name suffix -> arithmetic),
+    as one implementation per variant: `name` for the suffix "", `name-SUFFIX` for the others. Precision and
+    tolerance default to the arithmetic's (core/precision.py); `summaries` (suffix -> text) overrides a variant's
+    generated summary."""
+    if device not in (*DEVICES, "any"):
+        raise ValueError(f"implementation {name}: device={device!r}; use one of cpu, cuda, any")
+    members = variants or {"": arithmetic}
+    for a in members.values():
+        if a not in ARITHMETICS:
+            raise ValueError(f"implementation {name}: arithmetic {a!r}; use one of {', '.join(ARITHMETICS)}")
+
+    def register(fn: Callable) -> Callable:
+        ladder, rung = _place(fn.__module__)
+        for suffix, arith in members.items():
+            full = f"{name}-{suffix}" if suffix else name
+            known = REGISTRY.get(full)
+            if known is not None and known.module != fn.__module__:
+                raise RuntimeError(f"two implementations are named {full}: {known.module} and {fn.__module__}")
+            a = arithmetic_of(arith)
+            if variants:
+                call = functools.partial(fn, arithmetic=arith)
+                fuse = functools.partial(fused, arithmetic=arith) if fused else None
+                text = (summaries or {}).get(suffix) or (summary if not suffix else f"{name} with {a.describe}")
+            else:
+                call, fuse, text = fn, fused, summary
+            REGISTRY[full] = ConvImpl(
+                full, device, text, demonstrates, call, writes_into,
+                precision or a.precision, tolerance if tolerance is not None else a.tolerance, setup, fn.__module__,
+                tunables, host_layer, ladder, rung, arith, fuse, name if variants else "")
+        return fn
+
+    return register
+
+
+def family_members(impl: ConvImpl) -> list[ConvImpl]:
+    """The implementations registered from the same file under the same family name (itself for a lone impl)."""
+    if not impl.family:
+        return [impl]
+    return [i for i in REGISTRY.values() if i.family == impl.family and i.module == impl.module]

@@ -1,0 +1,42 @@
+"""The GPU runtime every CUDA C rung shares, one flat interface:
+
+    nvrtc.py    compile a kernel source with NVRTC (cached per process and on disk): kernel(), module()
+    launcher.py launch on PyTorch's stream; PreparedLaunch (one driver call per call on a known shape),
+                LaunchCache, occupancy, the shared-memory opt-in, tensor checks
+    tuning.py   tuned launch parameters per GPU and layer shape (`convbench sweep`)
+
+Importing it loads neither CuPy nor the driver: they are loaded at the first compile or launch.
+"""
+
+from convbench.core.gpu.launcher import (
+                                       RESERVED_PER_BLOCK,
+                                       SMEM_PER_BLOCK,
+                                       SMEM_PER_SM,
+                                       LaunchCache,
+                                       PreparedLaunch,
+                                       blocks_per_sm,
+                                       ceil_div,
+                                       check_tensors,
+                                       copy_to_constant,
+                                       cupy_stream,
+                                       current_stream_handle,
+                                       kernel_arg,
+                                       launch,
+                                       opt_in_shared_memory,
+                                       sm_count,
+                                       smem_optin,
+)
+from convbench.core.gpu.nvrtc import (
+                                       arch,
+                                       base_options,
+                                       cupy,
+                                       kernel,
+                                       module,
+                                       source_arch,
+                                       toolkit_include,
+)
+
+__all__ = ["RESERVED_PER_BLOCK", "SMEM_PER_BLOCK", "SMEM_PER_SM", "LaunchCache", "PreparedLaunch", "arch",
+           "base_options", "blocks_per_sm", "ceil_div", "check_tensors", "copy_to_constant", "cupy", "cupy_stream",
+           "current_stream_handle", "kernel", "kernel_arg", "launch", "module", "opt_in_shared_memory", "sm_count",
+           "smem_optin", "source_arch", "toolkit_include"]

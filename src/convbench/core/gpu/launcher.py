@@ -1,0 +1,187 @@
+"""Launching compiled kernels on PyTorch's current stream, on torch tensors' device pointers (no copies, no CuPy
+arrays), and the plumbing the fast rungs share: a launch prepared once per (shapes, pointers) and fired with one
+driver call, occupancy, the shared-memory opt-in, and the checks a raw-pointer kernel needs.
+
+Errors become one line (UsageError, exit 2): a launch or kernel fault (the CUDA error).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import warnings
+
+import numpy as np
+import torch
+
+from convbench.core.errors import UsageError
+from convbench.core.gpu.nvrtc import constant_address, cupy
+
+SMEM_PER_BLOCK = 227 * 1024  # Hopper's opt-in maximum per block
+SMEM_PER_SM = 228 * 1024
+RESERVED_PER_BLOCK = 1024  # the driver's shared memory per resident block
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@functools.cache
+def sm_count(index: int) -> int:
+    """Streaming multiprocessors of GPU `index` (launchers size grids and persistent blocks by it)."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+@functools.cache
+def smem_optin(index: int) -> int:
+    """Dynamic shared memory a block may opt in to on this GPU (227 KB on Hopper)."""
+    return getattr(torch.cuda.get_device_properties(index), "shared_memory_per_block_optin", SMEM_PER_BLOCK)
+
+
+def opt_in_shared_memory(fn, smem: int, index: int) -> None:
+    """Allow `fn` more than 48 KB of dynamic shared memory. The opt-in belongs to the compiled kernel, which layers
+    of other shapes share: always the block's maximum, never this launch's size (a later, smaller launch would
+    otherwise break an earlier prepared one)."""
+    if smem > 48 * 1024:
+        fn.max_dynamic_shared_size_bytes = smem_optin(index) - getattr(fn, "shared_size_bytes", 0)
+
+
+@functools.cache
+def blocks_per_sm(fn, threads: int, smem: int) -> int:
+    """Resident blocks per SM for this kernel, by registers, shared memory and threads (persistent grids)."""
+    by_regs = 65536 // max(1, fn.num_regs * threads)
+    by_smem = SMEM_PER_SM // (smem + RESERVED_PER_BLOCK)
+    return max(1, min(by_regs, by_smem, 2048 // threads, 32))
+
+
+def check_tensors(x, k, y, expected_y, impl: str) -> None:
+    """A raw-pointer kernel's assumptions: float32, contiguous, CUDA, and y of the shape the layer makes."""
+    for name, t in (("x", x), ("k", k), ("y", y)):
+        if t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cuda":
+            raise UsageError(f"{impl} needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
+                             f"{'contiguous' if t.is_contiguous() else 'not contiguous'}, on {t.device}")
+    if tuple(y.shape) != tuple(expected_y):
+        raise UsageError(f"{impl}: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
+
+
+def kernel_arg(a):
+    """One kernel argument as CuPy passes it: a tensor as its device address, ints as int32, floats as float32."""
+    if isinstance(a, torch.Tensor):
+        return np.uint64(a.data_ptr())  # a pointer parameter is 8 bytes: pass the address as such
+    if isinstance(a, (bool, np.bool_)):
+        return np.int32(a)
+    if isinstance(a, (int, np.integer)):
+        return np.int32(a)
+    if isinstance(a, float):
+        return np.float32(a)
+    return a
+
+
+@functools.cache
+def cupy_stream(handle: int):
+    """CuPy's view of a CUDA stream handle, made once per stream (not per launch)."""
+    cp = cupy()
+    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream in favour of the stream protocol
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cp.cuda.ExternalStream(handle)
+
+
+def current_stream_handle(device_index: int) -> int:
+    """PyTorch's current stream on the device as a raw handle, without building a torch.cuda.Stream object per call
+    (torch's own kernels read it the same way); the public call where this PyTorch lacks it."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
+
+
+def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
+    """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved."""
+    cp = cupy()
+    handle = (stream or torch.cuda.current_stream()).cuda_stream
+    grid = tuple(int(g) for g in grid)
+    block = tuple(int(b) for b in block)
+    try:
+        with cupy_stream(handle):
+            fn(grid, block, tuple(kernel_arg(a) for a in args), shared_mem=shared_mem)
+    except cp.cuda.driver.CUDADriverError as e:
+        raise UsageError(f"CUDA launch of {getattr(fn, 'name', fn)} grid={grid} block={block} failed: {e}") from None
+
+
+@functools.cache
+def _cu_launch_kernel():
+    """The driver's cuLaunchKernel through ctypes, or None. A CuPy kernel call costs ~20-30 us of Python and Cython
+    argument handling per launch; with the argument block built once per (shapes, pointers), a launch here is one
+    C call (a few us): at 100 images that is most of a layer's Op Time."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    fn.restype = ctypes.c_int
+    return fn
+
+
+class PreparedLaunch:
+    """One launch worked out in advance: kernel, grid, block, shared memory and the argument block, for fixed
+    pointers. Calling it with a stream handle is all a call on a known shape costs."""
+
+    def __init__(self, fn, grid, block, args, smem, name: str):
+        self.fn, self.grid, self.block, self.smem, self.name = fn, grid, block, smem, name
+        self.args = tuple(kernel_arg(a) for a in args)  # for the CuPy path
+        self._cu = _cu_launch_kernel()
+        try:
+            self._fptr = ctypes.c_void_p(int(fn.kernel.ptr))
+        except AttributeError:  # an older CuPy without the Function handle: launch through CuPy
+            self._cu = None
+        if self._cu is not None:
+            self._vals = [ctypes.c_uint64(a.data_ptr()) if isinstance(a, torch.Tensor) else ctypes.c_int32(int(a))
+                          for a in args]
+            self._params = (ctypes.c_void_p * len(self._vals))(
+                *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self._vals])
+
+    def __call__(self, stream_handle: int) -> None:
+        if self._cu is not None:
+            rc = self._cu(self._fptr, *self.grid, *self.block, self.smem, stream_handle, self._params, None)
+            if rc:
+                raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: CUresult {rc}")
+            return
+        cp = cupy()
+        try:
+            with cupy_stream(stream_handle):
+                self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
+        except cp.cuda.driver.CUDADriverError as e:
+            raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {e}") from None
+
+
+class LaunchCache:
+    """Prepared launches by key (pointers, shapes, options, stream), bounded: pointers come and go."""
+
+    def __init__(self, limit: int = 4096):
+        self._table: dict = {}
+        self._limit = limit
+
+    def get(self, key):
+        return self._table.get(key)
+
+    def put(self, key, job):
+        if len(self._table) > self._limit:
+            self._table.clear()
+        self._table[key] = job
+        return job
+
+    def clear(self) -> None:
+        self._table.clear()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+def copy_to_constant(source, symbol: str, src: torch.Tensor, capacity_floats: int, **defines: int | str) -> None:
+    """cudaMemcpyAsync (device to device) of src into `__constant__ float symbol[capacity_floats]`, on PyTorch's
+    current stream: the weights into constant memory. Pass the kernel's own defines, so that the copy lands in the
+    module the kernel runs from. (CuPy does not record a symbol's size, so the caller states the capacity.)"""
+    if src.numel() > capacity_floats:
+        raise UsageError(f"{src.numel()} weights do not fit the {capacity_floats}-float __constant__ {symbol}; "
+                         "use a rung that reads weights from global memory")
+    dst = constant_address(source, symbol, tuple(sorted(defines.items())))
+    cupy().cuda.runtime.memcpyAsync(dst, src.data_ptr(), src.numel() * src.element_size(),
+                                    3, torch.cuda.current_stream().cuda_stream)  # 3: cudaMemcpyDeviceToDevice

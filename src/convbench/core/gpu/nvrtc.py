@@ -1,0 +1,127 @@
+"""Compiling CUDA C kernels at first use with NVRTC through CuPy, cached per process and on disk.
+
+A rung's kernel is the `.cu` file beside its launcher (impls/gpu_08_per_layer.cu beside gpu_08_per_layer.py), each
+compilable on its own by nvcc (CI checks them with `nvcc -arch=sm_90`); compile-time constants are `#define`s the
+launcher passes as `-D` options, so one source gives a kernel specialized per layer shape where the rung calls for
+it. `precision.cuh` (the PREC codes) is on the include path.
+
+Errors become one line (UsageError, exit 2): CuPy missing, no GPU, a compile error (its first line).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from convbench.core.errors import UsageError
+from convbench.core.paths import cache_dir
+
+INCLUDE_DIR = Path(__file__).parent  # precision.cuh
+
+
+def cupy():
+    try:
+        import cupy as cp
+    except ImportError:
+        raise UsageError("the CUDA C implementations need CuPy: pip install 'convbench[cuda]' (cupy-cuda13x)") from None
+    return cp
+
+
+@functools.cache
+def arch() -> str:
+    """This GPU's architecture, sm_XY."""
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+@functools.cache
+def toolkit_include() -> tuple[str, ...]:
+    """The CUDA toolkit's include folder, where there is one: CuPy's NVRTC include path (the nvidia-* wheels) has
+    mma.h but not the crt/mma.h it includes, so WMMA kernels need the toolkit's."""
+    nvcc = shutil.which("nvcc")
+    bases = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda",
+             nvcc and str(Path(nvcc).resolve().parent.parent)]
+    for base in filter(None, bases):
+        if (Path(base) / "include" / "crt" / "mma.h").is_file():
+            return (f"-I{Path(base) / 'include'}",)
+    return ()
+
+
+def base_options(target: str | None = None) -> tuple[str, ...]:
+    """The NVRTC options every kernel compiles with (C++17, line info, the toolkit and precision.cuh includes)."""
+    return ("-std=c++17", f"--gpu-architecture={target or arch()}", "-lineinfo", *toolkit_include(),
+            f"-I{INCLUDE_DIR}")
+
+
+def source_arch(source: Path) -> str | None:
+    """The architecture a kernel file asks for on its first line (`// nvcc-arch: sm_90a`: wgmma and other
+    Hopper-only "a" features), or None: the device's own."""
+    first = Path(source).read_text().split("\n", 1)[0]
+    return first.split("nvcc-arch:", 1)[1].split()[0] if "nvcc-arch:" in first else None
+
+
+def _first_error(e: Exception) -> str:
+    lines = str(e).splitlines() or [str(e)]
+    return next((line for line in lines if "error" in line), lines[0]).strip()
+
+
+@functools.cache
+def module(source: Path, defines: tuple[tuple[str, int | str], ...] = ()):
+    """The compiled RawModule of one .cu file with these -D constants (cached per process and on disk by CuPy)."""
+    cp = cupy()
+    source = Path(source)
+    target = source_arch(source)
+    if target is not None:
+        return _arch_specific_module(source, defines, target)
+    options = (*base_options(), *(f"-D{name}={value}" for name, value in defines))
+    try:
+        mod = cp.RawModule(code=source.read_text(), options=options)
+        mod.compile()
+    except cp.cuda.compiler.CompileException as e:
+        raise UsageError(f"{source.name} does not compile: {_first_error(e)}; fix the kernel source") from None
+    return mod
+
+
+def _arch_specific_module(source: Path, defines: tuple, target: str):
+    """A kernel for an arch-specific target (sm_90a): CuPy's RawModule always adds the device's plain -arch, so
+    NVRTC compiles the cubin here, cached on disk by a hash of source, options and NVRTC version, and RawModule
+    loads it from the file."""
+    cp = cupy()
+    if not target.startswith(arch()):
+        raise UsageError(f"{source.name} needs {target}; this GPU is {arch()}: use another implementation")
+    from cupy.cuda import compiler, nvrtc
+
+    # -ftz=true: what CuPy's RawModule adds for every other kernel here
+    options = (*base_options(target), "-ftz=true", *(f"-D{name}={value}" for name, value in defines))
+    text = source.read_text()
+    header = (INCLUDE_DIR / "precision.cuh").read_text()
+    key = hashlib.sha256(repr((text, header, options, nvrtc.getVersion())).encode()).hexdigest()[:24]
+    path = cache_dir() / "cubin" / f"{source.stem}-{key}.cubin"
+    if not path.is_file():
+        try:
+            cubin, _ = compiler._NVRTCProgram(text, source.name, method="cubin").compile(options)
+        except compiler.CompileException as e:
+            raise UsageError(f"{source.name} does not compile: {_first_error(e)}; fix the kernel source") from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")  # unique per writer (processes, threads)
+        with os.fdopen(fd, "wb") as f:
+            f.write(cubin)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+    return cp.RawModule(path=str(path))
+
+
+def kernel(source: Path, name: str, **defines: int | str):
+    """The function `name` of `source` compiled with these defines."""
+    return module(Path(source), tuple(sorted(defines.items()))).get_function(name)
+
+
+@functools.cache
+def constant_address(source: Path, symbol: str, defines: tuple) -> int:
+    """Device address of a `__constant__` array of the module compiled with these defines (looked up once)."""
+    return int(module(Path(source), defines).get_global(symbol).ptr)

@@ -1,0 +1,288 @@
+"""gpu-igemm-tc (+ -tf32, -fp16, -bf16, -fp16x3) — implicit GEMM on mma.sync tensor cores, fp32-accurate in 3xTF32,
+with a fused conv + activation + pooling path that the whole-network graph (convbench.whole) uses. This file plans
+and launches; the kernel and its notes: gpu_14_igemm_tc.cu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from convbench.core import gpu
+from convbench.core.contract import conv_impl
+from convbench.core.errors import UsageError
+from convbench.core.precision import kernel_code
+from convbench.core.reference import activation
+from convbench.core.reference import pool as pool_layer
+from convbench.core.shapes import fused_output_shape, output_shape
+from convbench.core.spec import Pool
+from convbench.impls.gpu_08_per_layer import conv_forward as per_layer_conv
+
+NAME = "gpu-igemm-tc"
+SOURCE = Path(__file__).with_suffix(".cu")
+
+ACTS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+SMEM_PER_BLOCK = gpu.SMEM_PER_BLOCK
+TF32X3, TF32, FP16, BF16, FP16X3 = (kernel_code(a) for a in ("tf32x3", "tf32", "fp16", "bf16", "fp16x3"))
+SIXTEEN_BIT = (FP16, BF16, FP16X3)  # k16 mma steps (PREC_16BIT in precision.cuh)
+
+
+class TooBig(UsageError):
+    """The layer's weights and one input row slab do not fit a block's shared memory (C*K*K*M beyond ~40k floats)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    TH: int  # output rows per work item (OH: whole images)
+    NT: int  # n-tiles of 8 maps
+    MT: int  # m-tiles per warp and pass
+    NW: int  # warps per block
+    MINB: int  # __launch_bounds__ minimum blocks per SM (1, or 2: registers capped so that two fit)
+    STAGE: int  # 1: stores through shared memory (EPI 0)
+    SPLITX: int  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32; 3xFP16 always converts its tile)
+    PAD: int  # 1: staged rows and planes padded against shared-memory bank conflicts (strides())
+    smem: int  # dynamic shared memory, bytes
+    items: int  # B * ceil(OH / TH)
+
+
+def _round4(n: int) -> int:
+    return -(-n // 4) * 4
+
+
+def strides(H, W, K, TH, pad: bool) -> tuple[int, int]:
+    """Row and plane strides of a staged input tile. Unpadded, the tile is the image's rows as they lie. Padded, a
+    row stride == 12..26 (mod 32) and a plane stride == 16 (mod 32) keep the A-fragment gather free of bank
+    conflicts where a k-step's taps cross into the next filter row or channel (+WS or +PLS words next to the
+    8 pixels x 4 taps window: the two groups of banks do not overlap)."""
+    XR = TH + K - 1
+    if not pad:
+        return W, XR * W
+    WS = next(ws for ws in range(W, W + 32) if 12 <= ws % 32 <= 26)
+    PLS = XR * WS + (16 - XR * WS % 32) % 32
+    return WS, PLS
+
+
+def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split=False, pad=False) -> int:
+    """Mirror of geometry() in the kernel: Ws + koff (+ 4 words of block maxima for 3xFP16) + 2 input buffers
+    (3xTF32 split: 3) (+ the conv-output tile with EPI 1, or the warps' staging tiles with STAGE)."""
+    kstep = 16 if prec in SIXTEEN_BIT else 8
+    OW = W - K + 1
+    KP = -(-C * K * K // kstep) * kstep
+    want = 8 if prec in SIXTEEN_BIT else 4
+    KPS = KP + ((want - KP % 32) + 32) % 32
+    npix = TH * OW
+    ystride = npix + ((4 - npix % 16) + 16) % 16
+    xtile = _round4(C * strides(H, W, K, TH, pad)[1])
+    extra = M * ystride if epi == 1 else NW * 8 * (MT * 16 + 4) if stage and not epi else 0
+    if split and prec == TF32X3:  # weights and one input tile as (hi, lo) pairs, one raw input buffer
+        return 2 * NT * 8 * KPS + _round4(KP) + 3 * xtile + extra
+    maxima = 4 if prec == FP16X3 else 0  # 3xFP16: the block maxima of |k| and |x|
+    return NT * 8 * KPS + _round4(KP) + maxima + 2 * xtile + extra
+
+
+# Tuned plans for the course's layers: (C, H, W, M, K, prec, epi, B >= 1000) -> (TH, MT, NW, MINB, STAGE, SPLITX,
+# PAD), the fastest of scripts/sweep_igemm_tc.py's sweep on an H100 at 10000 and 100 images. A shape not in the
+# table gets the heuristic below.
+_LARGE = {  # 10000 images: tf32x3 (PREC 0) and fp16 (PREC 2) sweeps
+    (1, 70, 70, 12, 5): ((66, 4, 16, 1, 1, 1, 0), (66, 4, 16, 1, 1, 0, 0)),  # fa19 conv1
+    (12, 33, 33, 24, 5): ((29, 4, 16, 1, 0, 1, 0), (29, 4, 16, 1, 1, 0, 0)),  # fa19 conv2
+    (1, 48, 48, 6, 5): ((44, 4, 4, 2, 0, 1, 0), (44, 4, 4, 2, 1, 0, 0)),  # sp19 conv1
+    (6, 22, 22, 16, 5): ((18, 4, 4, 2, 0, 1, 0), (18, 4, 4, 2, 0, 0, 0)),  # sp19 conv2
+    (1, 86, 86, 4, 7): ((80, 4, 8, 1, 0, 1, 0), (80, 4, 4, 2, 1, 0, 0)),  # minidnn conv1
+    (4, 40, 40, 16, 7): ((34, 4, 4, 2, 1, 1, 0), (34, 4, 4, 2, 0, 0, 0)),  # minidnn conv2
+    (1, 72, 72, 12, 7): ((66, 4, 8, 1, 1, 1, 0), (66, 4, 4, 2, 1, 0, 0)),  # fa18 conv1
+    (12, 33, 33, 24, 7): ((27, 4, 16, 1, 1, 0, 0), (27, 4, 16, 1, 1, 0, 0)),  # fa18 conv2
+}
+_LARGE_FP16X3 = {  # 10000 images, 3xFP16 (PREC 4) sweep
+    (1, 70, 70, 12, 5): (66, 4, 4, 2, 1, 0, 0),
+    (12, 33, 33, 24, 5): (29, 4, 16, 1, 0, 0, 0),
+    (1, 48, 48, 6, 5): (44, 4, 4, 2, 0, 0, 0),
+    (6, 22, 22, 16, 5): (18, 2, 8, 2, 1, 0, 0),
+    (1, 86, 86, 4, 7): (80, 4, 8, 1, 0, 0, 0),
+    (4, 40, 40, 16, 7): (34, 4, 4, 2, 1, 0, 0),
+    (1, 72, 72, 12, 7): (66, 4, 4, 2, 1, 0, 0),
+    (12, 33, 33, 24, 7): (27, 4, 16, 1, 1, 0, 0),
+}
+_SMALL = {  # 100 images, tf32x3 sweep: short slabs, many blocks
+    (1, 70, 70, 12, 5): (4, 2, 4, 4, 0, 1, 0),
+    (12, 33, 33, 24, 5): (6, 1, 8, 2, 0, 1, 0),
+    (1, 48, 48, 6, 5): (8, 2, 4, 4, 0, 1, 0),
+    (6, 22, 22, 16, 5): (6, 1, 8, 2, 0, 1, 0),
+    (1, 86, 86, 4, 7): (8, 4, 4, 2, 0, 1, 0),
+    (4, 40, 40, 16, 7): (6, 1, 8, 2, 0, 0, 0),
+    (1, 72, 72, 12, 7): (6, 1, 8, 2, 0, 1, 0),
+    (12, 33, 33, 24, 7): (6, 1, 8, 2, 0, 0, 0),
+}
+_FUSED = {  # conv + act + max pool in registers (EPI 2), tf32x3 sweeps: (10000 images, 100 images)
+    (1, 70, 70, 12, 5): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa19 conv1
+    (1, 48, 48, 6, 5): ((44, 2, 8, 2, 0, 1, 0), (8, 1, 4, 4, 0, 1, 0)),  # sp19 conv1
+    (1, 86, 86, 4, 7): ((80, 2, 8, 2, 0, 1, 0), (4, 2, 4, 4, 0, 1, 0)),  # minidnn conv1
+    (4, 40, 40, 16, 7): ((34, 2, 8, 2, 0, 1, 0), (8, 2, 4, 4, 0, 1, 0)),  # minidnn conv2
+    (1, 72, 72, 12, 7): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa18 conv1
+}
+TABLE: dict[tuple, tuple[int, ...]] = {}
+for _shape, (_large, _small) in _FUSED.items():
+    for _prec in (TF32X3, TF32, FP16, BF16, FP16X3):
+        TABLE[(*_shape, _prec, 2, True)] = _large if _prec == TF32X3 else _large[:5] + (0, 0)
+        TABLE[(*_shape, _prec, 2, False)] = _small if _prec == TF32X3 else _small[:5] + (0, 0)
+for _shape, (_x3, _f16) in _LARGE.items():
+    TABLE[(*_shape, TF32X3, 0, True)] = _x3
+    TABLE[(*_shape, TF32, 0, True)] = _x3[:5] + (0, 0)  # TF32: tf32x3's tiling, nothing to split
+    TABLE[(*_shape, FP16, 0, True)] = TABLE[(*_shape, BF16, 0, True)] = _f16
+    TABLE[(*_shape, FP16X3, 0, True)] = _LARGE_FP16X3[_shape]
+for _shape, _plan in _SMALL.items():
+    for _prec in (TF32X3, TF32, FP16, BF16, FP16X3):
+        TABLE[(*_shape, _prec, 0, False)] = _plan if _prec == TF32X3 else _plan[:5] + (0, 0)
+SMEM_BUDGET = 110 * 1024  # aim for two resident blocks per SM
+
+
+def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 132,
+         override: tuple[int, ...] | None = None) -> Plan:
+    """Tile rows, warp tiling and shared memory for one layer: the table's entry for a course layer, else whole
+    images per work item when they fit the budget, else the slab height (a multiple of the pool size with EPI 1)
+    that wastes the fewest rows; small batches get slabs so that every SM has work."""
+    OH, OW = H - K + 1, W - K + 1
+    NT = -(-M // 8)
+    tuned = override or TABLE.get((C, H, W, M, K, prec, int(epi), B >= 1000))
+    if tuned is not None:
+        TH, MT, NW, MINB, STAGE, SPLITX, PAD = (tuple(tuned) + (0, 0))[:7]
+        TH, STAGE, SPLITX = min(TH, OH), int(STAGE and not epi), int(SPLITX and prec == TF32X3)
+        floats = smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT, NW, STAGE, SPLITX, PAD)
+        if 4 * floats <= SMEM_PER_BLOCK and (not epi or TH == OH or TH % pool_size == 0):
+            return Plan(TH, NT, MT, NW, MINB, STAGE, SPLITX, PAD, 4 * floats, B * -(-OH // TH))
+    MT = 4 if NT <= 3 else 2 if NT <= 5 else 1
+    step = pool_size if epi else 1
+    feasible = [th for th in range(OH, 0, -1)
+                if (th == OH or th % step == 0) and 4 * smem_floats(C, H, W, M, K, th, NT, prec, epi) <= SMEM_PER_BLOCK]
+    if not feasible:
+        raise TooBig(f"gpu-igemm-tc: C*K*K = {C * K * K} and M = {M} need more shared memory than a block has")
+    within = [th for th in feasible if 4 * smem_floats(C, H, W, M, K, th, NT, prec, epi) <= SMEM_BUDGET] or feasible[-1:]
+    busy = [th for th in within if B * -(-OH // th) >= 4 * sms] or within[-1:]  # small batches: work for every SM
+
+    def nw_for(th):
+        return 8 if -(-(-(-th * OW // 16)) // MT) >= 8 else 4
+
+    def cost(th):  # seconds per image, napkin: m-tile slots on the tensor cores + input rows (halo included) from L2
+        per_pass = MT * nw_for(th)
+        slots = -(-OH // th) * -(-(-(-th * OW // 16)) // per_pass) * per_pass * 16
+        kstep = 16 if prec in SIXTEEN_BIT else 8
+        kp = -(-C * K * K // kstep) * kstep
+        rate = {TF32X3: 130e12, FP16X3: 250e12}.get(prec, 400e12)  # tf32 / 3, fp16 / 3, one product
+        return slots * kp * NT * 8 * 2 / rate + -(-OH // th) * (th + K - 1) * W * C * 4 / 4e12
+
+    TH = min(busy, key=lambda th: (cost(th), -th))
+    NW = nw_for(TH)
+    return Plan(TH, NT, MT, NW, 1, 0, 0, 0, 4 * smem_floats(C, H, W, M, K, TH, NT, prec, epi), B * -(-OH // TH))
+
+
+def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0):
+    defines = dict(NT=NT, MT=MT, NW=NW, MINB=MINB, STAGE=STAGE, SPLITX=SPLITX, PREC=prec, SKIP=int(skip),
+                   EPI=int(epi), ACT=act, POOLAVG=int(avg))
+    return gpu.kernel(SOURCE, "igemm_tc_kernel", **defines)
+
+
+FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through fallback()
+LAUNCHES = gpu.LaunchCache()  # prepared launches, or FALLBACK
+
+
+def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> gpu.PreparedLaunch:
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
+    if pool is not None and pool.size != pool.stride:  # overlapping or gapped windows: not this kernel's tiling
+        raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
+    sms = gpu.sm_count(x.device.index or 0)
+    p = plan(B, C, H, W, M, K, prec, epi, ps, sms, override)
+    fn = _kernel(p.NT, p.MT, p.NW, prec, skip, epi, ACTS[act], avg, p.MINB, p.STAGE, p.SPLITX)
+    gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
+    threads = 32 * p.NW
+    grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.smem)), 1, 1)
+    WS, PLS = strides(H, W, K, p.TH, bool(p.PAD))
+    return gpu.PreparedLaunch(fn, grid, (threads, 1, 1), (y, x, k, B, C, H, W, M, K, p.TH, ps, pceil, WS, PLS), p.smem,
+                              "igemm_tc_kernel")
+
+
+def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=False, override=None) -> None:
+    """y = conv(x, k) (epi False) or pool(act(conv(x, k))) (epi True), on PyTorch's current stream. A max pool with
+    stride = size in {1, 2, 4} is reduced in registers (EPI 2), any other pool through shared memory (EPI 1)."""
+    if epi:
+        epi = 2 if pool.kind == "max" and pool.size == pool.stride and pool.size in (1, 2, 4) else 1
+    stream = gpu.current_stream_handle(x.get_device())
+    job = prepared(x, k, y, precision, skip, act, pool, epi, override, stream=stream)
+    if job is FALLBACK:
+        fallback(x, k, y, act, pool if epi else None, bool(epi))
+    else:
+        job(stream)
+
+
+def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None, *, stream: int):
+    """The launch for these tensors on this stream handle: a PreparedLaunch, built once per (pointers, shapes, options,
+    stream) and then looked up, or FALLBACK. Everything that depends only on the shapes (the plan, the compiled
+    kernel, the launch arguments) is worked out once, so the lookup is all the Python a call costs: at 100 images a
+    layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
+    prec = kernel_code(precision)
+    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, act, pool, epi,
+           stream, override)
+    job = LAUNCHES.get(key)
+    if job is None:
+        gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
+        try:
+            job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
+        except TooBig:
+            job = FALLBACK
+        LAUNCHES.put(key, job)
+    return job
+
+
+def fallback(x, k, y, act=None, pool=None, epi: bool = False) -> None:
+    """A layer too large for one block's shared memory, or a pool whose stride is not its size: gpu-per-layer's fp32
+    kernels (at least as accurate as any mode here), then the network's activation and pooling (PyTorch) for the
+    fused op. No course layer comes near this."""
+    if not epi:
+        per_layer_conv(x, k, y)
+        return
+    t = torch.empty(output_shape(x.shape, k.shape), dtype=torch.float32, device=x.device)
+    per_layer_conv(x, k, t)
+    y.copy_(pool_layer(activation(t, act), pool if pool is not None and pool.size > 1 else None))
+
+
+def conv_act_pool(x, k, act: str | None, pool, precision: str = "tf32x3", out: torch.Tensor | None = None,
+                  skip: bool = True, override=None) -> torch.Tensor:
+    """pool(act(conv(x, k))) in one kernel (act None: no activation; pool None: no pooling). fp32 in and out."""
+    shape = fused_output_shape(x.shape, k.shape, pool)
+    y = out if out is not None else torch.empty(shape, dtype=torch.float32, device=x.device)
+    if pool is None and act is None:
+        launch(x, k, y, precision, skip, override=override)
+    elif pool is None:  # the epilogue pools; a 1x1 "pool" is the identity
+        launch(x, k, y, precision, skip, act, Pool(1, 1), epi=True, override=override)
+    else:
+        launch(x, k, y, precision, skip, act, pool, epi=True, override=override)
+    return y
+
+
+def setup() -> None:
+    _kernel(3, 4, 8, TF32X3, True, False, 0, False)
+
+
+def fused(x, k, act, pool, *, arithmetic):
+    return conv_act_pool(x, k, act, pool, arithmetic)
+
+
+@conv_impl(
+    NAME,
+    device="cuda",
+    summary="implicit GEMM on mma.sync tensor cores in 3xTF32 (each fp32 operand split into TF32 high + low parts, "
+            "three products): fp32 accuracy at tensor-core speed; persistent blocks, weights in shared memory, "
+            "cp.async double-buffered images; fused conv + act + pool path",
+    demonstrates="error-compensated tensor-core arithmetic, persistent blocks and fusing the layers after the conv",
+    variants={"": "tf32x3", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp16x3": "fp16x3"},
+    summaries={"fp16x3": "gpu-igemm-tc in 3xFP16: each block of weights / input values scaled by a power of two "
+                         "and split into fp16 hi + lo parts (11 + 11 bits), three fp16 products per multiply-add, "
+                         "fp32 accumulate: fp32 accuracy at twice 3xTF32's multiply-adds per instruction"},
+    fused=fused,
+    setup=setup,
+)
+def conv_forward(x, k, y, *, arithmetic):
+    launch(x, k, y, arithmetic)

@@ -1,0 +1,196 @@
+"""gpu-wgmma (+ -fp16, -bf16) — the convolution as a sum of shifted GEMMs on Hopper's wgmma, fp32-accurate through
+3xFP16. This file works out the staged layout, the band height and the warpgroup tiling per layer, and sends layers
+the kernel should not or cannot run to gpu-igemm-tc's kernel at the same precision. The kernel and its notes:
+gpu_15_wgmma.cu.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from convbench.core import gpu
+from convbench.core.contract import conv_impl
+from convbench.core.errors import UsageError
+from convbench.core.precision import ARITHMETICS, kernel_code
+from convbench.core.shapes import output_shape
+from convbench.impls import gpu_14_igemm_tc as igemm
+
+NAME = "gpu-wgmma"
+SOURCE = Path(__file__).with_suffix(".cu")
+
+FP16X3 = kernel_code("fp16x3")
+
+
+class TooBig(igemm.TooBig):
+    """The weights and one output row's band do not fit a block's shared memory."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    E: int  # neighbouring columns per plane row (C < 8: 8 // C, at most K; C >= 8: 1)
+    G: int  # planes (8 slots each) per pixel
+    NSTEP: int  # k16 steps: two reduction items (filter row, column group, plane) each
+    P: int  # staged pixels per plane
+    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw band, step table)
+
+
+def layout(C, H, W, M, K, R, NN, prec: int) -> Layout:
+    """Mirror of the kernel's geometry() and shared-memory carve-up."""
+    cg, G = min(C, 8), -(-C // 8)
+    E = 1 if C >= 8 else min(8 // cg, K)
+    kwi = -(-K // E)
+    nstep = -(-(K * kwi * G) // 2)
+    mg = -(-M // NN)
+    tiles = -(-(R * W) // 64)
+    # the highest pixel a tile reads: its row + the largest item offset (+1 for the padding item of an odd count)
+    P = tiles * 64 + (K - 1) * W + (kwi - 1) * E + 2
+    P = -(-P // 8) * 8
+    parts = 2 if prec == FP16X3 else 1
+    raw = -(-C * (R + K - 1) * W // 4) * 16  # the raw fp32 input band (the next item's arrives during this GEMM)
+    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + raw + (nstep + 1) * 8 + 32
+    return Layout(E, G, nstep, P, smem)
+
+
+@dataclass(frozen=True)
+class Plan:
+    R: int  # output rows per work item
+    NN: int  # maps per wgmma (n)
+    TPW: int  # m64 tiles per warpgroup and batch
+    NWG: int  # consumer warpgroups per block (plus the producer)
+    lay: Layout
+    items: int
+
+
+def tiles_per_warpgroup(NN: int) -> int:
+    """m64 tiles a consumer warpgroup keeps in flight: TPW * NN / 2 accumulator registers a thread, as many as keep
+    the kernel without spills at 3 warpgroups a block (tests/test_wgmma.py)."""
+    return 4 if NN <= 32 else 2
+
+
+# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel: there the output, not the
+# multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and the shifted GEMM's staging,
+# its W - OW dropped columns and its scalar stores cost more than wgmma saves.
+MIN_REDUCTION = 192
+IGEMM_ORDER = ("tf32x3", "fp16x3", "tf32", "fp16", "bf16")  # fp32-accurate: 3xTF32 is the faster of the two there
+
+
+def fallback_arithmetic(arithmetic: str) -> str:
+    """gpu-igemm-tc's arithmetic for a layer this kernel leaves to it: the first of the same precision."""
+    precision = ARITHMETICS[arithmetic].precision
+    return next(a for a in IGEMM_ORDER if ARITHMETICS[a].precision == precision)
+
+
+# Tuned plans (R, TPW, NWG) for the course layers at >= 1000 images: (C, H, W, M, K, prec) -> plan, the fastest
+# of scripts/sweep_wgmma.py's sweep on an H200. Other layers: plan()'s rule.
+TABLE = {
+    (12, 33, 33, 24, 5, FP16X3): (29, 4, 3),  # fa19 conv2
+    (4, 40, 40, 16, 7, FP16X3): (34, 2, 4),  # minidnn conv2
+}
+
+
+def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] | None = None) -> Plan:
+    """A block of two consumer warpgroups and a producer (the planes double-buffered), sized for one block per SM
+    (a small layer may fit two): rows per band, the
+    most that fit its shared memory, no more than gives every SM work at small batches. NN covers all maps up to 64
+    (more: map groups)."""
+    OH = H - K + 1
+    NN = 8 * -(-min(M, 64) // 8)
+    TPW, NWG = tiles_per_warpgroup(NN), 2
+    mg = -(-M // NN)
+    if override is None and B >= 1000:
+        override = TABLE.get((C, H, W, M, K, prec))
+    if override is not None:
+        R, TPW, NWG = override
+        R = min(R, OH)
+        lay = layout(C, H, W, M, K, R, NN, prec)
+        if lay.smem > gpu.SMEM_PER_BLOCK:
+            raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
+        return Plan(R, NN, TPW, NWG, lay, B * mg * -(-OH // R))
+    fits = [r for r in range(OH, 0, -1) if layout(C, H, W, M, K, r, NN, prec).smem <= gpu.SMEM_PER_BLOCK]
+    if not fits:
+        raise TooBig(f"gpu-wgmma: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
+    R = fits[0]
+    bands_wanted = -(-sms // (B * mg))  # small batches: bands enough for every SM
+    if bands_wanted > 1:
+        R = min(R, max(1, -(-OH // bands_wanted)))
+    R = -(-OH // -(-OH // R))  # the same number of bands, rows spread evenly
+    return Plan(R, NN, TPW, NWG, layout(C, H, W, M, K, R, NN, prec), B * mg * -(-OH // R))
+
+
+def _kernel(NN, TPW, NWG, prec, skip):
+    return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip))
+
+
+@functools.cache
+def supported(index: int) -> bool:
+    """wgmma needs a compute capability 9.0 GPU (H100, H200)."""
+    return torch.cuda.get_device_capability(index) == (9, 0)
+
+
+LAUNCHES = gpu.LaunchCache()  # a launch of this kernel or of gpu-igemm-tc's, or igemm.FALLBACK
+
+
+def _prepare(x, k, y, prec: int, skip: bool, override=None) -> gpu.PreparedLaunch:
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    sms = gpu.sm_count(x.device.index or 0)
+    p = plan(B, C, H, W, M, K, prec, sms, override)
+    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip)
+    gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
+    threads = 128 * (p.NWG + 1)
+    grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
+    args = (y, x, k, B, C, H, W, M, K, p.R, p.lay.E, p.lay.P)
+    return gpu.PreparedLaunch(fn, grid, (threads, 1, 1), args, p.lay.smem, "wgmma_conv_kernel")
+
+
+def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
+    """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
+    even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
+    prec = kernel_code(precision)
+    stream = gpu.current_stream_handle(x.get_device())
+    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, stream, override,
+           force)
+    job = LAUNCHES.get(key)
+    if job is None:
+        gpu.check_tensors(x, k, y, output_shape(x.shape, k.shape), NAME)
+        C, K = x.shape[1], k.shape[2]
+        try:
+            if not supported(x.get_device()):
+                raise TooBig("gpu-wgmma needs an sm_90 GPU (H100, H200)")
+            if C * K * K < MIN_REDUCTION and override is None and not force:
+                raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
+            job = _prepare(x, k, y, prec, skip, override)
+        except TooBig as e:
+            if override is not None or force:  # asked for this kernel (tests, sweeps): never time another one
+                raise UsageError(f"{e}; the forced wgmma kernel cannot run this layer") from None
+            # gpu-igemm-tc's launch is stored here, so a call costs one lookup, not two
+            job = igemm.prepared(x, k, y, fallback_arithmetic(precision), skip, stream=stream)
+        LAUNCHES.put(key, job)
+    if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
+        igemm.fallback(x, k, y)
+    else:
+        job(stream)
+
+
+def setup() -> None:
+    if supported(torch.cuda.current_device()):
+        _kernel(24, 4, 2, FP16X3, True)
+
+
+@conv_impl(
+    NAME,
+    device="cuda",
+    summary="shifted-GEMM convolution on wgmma (Hopper's warpgroup tensor-core instruction): the input staged "
+            "channels-last in shared memory, every filter tap's A operand a descriptor shifted by p*W+q pixels, "
+            "3xFP16 (block-scaled hi + lo) for fp32 accuracy",
+    demonstrates="feeding the tensor cores without gathering: wgmma reads A and B from shared memory itself, so "
+                 "the load instructions that bound gpu-igemm-tc-fp16x3 disappear",
+    variants={"": "fp16x3", "fp16": "fp16", "bf16": "bf16"},
+    setup=setup,
+)
+def conv_forward(x, k, y, *, arithmetic):
+    launch(x, k, y, arithmetic)

@@ -1,0 +1,282 @@
+"""The fully connected layers on tensor cores (dense.cu): `dense(x, w, b, act, softmax, precision)`.
+
+    y = act(x @ w.T + b)                    x (B, F), w (N, F) like torch.nn.Linear, b (N,)
+    y = softmax(act(x @ w.T + b))           softmax=True (N <= 32)
+    p = softmax(act(x @ w.T + b) @ w2.T + b2)   `Dense(..., w2=, b2=)`: the network's last two layers in one kernel
+
+precision: tf32x3 (3xTF32, fp32-accurate, the default), tf32, fp16, bf16 (operands rounded, fp32 accumulation).
+
+Launched with `gpu.launch` on PyTorch's current stream, so it orders with torch work and can be captured in a
+CUDA graph (whole/graph.py does). `Dense` keeps what one layer needs between calls: whether the weights are
+exactly TF32 (then 3xTF32 needs only 2 products; checked once), and per batch size the launch plan, the split-K
+workspace and the row-tile counters (zeroed once; the kernel leaves them zero). One `Dense` must not run on two
+streams at once (they would share the counters).
+
+The plan (tile shape, split of the reduction) comes from a small cost model of an H100-class GPU: output features
+are covered with as little padding as possible, then the batch tile and the number of splits of F are chosen so
+that every SM has work (B = 100 gives 7 row tiles: without splits 125 of 132 SMs would idle).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from convbench.core import gpu
+from convbench.core.errors import UsageError
+from convbench.core.precision import kernel_code
+
+SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "dense_mma_kernel"
+ARITHMETICS = ("tf32x3", "tf32", "fp16", "bf16")  # the kernel's PREC choices (core/precision.py)
+ACTIVATIONS = {None: 0, "none": 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+BK = 32  # reduction depth per pipeline stage (the kernel's BK)
+STAGES = 3
+MAX_TAIL = 32  # the fused last layer (and a softmax over N) has at most one output per lane
+MAX_FUSED_HIDDEN = 4096  # hidden width of a fused Dense -> Dense (a row of it per warp in shared memory)
+DEFAULT_SMEM_LIMIT = 48 * 1024  # dynamic shared memory without opting in
+STATIC_SMEM = 256  # room kept for the kernel's static __shared__ (one int): dynamic + static <= the opt-in limit
+
+# Cost model constants (cycles of one SM): mma.sync TF32 multiply-adds per clock (~60 % of the wgmma peak of 1024);
+# DRAM and L2 bytes per clock, per SM when all load (H100: ~2.9 and ~5.5 TB/s over 132 SMs at ~1.7 GHz) and the most
+# one SM can pull alone; the fixed cost of a block (prologue, pipeline fill, epilogue).
+MAC_PER_CLK = 600
+DRAM_B_PER_CLK = 12.5
+L2_B_PER_CLK = 24.0
+SM_B_PER_CLK = 48.0
+BLOCK_FIXED_CLK = 1500
+PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
+
+
+@dataclass(frozen=True)
+class Tile:
+    warps_m: int
+    warps_n: int
+    mt: int  # 16-row accumulator tiles per warp
+    nt8: int  # 8-column accumulator tiles per warp
+
+    @property
+    def bm(self) -> int:
+        return self.warps_m * self.mt * 16
+
+    @property
+    def bn(self) -> int:
+        return self.warps_n * self.nt8 * 8
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+
+@dataclass(frozen=True)
+class Plan:
+    tile: Tile
+    splits: int  # S: blocks along the reduction
+    kchunk: int  # features per split (a multiple of BK)
+    col_blocks: int  # NB: blocks along the output features
+    row_tiles: int  # blocks along the batch
+    smem: int  # dynamic shared memory, bytes
+    min_blocks: int  # resident blocks per SM the registers are budgeted for (__launch_bounds__), >= 128 registers
+    workspace: bool  # partial tiles go through ws[S][B][N] and the last block of a row tile finishes the rows
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.col_blocks, self.splits, self.row_tiles)
+
+
+def smem_bytes(tile: Tile, n: int, n2: int, stages: int = STAGES) -> int:
+    pipeline = stages * (tile.bm + tile.bn) * (BK + 4) * 4
+    epilogue = (tile.bm * (max(tile.bn, n) + 4) + (tile.warps_m * tile.warps_n * n if n2 else 0)) * 4
+    return max(pipeline, epilogue)
+
+
+def column_tiling(n: int) -> tuple[int, int]:
+    """(warps along N, 8-column tiles per warp): cover n output features with the least padding, few blocks."""
+    best = None
+    for warps_n in (1, 2, 3, 4):
+        for nt8 in range(1, 9):
+            bn = 8 * warps_n * nt8
+            nb = math.ceil(n / bn)
+            key = (nb * bn + 16 * nb, -nt8, warps_n)
+            if best is None or key < best[0]:
+                best = (key, (warps_n, nt8))
+    return best[1]
+
+
+def plan(B: int, F: int, N: int, n2: int = 0, softmax: bool = False, prec: int = 0, wlo: bool = True,
+         sms: int = 132, smem_optin: int = 227 * 1024, smem_per_sm: int = 228 * 1024) -> Plan:
+    """The launch plan for x (B, F) @ w (N, F).T on a GPU with `sms` SMs (pure arithmetic: testable anywhere)."""
+    warps_n, nt8 = column_tiling(N)
+    bn = 8 * warps_n * nt8
+    nb = math.ceil(N / bn)
+    products = PRODUCTS[prec] * (1.0 if prec != 0 or wlo else 2.0 / 3.0)
+    max_splits = max(1, math.ceil(F / BK))
+    best = None
+    for warps_m in (1, 2, 4, 8):
+        for mt in (1, 2, 4):
+            if warps_m * warps_n > 8 or mt * nt8 > 16:
+                continue
+            tile = Tile(warps_m, warps_n, mt, nt8)
+            smem = smem_bytes(tile, N, n2)
+            if smem + STATIC_SMEM > smem_optin:  # + the kernel's static shared memory
+                continue
+            bm = tile.bm
+            row_tiles = math.ceil(B / bm)
+            if row_tiles > 65535:
+                continue
+            occ = max(1, min(smem_per_sm // (smem + 1024), 2048 // tile.threads,
+                             65536 // (tile.threads * 128), 32))  # registers budgeted for this many blocks
+            for s in range(1, min(max_splits, 256) + 1):
+                kchunk = math.ceil(math.ceil(F / s) / BK) * BK
+                splits = math.ceil(F / kchunk)
+                if splits != s:
+                    continue  # the same as a smaller s
+                workspace = splits > 1 or (nb > 1 and (n2 > 0 or softmax))
+                units = row_tiles * nb * splits
+                per_sm = math.ceil(units / sms)
+                resident_warps = min(occ, per_sm) * tile.warps_m * tile.warps_n
+                eff = min(1.0, resident_warps / 8)  # fewer than 2 warps per sub-partition leave the tensor cores idle
+                unit_mma = bm * bn * kchunk * products / MAC_PER_CLK
+                t_mma = per_sm * unit_mma / eff + math.ceil(per_sm / occ) * BLOCK_FIXED_CLK
+                active = min(units, sms)
+                dram = 4 * (B * F + N * F)
+                t_dram = max(dram / (sms * DRAM_B_PER_CLK), dram / (active * SM_B_PER_CLK))
+                t_l2 = 4 * (B * F * nb + row_tiles * nb * bn * F) / (active * min(L2_B_PER_CLK, SM_B_PER_CLK))
+                t_tail = 0.0
+                if workspace:  # partial tiles out; the last block's sum of S*BM*N floats from L2, then its rows
+                    t_tail = 4 * bm * bn / L2_B_PER_CLK + 4 * splits * bm * N / SM_B_PER_CLK + 1000
+                if splits * B * N * 4 > (512 << 20):
+                    continue  # keep the workspace under 512 MB
+                cost = max(t_mma, t_dram, t_l2) + t_tail
+                key = (cost, splits, -bm)
+                if best is None or key < best[0]:
+                    best = (key, Plan(tile, splits, kchunk, nb, row_tiles, smem, occ, workspace))
+    if best is None:
+        raise UsageError(f"dense layer ({B} x {F}) @ ({N} x {F}).T does not fit the kernel's tiles; "
+                         "use a smaller batch or hidden layer")
+    return best[1]
+
+
+def exact_tf32(w: torch.Tensor) -> bool:
+    """True when every value of w is exactly a TF32 number (low 13 mantissa bits zero), so w_lo = 0 in 3xTF32."""
+    return bool(((w.contiguous().view(torch.int32) & 0x1FFF) == 0).all().item())
+
+
+@functools.cache
+def _device_limits(index: int) -> tuple[int, int, int]:
+    props = torch.cuda.get_device_properties(index)
+    return (props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", 227 * 1024),
+            getattr(props, "shared_memory_per_multiprocessor", 228 * 1024))
+
+
+_KERNELS: dict[tuple, object] = {}  # sorted defines -> the kernel function (held: its opt-in travels with it)
+
+
+def _kernel(defines: dict, smem: int):
+    """The compiled kernel for these defines, allowed `smem` bytes of dynamic shared memory.
+
+    The opt-in (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) is set on the CUfunction every time it is asked for
+    more than the default 48 KB, right before the launch. (An earlier version remembered what it had opted in by
+    id() of CuPy's Function object; RawModule.get_function returns a new object per call, so a freed object's id was
+    reused by another variant's Function and that variant launched without the opt-in: CUDA_ERROR_INVALID_VALUE.)"""
+    key = tuple(sorted(defines.items()))
+    fn = _KERNELS.get(key)
+    if fn is None:
+        fn = _KERNELS[key] = gpu.kernel(SOURCE, KERNEL, **defines)
+    if smem > DEFAULT_SMEM_LIMIT:
+        try:
+            fn.max_dynamic_shared_size_bytes = smem
+        except Exception as e:  # noqa: BLE001 - CuPy raises its own driver error types
+            raise UsageError(f"dense.cu needs {smem} bytes of shared memory per block, more than this GPU allows "
+                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return fn
+
+
+def _check(t: torch.Tensor, what: str, shape: tuple) -> torch.Tensor:
+    if t.dtype != torch.float32 or not t.is_cuda or tuple(t.shape) != shape:
+        raise UsageError(f"dense: {what} must be a float32 CUDA tensor of shape {shape}, got {t.dtype} "
+                         f"{'cuda' if t.is_cuda else 'cpu'} {tuple(t.shape)}")
+    return t.contiguous()
+
+
+class Dense:
+    """One fully connected layer (optionally with the last layer and the softmax fused), ready to launch."""
+
+    def __init__(self, w: torch.Tensor, b: torch.Tensor | None, act: str | None = None, softmax: bool = False,
+                 w2: torch.Tensor | None = None, b2: torch.Tensor | None = None, precision: str = "tf32x3"):
+        if precision not in ARITHMETICS:
+            raise UsageError(f"unknown arithmetic {precision!r}; choose one of {', '.join(ARITHMETICS)}")
+        if act not in ACTIVATIONS:
+            raise UsageError(f"unknown activation {act!r}; choose one of tanh, relu, sigmoid or None")
+        if w.dim() != 2:
+            raise UsageError(f"dense: w must be (N, F), got shape {tuple(w.shape)}")
+        self.N, self.F = w.shape
+        self.w = _check(w, "w", (self.N, self.F))
+        self.b = _check(b, "b", (self.N,)) if b is not None else torch.zeros(self.N, device=w.device)
+        self.n2 = 0
+        if w2 is not None:
+            self.n2 = w2.shape[0]
+            if not 1 <= self.n2 <= MAX_TAIL or self.N > MAX_FUSED_HIDDEN:
+                raise UsageError(f"dense: a fused last layer needs <= {MAX_TAIL} outputs and <= {MAX_FUSED_HIDDEN} "
+                                 f"inputs, got {tuple(w2.shape)}")
+            self.w2 = _check(w2, "w2", (self.n2, self.N))
+            self.b2 = _check(b2, "b2", (self.n2,)) if b2 is not None else torch.zeros(self.n2, device=w.device)
+        else:
+            self.w2 = self.b2 = self.b
+        if softmax and self.n2 == 0 and self.N > MAX_TAIL:
+            raise UsageError(f"dense: a fused softmax needs N <= {MAX_TAIL}, got N = {self.N}")
+        self.act, self.softmax, self.precision = act, bool(softmax), precision
+        self.prec = kernel_code(precision)
+        self.wlo = self.prec != 0 or not exact_tf32(self.w)  # one host sync, here, never per call
+        self.out_features = self.n2 or self.N
+        self._per_batch: dict[int, tuple] = {}
+
+    def defines(self, plan_: Plan, vec: bool) -> dict:
+        t = plan_.tile
+        return {"FIN": self.F, "NOUT": self.N, "NOUT2": self.n2, "ACT": ACTIVATIONS[self.act],
+                "SOFTMAX": int(self.softmax), "PREC": self.prec, "WLO": int(self.wlo), "WARPS_M": t.warps_m,
+                "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
+                "VEC": int(vec), "SMEM": plan_.smem}
+
+    def prepare(self, B: int) -> Plan:
+        """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture)."""
+        if B not in self._per_batch:
+            sms, optin, per_sm = _device_limits(self.w.device.index or 0)
+            p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
+            ws = (torch.empty(p.splits * B * self.N, device=self.w.device) if p.workspace
+                  else torch.empty(0, device=self.w.device))
+            counters = torch.zeros(p.row_tiles, dtype=torch.int32, device=self.w.device)
+            self._per_batch[B] = (p, ws, counters)
+            for vec in (True, False):
+                if not vec or self.F % 4 == 0:
+                    _kernel(self.defines(p, vec), p.smem)  # compile both variants now
+        return self._per_batch[B][0]
+
+    def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        if x.dim() != 2 or x.shape[1] != self.F:
+            raise UsageError(f"dense: x must be (B, {self.F}), got {tuple(x.shape)}")
+        x = _check(x, "x", tuple(x.shape))
+        B = x.shape[0]
+        if out is None:
+            out = torch.empty(B, self.out_features, device=x.device)
+        elif tuple(out.shape) != (B, self.out_features) or out.dtype != torch.float32 or not out.is_contiguous():
+            raise UsageError(f"dense: out must be a contiguous float32 tensor of shape {(B, self.out_features)}")
+        if B == 0:
+            return out
+        p = self.prepare(B)
+        _, ws, counters = self._per_batch[B]
+        vec = self.F % 4 == 0 and x.data_ptr() % 16 == 0 and self.w.data_ptr() % 16 == 0
+        fn = _kernel(self.defines(p, vec), p.smem)
+        gpu.launch(fn, p.grid, (p.tile.threads, 1, 1),
+                     (out, ws if p.workspace else out, counters, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
+                     shared_mem=p.smem)
+        return out
+
+
+def dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, act: str | None = None, softmax: bool = False,
+          precision: str = "tf32x3", out: torch.Tensor | None = None) -> torch.Tensor:
+    """y = act(x @ w.T + b), then softmax over the N <= 32 outputs if asked; fp32 in and out (see module doc)."""
+    return Dense(w, b, act, softmax, precision=precision)(x, out)

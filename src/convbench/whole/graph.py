@@ -1,0 +1,498 @@
+"""Whole-network inference on the GPU: every layer on the device, one CUDA graph launch per batch.
+
+`convbench run` keeps the course's arrangement (activations in host memory, only the convolutions on the GPU). Here
+nothing leaves the device between layers and no Python runs per layer on the timed path:
+
+    Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None)
+    Conv alone, C*K*K >= 192        -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py; 3xFP16 for tf32x3,
+                                      FP16 / BF16 for those): faster on the long reductions, and it has no epilogue
+    Flatten                        -> a view
+    Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
+                                      softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax]
+    anything else (an Activation / Pool / Softmax on its own) -> the PyTorch op (still inside the graph)
+
+The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
+output buffers are allocated once per batch size, outside the capture; a replay reads the input where it lies and
+writes the static output buffer. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
+(overwritten by the next replay of that batch size) and is what is timed.
+
+Timing (`benchmark`): the median of >= 20 graph replays (CUDA events, synchronized before and after each) with the
+input already on the device — the upload is outside it, measured on its own (pinned host float32 -> device) and as
+upload + replay ("with copy"). In the same process and on the same device-resident input: PyTorch eager
+(network/model.forward, cuDNN with benchmark on, TF32 off) and torch.compile of that same forward (default mode,
+static shapes, compiled and warmed up before timing). The floor: max(input bytes read once / copy rate,
+sum of every layer's FLOPs / the arithmetic ceiling of the precision), from measure/ceilings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from convbench.core import reference as ops
+from convbench.core.contract import family_members
+from convbench.core.errors import UsageError
+from convbench.core.precision import ARITHMETICS as ARITHMETIC_TABLE
+from convbench.core.spec import Activation, Conv, Flatten, NetSpec, Pool, Softmax
+from convbench.core.spec import Dense as DenseLayer
+from convbench.core.timing import median_time
+from convbench.impls import gpu_14_igemm_tc as igemm
+from convbench.impls import gpu_15_wgmma as wgmma
+from convbench.impls.registry import family_arithmetic, get_impl
+from convbench.network.model import correctness, forward
+from convbench.network.weights import Weights
+from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
+
+MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
+
+
+# ------------------------------------------------------------------------------------------ layer grouping
+
+
+@dataclass(frozen=True)
+class ConvStep:
+    name: str  # the conv layer (its weight is params[name + ".weight"])
+    act: str | None
+    pool: Pool | None
+    out_shape: tuple[int, ...]  # per image, after the pool
+    covers: tuple[str, ...]  # the spec's layer names this step computes
+
+
+@dataclass(frozen=True)
+class FlattenStep:
+    name: str
+    covers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DenseStep:
+    name: str  # the (first) Dense layer
+    act: str | None
+    fused: str | None  # the following Dense computed in the same kernel (the network's last), or None
+    softmax: bool  # a softmax over the step's outputs, in the same kernel
+    out_features: int
+    covers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TorchStep:
+    name: str
+    layer: object  # an Activation, Pool or Softmax not fused into a kernel
+    covers: tuple[str, ...]
+
+
+Step = ConvStep | FlattenStep | DenseStep | TorchStep
+
+
+def group_layers(spec: NetSpec) -> list[Step]:
+    """The network's layers as the kernels that run them: every layer in exactly one step, in order."""
+    infos = spec.layer_info
+    steps: list[Step] = []
+    i, n = 0, len(infos)
+
+    def at(j: int, kind) -> bool:
+        return j < n and isinstance(infos[j].layer, kind)
+
+    while i < n:
+        info = infos[i]
+        layer = info.layer
+        if isinstance(layer, Conv):
+            j, act, pool = i + 1, None, None
+            if at(j, Activation):
+                act = infos[j].layer.fn
+                j += 1
+            if at(j, Pool):
+                pool = infos[j].layer
+                j += 1
+            steps.append(ConvStep(info.name, act, pool, infos[j - 1].out_shape, tuple(x.name for x in infos[i:j])))
+            i = j
+        elif isinstance(layer, Flatten):
+            steps.append(FlattenStep(info.name, (info.name,)))
+            i += 1
+        elif isinstance(layer, DenseLayer):
+            j, act, fused, softmax = i + 1, None, None, False
+            if at(j, Activation):
+                act = infos[j].layer.fn
+                j += 1
+            out = layer.out_features
+            # The last Dense (+ Softmax) fused into this one's epilogue: <= 32 outputs, no activation of its own.
+            if (at(j, DenseLayer) and infos[j].layer.out_features <= MAX_TAIL and layer.out_features <= MAX_FUSED_HIDDEN
+                    and not at(j + 1, Activation)):
+                fused, out = infos[j].name, infos[j].layer.out_features
+                j += 1
+            if at(j, Softmax) and out <= MAX_TAIL:
+                softmax = True
+                j += 1
+            steps.append(DenseStep(info.name, act, fused, softmax, out, tuple(x.name for x in infos[i:j])))
+            i = j
+        else:
+            steps.append(TorchStep(info.name, layer, (info.name,)))
+            i += 1
+    return steps
+
+
+def _torch_layer(layer, x: torch.Tensor) -> torch.Tensor:
+    if isinstance(layer, Activation):
+        return ops.activation(x, layer.fn)
+    if isinstance(layer, Pool):
+        return ops.pool(x, layer)
+    if isinstance(layer, Softmax):
+        return torch.softmax(x, dim=1)
+    raise TypeError(layer)  # pragma: no cover - group_layers routes nothing else here
+
+
+def arithmetic_for(precision: str) -> str:
+    """The arithmetic the graph's kernels run in for `--precision` (fp32: gpu-igemm-tc's 3xTF32)."""
+    return family_arithmetic(igemm.NAME, precision)
+
+
+def wgmma_arithmetic(arithmetic: str) -> str | None:
+    """gpu-wgmma's arithmetic of the same precision as `arithmetic`, or None (tf32: the convs stay on igemm)."""
+    precision = ARITHMETIC_TABLE[arithmetic].precision
+    members = [m for m in family_members(get_impl(wgmma.NAME)) if m.precision == precision]
+    return members[0].arithmetic if members else None
+
+
+# ------------------------------------------------------------------------------------------ the network
+
+
+class WholeNetwork:
+    """Every layer on the GPU, activations device-resident, one CUDA graph replay per inference."""
+
+    def __init__(self, weights: Weights, precision: str = "tf32x3", device: str = "cuda", max_graphs: int = MAX_GRAPHS):
+        if precision not in ARITHMETICS:
+            raise UsageError(f"unknown precision (arithmetic) {precision!r} for whole-network inference; choose one of "
+                             f"{', '.join(ARITHMETICS)}")
+        self.spec = weights.spec
+        self.label = weights.label
+        self.precision = precision  # the arithmetic of the fused conv and dense kernels
+        self.wgmma_arithmetic = wgmma_arithmetic(precision)
+        self.device = device
+        self.params = {name: t.to(device).contiguous() for name, t in weights.params.items()}
+        self.steps = group_layers(self.spec)
+        self.max_graphs = max_graphs
+        self._dense: dict[str, Dense] = {}
+        for step in self.steps:
+            if isinstance(step, DenseStep):
+                p = self.params
+                self._dense[step.name] = Dense(
+                    p[f"{step.name}.weight"], p[f"{step.name}.bias"], step.act, step.softmax,
+                    p[f"{step.fused}.weight"] if step.fused else None, p[f"{step.fused}.bias"] if step.fused else None,
+                    precision=precision)
+        self._buffers: dict[int, dict[int, torch.Tensor]] = {}
+        self._graphs: OrderedDict[tuple, tuple] = OrderedDict()
+        self._pool = None
+        self._stream = None  # warm-up and capture stream
+        self.captures = 0  # graphs captured so far (tests check that a replay does not capture again)
+
+    # -- the layers, eagerly (warm-up, capture, and tests without a graph) --
+
+    def run_layers(self, x: torch.Tensor, buffers: dict[int, torch.Tensor] | None = None) -> torch.Tensor:
+        buffers = buffers or {}
+        B = x.shape[0]
+        h = x
+        for i, step in enumerate(self.steps):
+            h = self.run_step(step, h, B, buffers.get(i))
+        return h
+
+    def uses_wgmma(self, step: Step) -> bool:
+        """A conv with nothing to fuse after it and a reduction long enough for gpu-wgmma's kernel (sm_90 only)."""
+        if (not isinstance(step, ConvStep) or step.act or step.pool or self.wgmma_arithmetic is None
+                or torch.device(self.device).type != "cuda"):
+            return False
+        M, C, K, _ = self.params[f"{step.name}.weight"].shape
+        return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
+
+    def arithmetic(self, step: Step) -> str:
+        """What the step's FLOPs run on (the floor divides them by that arithmetic's ceiling)."""
+        return self.wgmma_arithmetic if self.uses_wgmma(step) else self.precision
+
+    def run_step(self, step: Step, h: torch.Tensor, B: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """One step on its input h (into `out` where the step has a static buffer)."""
+        if isinstance(step, ConvStep):
+            k = self.params[f"{step.name}.weight"]
+            if self.uses_wgmma(step):
+                out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
+                wgmma.launch(h, k, out, self.wgmma_arithmetic)
+                return out
+            return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)
+        if isinstance(step, FlattenStep):
+            return h.reshape(B, -1)
+        if isinstance(step, DenseStep):
+            return self._dense[step.name](h.reshape(B, -1), out)
+        return _torch_layer(step.layer, h)
+
+    def buffers(self, B: int) -> dict[int, torch.Tensor]:
+        """The static outputs of the kernel steps for batch size B (allocated once, shared by B's graphs)."""
+        if B not in self._buffers:
+            bufs = {}
+            for i, step in enumerate(self.steps):
+                if isinstance(step, ConvStep):
+                    bufs[i] = torch.empty((B, *step.out_shape), device=self.device)
+                elif isinstance(step, DenseStep):
+                    bufs[i] = torch.empty((B, step.out_features), device=self.device)
+            self._buffers[B] = bufs
+        return self._buffers[B]
+
+    def layer_arithmetic(self) -> dict[str, str]:
+        """Layer name -> arithmetic, for the layers whose step does not run in self.precision's."""
+        return {name: a for step in self.steps if (a := self.arithmetic(step)) != self.precision for name in step.covers}
+
+    def _check_input(self, x: torch.Tensor) -> None:
+        S = self.spec.input_size
+        if (x.dim() != 4 or tuple(x.shape[1:]) != (1, S, S) or x.dtype != torch.float32 or not x.is_cuda
+                or not x.is_contiguous()):
+            raise UsageError(f"whole-network input must be a contiguous float32 CUDA tensor (B, 1, {S}, {S}), got "
+                             f"{x.dtype} {tuple(x.shape)} on {x.device}")
+
+    def prepare(self, x: torch.Tensor):
+        """Capture (once) the graph that runs the network on x where it lies; returns (graph, static output)."""
+        self._check_input(x)
+        key = (tuple(x.shape), x.data_ptr())
+        entry = self._graphs.get(key)
+        if entry is not None:
+            self._graphs.move_to_end(key)
+            return entry
+        B = x.shape[0]
+        bufs = self.buffers(B)
+        for dense in self._dense.values():
+            dense.prepare(B)  # plans, compiles, workspaces: nothing is allocated or compiled while capturing
+        # Warm-up on a side stream (as torch.cuda.graph asks): compiles every kernel, initializes the libraries, and
+        # fills the launchers' per-(pointers, stream) caches for the very stream the capture then runs on, so that
+        # nothing but kernel launches happens while capturing.
+        if self._stream is None:
+            self._stream = torch.cuda.Stream()
+            self._pool = torch.cuda.graph_pool_handle()  # one pool for this network's graphs: replays never overlap
+        side = self._stream
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self.run_layers(x, bufs)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool, stream=side):
+            out = self.run_layers(x, bufs)
+        self.captures += 1
+        self._graphs[key] = (graph, out)
+        while len(self._graphs) > self.max_graphs:
+            (old_shape, _), (old, _) = self._graphs.popitem(last=False)
+            old.reset()
+            if not any(k[0][0] == old_shape[0] for k in self._graphs):  # no graph left for that batch size
+                self._buffers.pop(old_shape[0], None)
+        return graph, out
+
+    def replay(self, x: torch.Tensor) -> torch.Tensor:
+        """One graph launch on PyTorch's current stream; returns the static output (valid until the next replay)."""
+        graph, out = self.prepare(x)
+        graph.replay()
+        return out
+
+    def infer(self, x: torch.Tensor) -> torch.Tensor:
+        """Class probabilities (B, 10) of the device-resident input x (B, 1, S, S): a copy, on the device."""
+        return self.replay(x).clone()
+
+
+# ------------------------------------------------------------------------------------------ floor and timing
+
+
+@dataclass(frozen=True)
+class Floor:
+    seconds: float  # max(memory_s, compute_s)
+    memory_s: float  # the input read once at the copy rate
+    compute_s: float  # every layer's FLOPs at the precision's arithmetic ceiling
+    flops: int
+    input_bytes: int
+
+
+def whole_network_floor(spec: NetSpec, batch: int, ceilings, precision: str = "tf32x3",
+                        arithmetic: dict[str, str] | None = None) -> Floor:
+    """The least time any implementation could take for the whole network on this machine: the input must be read
+    once, and every layer's FLOPs (spec.layer_info[i].flops x B) must be done at the ceiling of the arithmetic it
+    runs on (`arithmetic`: layer name -> arithmetic where it is not `precision`)."""
+    arithmetic = arithmetic or {}
+    input_bytes = 4 * batch * spec.input_size * spec.input_size
+    flops = batch * sum(info.flops for info in spec.layer_info)
+    memory_s = input_bytes / ceilings.copy_bytes_per_s
+    compute_s = sum(batch * info.flops / ceilings.flop_per_s(arithmetic.get(info.name, precision))
+                    for info in spec.layer_info)
+    return Floor(max(memory_s, compute_s), memory_s, compute_s, flops, input_bytes)
+
+
+@contextlib.contextmanager
+def library_fp32():
+    """PyTorch's baselines as the issue states them: cuDNN benchmark mode on, TF32 off (conv and matmul)."""
+    saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+         torch.backends.cuda.matmul.allow_tf32) = saved
+
+
+def eager_forward(spec: NetSpec, params: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The network in PyTorch eager mode (network/model.forward with F.conv2d), params on the device."""
+    return lambda x: forward(spec, params, x)
+
+
+def compiled_forward(spec: NetSpec, params: dict[str, torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """torch.compile (default mode) of the same forward; static shapes, so each batch size gets its own graph.
+    Dynamo's caches are reset first: one process compiles many networks and sizes, and past its recompile limit
+    Dynamo would silently run the forward eagerly."""
+    torch._dynamo.reset()
+    return torch.compile(eager_forward(spec, params), dynamic=False)
+
+
+def _median(fn: Callable[[], object], reps: int, warmup: int) -> float:
+
+    return median_time("cuda", lambda i: fn(), reps=reps, warmup=warmup)
+
+
+def rel_error(p: torch.Tensor, ref: torch.Tensor) -> float:
+    """||p - ref|| / ||ref|| (Frobenius, in float64), like verify; inf if p has a NaN or inf."""
+    p64, r64 = p.double().cpu(), ref.double().cpu()
+    if not torch.isfinite(p64).all():
+        return float("inf")
+    return float(torch.linalg.norm(p64 - r64) / torch.linalg.norm(r64))
+
+
+def reference_probabilities(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """The network in float64 (PyTorch, on x's device): the answer key."""
+    return forward(spec, {k: v.double() for k, v in params.items()}, x.double())
+
+
+def benchmark(net: WholeNetwork, images: np.ndarray, labels: np.ndarray, reps: int = 20, warmup: int = 3,
+              baselines: bool = True, compile_baseline: bool = True, ceilings=None) -> dict:
+    """Time the whole network on `images` (uint8 (B, S, S)) and, in the same process on the same device-resident
+    input, PyTorch eager and torch.compile; Correctness and the error against float64 of each. Returns a dict of
+    plain numbers (seconds)."""
+    spec = net.spec
+    B = len(images)
+    x_host = torch.from_numpy(np.ascontiguousarray(images)).to(torch.float32).unsqueeze(1).pin_memory()
+    x = torch.empty_like(x_host, device=net.device)
+    x.copy_(x_host)
+    torch.cuda.synchronize()
+
+    ref = reference_probabilities(spec, net.params, x)
+    result: dict = {"net": spec.name, "images": B, "image_size": spec.input_size, "precision": net.precision,
+                    "reps": reps, "steps": [type(s).__name__ + ":" + "+".join(s.covers) for s in net.steps]}
+
+    graph, _ = net.prepare(x)  # captured outside timing; the timed call is the graph launch alone
+    probs = net.infer(x)
+    result["whole"] = {
+        "time_s": _median(graph.replay, reps, warmup),
+        "upload_s": _median(lambda: x.copy_(x_host, non_blocking=True), reps, warmup),
+        "with_copy_s": _median(lambda: (x.copy_(x_host, non_blocking=True), graph.replay()), reps, warmup),
+        "correctness": correctness(probs.argmax(1).cpu().numpy(), labels),
+        "rel_error_vs_fp64": rel_error(probs, ref),
+        "argmax_matches_fp64": bool((probs.argmax(1) == ref.argmax(1)).all()),
+    }
+    if baselines:
+        with library_fp32():
+            runs = {"eager": eager_forward(spec, net.params)}
+            if compile_baseline:
+                runs["compile"] = compiled_forward(spec, net.params)
+            for name, fn in runs.items():
+                with torch.no_grad():
+                    for _ in range(3):  # compile / cuDNN's algorithm search, untimed
+                        out = fn(x)
+                    torch.cuda.synchronize()
+                    t = _median(lambda: fn(x), reps, warmup)
+                result[name] = {"time_s": t, "correctness": correctness(out.argmax(1).cpu().numpy(), labels),
+                                "rel_error_vs_fp64": rel_error(out, ref)}
+                result["whole"][f"speedup_vs_{name}"] = t / result["whole"]["time_s"]
+    if ceilings is not None:
+        floor = whole_network_floor(spec, B, ceilings, net.precision, net.layer_arithmetic())
+        result["floor"] = {"seconds": floor.seconds, "memory_s": floor.memory_s, "compute_s": floor.compute_s,
+                           "flops": floor.flops, "input_bytes": floor.input_bytes}
+        result["whole"]["x_floor"] = result["whole"]["time_s"] / floor.seconds
+    return result
+
+
+# ------------------------------------------------------------------------------------------ per-stage timing
+
+
+def stage_kind(step: Step) -> str:
+    """What runs a step: 'conv+act+pool' (fused kernel; the parts it has), 'dense(+act)', 'dense+softmax', 'torch'."""
+    if isinstance(step, ConvStep):
+        return "+".join(["conv"] + (["act"] if step.act else []) + (["pool"] if step.pool else []))
+    if isinstance(step, DenseStep):
+        return ("dense" + ("+act" if step.act else "") + ("+dense" if step.fused else "")
+                + ("+softmax" if step.softmax else ""))
+    if isinstance(step, FlattenStep):
+        return "view"
+    return "torch"
+
+
+def _stage_inputs(net: WholeNetwork, x: torch.Tensor) -> list[torch.Tensor]:
+    """Each step's real input for x (the previous steps run once, eagerly, into fresh tensors)."""
+    B = x.shape[0]
+    inputs, h = [], x
+    for step in net.steps:
+        inputs.append(h)
+        h = net.run_step(step, h, B, None)
+    return inputs
+
+
+def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, warmup: int = 3,
+                  ceilings=None) -> list[dict]:
+    """Every kernel step timed on its own: name (the layers it covers), kind, seconds (median of `reps` CUDA-event
+    timed runs after `warmup`, on its real input, writing the network's static buffer), flops, bytes (input + output +
+    weights, each once), and with `ceilings` its floor max(bytes / copy rate, flops / the precision's ceiling). A
+    dense step also records its launch plan (tile, splits, grid, shared memory, workspace). Flatten (a view) is left
+    out."""
+
+    if not isinstance(net, WholeNetwork):
+        net = WholeNetwork(net)
+    net._check_input(x)
+    B = x.shape[0]
+    bufs = net.buffers(B)
+    for dense in net._dense.values():
+        dense.prepare(B)
+    infos = {info.name: info for info in net.spec.layer_info}
+    inputs = _stage_inputs(net, x)
+    torch.cuda.synchronize()
+    rows = []
+    for i, step in enumerate(net.steps):
+        if isinstance(step, FlattenStep):
+            continue
+        inp, out = inputs[i], bufs.get(i)
+        if isinstance(step, DenseStep):
+            inp = inp.reshape(B, -1).contiguous()  # what the graph hands it (a view of the conv output)
+        seconds = median_time("cuda", lambda _i, s=step, h=inp, o=out: net.run_step(s, h, B, o), reps=reps,
+                              warmup=warmup)
+        flops = B * sum(infos[name].flops for name in step.covers)
+        weights = sum(t.numel() * 4 for name in step.covers for key, t in net.params.items()
+                      if key.rsplit(".", 1)[0] == name)
+        out_numel = out.numel() if out is not None else inp.numel()
+        nbytes = 4 * (inp.numel() + out_numel) + weights
+        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "arithmetic": net.arithmetic(step),
+               "kernel": "wgmma" if net.uses_wgmma(step) else "", "seconds": seconds, "flops": flops, "bytes": nbytes}
+        if ceilings is not None:
+            mem_s = nbytes / ceilings.copy_bytes_per_s
+            comp_s = flops / ceilings.flop_per_s(net.arithmetic(step))
+            row.update(floor_s=max(mem_s, comp_s), memory_floor_s=mem_s, compute_floor_s=comp_s,
+                       x_floor=seconds / max(mem_s, comp_s) if max(mem_s, comp_s) > 0 else float("nan"))
+        if isinstance(step, DenseStep):
+            dense = net._dense[step.name]
+            p = dense.prepare(B)
+            t = p.tile
+            row["plan"] = {"B": B, "F": dense.F, "N": dense.N, "n2": dense.n2, "precision": dense.precision,
+                           "wlo": dense.wlo, "tile": {"warps_m": t.warps_m, "warps_n": t.warps_n, "mt": t.mt,
+                                                      "nt8": t.nt8, "bm": t.bm, "bn": t.bn, "threads": t.threads},
+                           "splits": p.splits, "kchunk": p.kchunk, "grid": list(p.grid), "smem": p.smem,
+                           "min_blocks": p.min_blocks, "workspace": p.workspace}
+        rows.append(row)
+    return rows
+
+
+def stage_times(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20) -> list[tuple[str, float]]:
+    """[(stage name, seconds)] for every kernel step of the network on x on its own (see stage_details)."""
+    return [(r["stage"], r["seconds"]) for r in stage_details(net, x, reps)]
