@@ -26,7 +26,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder for the files of this run}"
 mkdir -p "$OUT"
-if [ -z "${COMMIT:-}" ]; then  # the device's copy of the tree has no .git: pass COMMIT=$(git rev-parse HEAD) there
+if [ -z "${COMMIT:-}" ]; then  # the device's copy of the tree has no .git: pass COMMIT=<the checkout's commit>
     COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
     [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT=$COMMIT-dirty
 fi

@@ -11,6 +11,7 @@ from pathlib import Path
 _CACHE = tempfile.mkdtemp(prefix="convbench-test-cache-")
 os.environ["CONVBENCH_CACHE"] = _CACHE
 os.environ.pop("NUMBA_CACHE_DIR", None)
+os.environ["COLUMNS"] = "80"  # tables as an 80-column terminal shows them, whatever terminal runs the tests
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 import pytest  # noqa: E402

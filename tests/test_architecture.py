@@ -21,6 +21,7 @@ DEFERRED = {
 
 
 def lint_imports() -> str:
+    pytest.importorskip("importlinter", reason="import-linter is not installed (pip install -e '.[test]' has it)")
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
     if exe is None:
         pytest.fail("lint-imports is not installed: pip install -e '.[test]' (import-linter)")

@@ -210,8 +210,8 @@ def test_verify_cli_reports_the_fused_op_as_its_own_row(capsys, monkeypatch):
     assert rc == 1, out + err  # broken-fused's fused op fails
     rows = {m.group(1).strip(): line for line in out.splitlines() if (m := re.match(r"^│ (\S+(?: \(fused\))?)\s+│", line))}
     assert set(rows) == {"standin", "standin (fused)", "broken-fused", "broken-fused (fused)", "onednn"}, rows
-    assert rows["standin (fused)"].rstrip("│ ").endswith("ok")
-    assert rows["broken-fused"].rstrip("│ ").endswith("ok")  # its convolution is right
+    assert "│ ok " in rows["standin (fused)"]
+    assert "│ ok " in rows["broken-fused"]  # its convolution is right
     assert "FAIL 5/5" in rows["broken-fused (fused)"] and "inf" in rows["broken-fused (fused)"]
     assert "12 activation x pool cases" in err
 

@@ -314,13 +314,13 @@ SECTIONS = ["convbench report", "Sources", f"Results on {H100}", "Results on AMD
 
 def test_report_markdown_and_html(capsys, tmp_path, bench_json, profile_json):
     out_dir = tmp_path / "rep"
-    rc, out, _ = cli(capsys, "report", "--out", out_dir, "--results", LADDER, CPU, bench_json,
+    rc, _, _ = cli(capsys, "report", "--out", out_dir, "--results", LADDER, CPU, bench_json,
                      "--profile", profile_json)
     assert rc == 0
     md, page = (out_dir / "report.md").read_text(), (out_dir / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     for section in SECTIONS:
-        assert re.search(rf"^#+ {re.escape(section)}(:|$)", md, re.M), section
+        assert re.search(rf"^#+ {re.escape(section)}(:|$)", md, re.MULTILINE), section
         assert re.search(rf"<h\d>{re.escape(section)}(:|</h\d>)", page), section
     # what each implementation does, from its own file and its kernel's header (the .cu beside it in impls/)
     assert "seven nested loops" in md and "seven nested loops" in page  # impls/cpu_01_naive.py's docstring
@@ -345,7 +345,7 @@ def test_report_markdown_and_html(capsys, tmp_path, bench_json, profile_json):
 def test_report_default_results_and_existing_folder(capsys, runs_tree, monkeypatch):
     monkeypatch.chdir(runs_tree)
     (runs_tree / "rep").mkdir()
-    rc, out, _ = cli(capsys, "report", "--out", "rep")
+    rc, _, _ = cli(capsys, "report", "--out", "rep")
     assert rc == 0 and (runs_tree / "rep" / "report.html").is_file()
     md = (runs_tree / "rep" / "report.md").read_text()
     assert "2026-02-01-0000-x-new/bench.json" in md and "x-old" not in md and "Card Z" not in md

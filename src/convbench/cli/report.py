@@ -1,4 +1,5 @@
-"""`convbench report --out DIR`: the final report (measure/report.py) from results files, as Markdown and HTML."""
+"""`convbench report --out DIR`: the final report (measure/report.py) from results files, as Markdown and HTML
+(default: the newest run of each card under results/)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import tokenize
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -115,8 +116,8 @@ def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: b
             cached = np.load(path, allow_pickle=False)
             if cached.shape == (len(images), size, size) and cached.dtype == np.uint8:
                 return cached
-        except (OSError, ValueError, EOFError):
-            pass  # a damaged cache file is rebuilt below
+        except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError):
+            pass  # a damaged cache file is rebuilt below (numpy's header parser raises any of these)
     if not quiet:
         ui.note(f"Building the {size}x{size} {split} set ({len(images)} images, course resize recipe); caching it in {path.parent}")
     out = np.empty((len(images), size, size), dtype=np.uint8)
