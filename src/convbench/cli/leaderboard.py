@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -13,8 +14,12 @@ from convbench.measure import results
 from convbench.measure.leaderboard import boards
 
 
-def _ms(s: float | None) -> str:
-    return "-" if s is None else f"{s * 1e3:.3f}"
+def _ms(s: float | None, digits: int = 3) -> str:
+    """Milliseconds to `digits` significant digits (0.595, 2.51, 10.7, 147): narrow columns, one unit."""
+    if s is None:
+        return "-"
+    ms = s * 1e3
+    return f"{ms:.{max(0, digits - len(str(int(ms))))}f}" if ms >= 1 else f"{ms:.{digits}f}"
 
 
 def cmd_leaderboard(args) -> int:
@@ -26,26 +31,30 @@ def cmd_leaderboard(args) -> int:
                          "verify records (`convbench bench --json`) or pick another --images")
     for note in notes:
         ui.note(note)
-    console = Console(highlight=False, width=max(120, Console().width))
+    console = Console(highlight=False)
     for board in found:
-        table = Table(title=f"{board.card} · Σ Op Time of the conv layers at {board.images} images "
-                            f"({'network ' + net if net else 'summed over ' + ', '.join(board.nets)}) · verified only")
-        table.add_column("#", justify="right")
-        table.add_column("impl")
-        table.add_column("precision")
+        table = Table(title=f"{board.card} · Σ Op Time (ms) of the conv layers at {board.images} images "
+                            f"({'network ' + net if net else 'summed over ' + ', '.join(board.nets)}) · verified only",
+                      box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        table.add_column("#", justify="right", no_wrap=True)
+        table.add_column("impl", no_wrap=True, min_width=max(len(e.impl) for e in board.entries))
+        table.add_column("prec.", no_wrap=True)
         for n in board.nets:
-            table.add_column(f"{n} ms", justify="right")
-        table.add_column("Σ ms", justify="right")
-        table.add_column(f"vs {board.reference}", justify="right")
-        table.add_column("max rel. err", justify="right")
+            table.add_column(n, justify="right", no_wrap=True)
+        table.add_column("Σ", justify="right", no_wrap=True)
+        table.add_column(f"x {board.reference}", justify="right", no_wrap=True)
+        table.add_column("err", justify="right", no_wrap=True)
         for rank, e in enumerate(board.entries, 1):
             speed = board.speedup(e)
-            prec = e.precision if e.precision == "fp32" else f"[yellow]{e.precision} (reduced)"
+            prec = e.precision if e.precision == "fp32" else f"[yellow]{e.precision}*"
             table.add_row(str(rank) if e.complete else f"({rank})", e.impl, prec,
-                          *(_ms(e.per_net_s.get(n)) for n in board.nets), f"[bold]{_ms(e.total_s)}",
+                          *(_ms(e.per_net_s.get(n)) for n in board.nets), f"[bold]{_ms(e.total_s, 4)}",
                           "-" if speed is None else f"{speed:.2f}x",
-                          "-" if e.max_rel_error is None else f"{e.max_rel_error:.1e}")
+                          "-" if e.max_rel_error is None else f"{e.max_rel_error:.0e}")
         captions = [f"sources: {', '.join(sorted({e.source for e in board.entries}))}"]
+        if any(e.precision != "fp32" for e in board.entries):
+            captions.append("*: reduced precision")
+        captions.append("err: the largest relative error verify measured against float64")
         if any(not e.complete for e in board.entries):
             captions.append("(n): not measured on every network, ranked after the complete ones")
         if board.left_out:
