@@ -236,9 +236,9 @@ def test_zero_or_negative_dims(tmp_path, course, dims):
 
 
 def test_dims_whose_product_overflows(tmp_path):
-    """A product that would wrap around in int64 must still be caught as a truncated file."""
+    """A product that would wrap around in int64 must still be caught (as a corrupt header, before allocating)."""
     path = _write(tmp_path, _name(4, False), _std_header(65536, 65536, 65536, 65536))
-    with pytest.raises(UsageError, match="truncated"):
+    with pytest.raises(UsageError, match="its header is corrupt"):
         read_idx(path)
 
 

@@ -380,7 +380,8 @@ def test_run_whole_network_with_fuse_is_one_line(capsys):
 @pytest.mark.skipif(not NO_GPU, reason="a CUDA GPU is present here, so --whole-network is not an error")
 def test_run_whole_network_without_a_gpu_is_one_line(capsys):
     rc, out, err = cli(capsys, "run", "--whole-network", "--net", "sp19", "--size", "10")
-    assert_one_line_usage_error(rc, out, err, "no CUDA GPU")
+    assert_one_line_usage_error(rc, out, err, "--whole-network: no CUDA GPU")
+    assert "--device cuda" not in err  # it names what the user asked for, not an option never given
 
 
 def test_run_help_lists_whole_network(capsys):

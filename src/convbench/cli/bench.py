@@ -10,7 +10,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import all_on, require_cuda, resolve
+from convbench.cli.devices import all_on, require_cuda, resolve_many
 from convbench.cli.main import MAX_IMAGES
 from convbench.core import ui
 from convbench.core.contract import ConvImpl
@@ -31,13 +31,7 @@ def _impls(text: str, device: str | None, precision: str = "fp32") -> tuple[list
             require_cuda()
         # the float64 answer key is no contender; name it to time it anyway
         return [i for i in all_on(device, precision) if i.name != "reference"], device
-    impls = []
-    for name in text.split(","):
-        if not name.strip():
-            raise UsageError(f"--impls {text!r} has an empty name; separate names with single commas")
-        impl, device = resolve(name.strip(), device, precision)
-        impls.append(impl)
-    return impls, device
+    return resolve_many(text, device, "--impls", precision)
 
 
 def _nets(text: str) -> list[str]:
@@ -85,7 +79,7 @@ def cmd_bench(args) -> int:
 
     print_tables(doc)
     if json_path:
-        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n")
+        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json")
         ui.note(f"wrote {json_path}")
     if plot_path:
         plots.save(plots.optime_figure(doc["layers"], f"Op Time vs images · {doc['card']}"), plot_path)

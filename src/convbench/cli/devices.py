@@ -7,16 +7,18 @@ import torch
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.impls.registry import all_impls, get_impl, impl_for_precision
+from convbench.user import check_unique
 from convbench.user import resolve as resolve_impl
 
-DEFAULT_IMPL = {"cpu": "cpu-parallel", "cuda": "cudnn"}
+DEFAULT_IMPL = {"cpu": "cpu-direct", "cuda": "cudnn"}
 
 
-def require_cuda() -> None:
+def require_cuda(asked: str = "--device cuda", fix: str = "or use --device cpu") -> None:
+    """A one-line error naming what asked for the GPU (the option the user gave) where PyTorch sees none."""
     if not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, but no GPU is visible"
-        raise UsageError(f"--device cuda: no CUDA GPU available to PyTorch ({torch.__version__}, {build}); "
-                         "run on a GPU machine with a CUDA build of torch, or use --device cpu")
+        raise UsageError(f"{asked}: no CUDA GPU available to PyTorch ({torch.__version__}, {build}); "
+                         f"run on a GPU machine with a CUDA build of torch, {fix}")
 
 
 def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") -> tuple[ConvImpl, str]:
@@ -46,3 +48,17 @@ def all_on(device: str, precision: str = "fp32") -> list[ConvImpl]:
         other = "cuda" if device == "cpu" else "cpu"
         raise UsageError(f"no {precision} implementation runs on {device}; use --device {other} or --precision fp32")
     return impls
+
+
+def resolve_many(text: str, device: str | None, what: str, precision: str = "fp32") -> tuple[list[ConvImpl], str | None]:
+    """`--impl a,b,c`: each resolved (one device for all), the same implementation once, and no two different files
+    under one name (user.check_unique)."""
+    impls: list[ConvImpl] = []
+    for name in text.split(","):
+        if not name.strip():
+            raise UsageError(f"{what} {text!r} has an empty name; separate names with single commas")
+        impl, device = resolve(name.strip(), device, precision)
+        if not any(i is impl for i in impls):
+            impls.append(impl)
+    check_unique(impls)
+    return impls, device

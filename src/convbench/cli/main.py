@@ -6,7 +6,10 @@ Bad input never shows a traceback: it raises UsageError, which becomes one line 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
+import signal
 import sys
 
 from convbench.core import __version__
@@ -143,7 +146,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every `finally` (temporary files, folders) runs before exit 143."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe or a full disk on stdout: point it at /dev/null, so the interpreter's final flush of what
+    is still buffered raises nothing more (the recipe of the Python docs, `signal`, 'Note on SIGPIPE')."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (an embedding): leave SIGTERM as it is
+        previous = None
+    try:
+        return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -151,13 +184,33 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         module = importlib.import_module(f"convbench.cli.{COMMANDS[args.command]}")
-        return getattr(module, "cmd_" + args.command)(args) or 0
+        code = getattr(module, "cmd_" + args.command)(args) or 0
+        sys.stdout.flush()  # here, so that a closed pipe or a full disk is reported below, not at exit
+        return code
     except UsageError as e:
         print(f"convbench: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("convbench: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("convbench: terminated", file=sys.stderr)
+        return 143
+    except BrokenPipeError:  # `convbench run | head -1`: the reader is gone; nothing to say
+        _quiet_stdout()
+        return 141
+    except SystemExit as e:
+        if isinstance(e.__context__, BrokenPipeError):  # rich's own handler (Console.on_broken_pipe): the same case
+            _quiet_stdout()
+            return 141
+        raise
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+            raise  # a bug in convbench: the traceback is for us
+        _quiet_stdout()
+        print(f"convbench: error: cannot write the output ({e.strerror}); free some space or write it elsewhere",
+              file=sys.stderr)
+        return 1
     except Exception as e:
         message = cuda_error(e)
         if message is None:

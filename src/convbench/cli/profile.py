@@ -83,6 +83,6 @@ def cmd_profile(args) -> int:
         doc = {"format": PROFILE_FORMAT, "environment": environment(), **prof.to_json(),
                "ncu": [{"kernel": k.kernel, "launches": k.launches,
                         "metrics": {ncu.METRICS[m]: v for m, v in k.metrics.items()}} for k in kernels]}
-        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n")
+        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json")
         ui.note(f"wrote {json_path}")
     return 0

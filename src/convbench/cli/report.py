@@ -7,14 +7,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from convbench.core.errors import UsageError
-from convbench.measure import plots, report, results
+from convbench.measure import outfiles, plots, report, results
 
 
 def cmd_report(args) -> int:
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"report --out {args.out!r} is an existing file; name a folder (it is created if absent)")
+    out = outfiles.check_output_dir(Path(args.out))  # before reading anything: a bad --out costs nothing
     plots.require()
     files = results.load_all(args.results)  # every file is read and checked before anything is written
     profiles = [report.load_profile(p) for p in args.profile or []]

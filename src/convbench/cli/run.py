@@ -126,6 +126,7 @@ def cmd_run(args) -> int:
             ],
             "op_time_total_s": sum(t.op_time for t in result.conv_timings),
             "correctness": acc,
+            "nonfinite_outputs": result.nonfinite,  # conv layers whose output had NaN / Inf (also warned on stderr)
             **versus,
             **({"time": cost.to_json()} if cost else {}),
         }, indent=2))
@@ -143,7 +144,7 @@ def run_whole_network(args) -> int:
         raise UsageError("--whole-network runs on the GPU; leave out --device or use --device cuda")
     if getattr(args, "fuse", False):
         raise UsageError("--whole-network always fuses conv + activation + pool; leave out --fuse")
-    require_cuda()
+    require_cuda("--whole-network", "or drop --whole-network to run the course's arrangement on the CPU")
     quiet = args.json
     net = args.net if args.net or args.weights not in ("own", "high", "low") else DEFAULT_NET
     weights = load_weights(args.weights, net, args.image_size)

@@ -7,6 +7,7 @@ from pathlib import Path
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.core.spec import get_network
+from convbench.measure import outfiles
 from convbench.network.train import evaluate, train
 from convbench.network.weights import (
     OWN_DIR,
@@ -30,8 +31,7 @@ def cmd_train(args) -> int:
         out = out / fname
     if out.suffix != ".safetensors":
         raise UsageError(f"--out {out}: weights are saved as .safetensors; name the file NAME.safetensors or give a folder")
-    if not out.parent.is_dir():
-        raise UsageError(f"--out {out}: folder {out.parent} does not exist; create it first")
+    outfiles.check_output_file(out, "--out")  # before 20 s of training: folder writable, not a symlink or device
 
     shipped = OWN_DIR / fname  # read before saving: --out may be the shipped file itself
     ref = load_safetensors(Path(str(shipped)), fname).metadata if shipped.is_file() else {}
@@ -40,7 +40,11 @@ def cmd_train(args) -> int:
     params = for_storage(params)
     scores = evaluate(spec, params, data_dir=args.data_dir)
     metadata.update({f"correctness_{n}": repr(acc) for n, acc in scores.items()})
-    save_safetensors(out, spec, params, metadata, dtype=STORAGE_DTYPE)
+    with outfiles.temp_beside(out, "--out") as tmp:  # removed on every way out, SIGTERM included
+        try:
+            save_safetensors(tmp, spec, params, metadata, dtype=STORAGE_DTYPE)
+        finally:
+            tmp.with_name(tmp.name + ".tmp").unlink(missing_ok=True)  # save_safetensors' own temporary name
 
     for n, acc in scores.items():
         line = f"Correctness at {n}: {acc!r}"

@@ -7,7 +7,7 @@ import random
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import all_on, require_cuda, resolve
+from convbench.cli.devices import all_on, require_cuda, resolve_many
 from convbench.core import ui
 from convbench.measure import problem
 from convbench.measure.verify import ImplReport, verify_fused, verify_impl
@@ -21,10 +21,7 @@ def cmd_verify(args) -> int:
             require_cuda()
         impls = all_on(device, precision)
     else:  # one name, or several separated by commas (one device for all)
-        impls, device = [], args.device
-        for name in args.impl.split(","):
-            impl, device = resolve(name, device, precision)
-            impls.append(impl)
+        impls, device = resolve_many(args.impl, args.device, "--impl", precision)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     shapes = problem.shapes(args.shapes, seed)
     fused = [i for i in impls if i.fused is not None]

@@ -1,12 +1,62 @@
 """numba set-up shared by the CPU implementations: compiled code is cached on disk, in the user cache directory
-(the package folder may be read-only), so the one-time compilation happens once per machine, not per run."""
+(the package folder may be read-only), so the one-time compilation happens once per machine, not per run.
 
+A damaged cache (a corrupt index or data file: an interrupted write, a full disk, a hand edit) makes numba fail on
+the first call of a function, and on every later run until the file is deleted. `retry_on_corrupt_cache` wraps a
+rung's setup (its first compile and call): a failure raised while numba reads its cache discards the cache folder,
+with a note, and compiles again, once.
+"""
+
+import functools
 import os
+import shutil
+from pathlib import Path
 
+from convbench.core import ui
 from convbench.core.paths import cache_dir
 
 os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
 
 import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 
-__all__ = ["numba"]
+__all__ = ["numba", "numba_cache_dir", "retry_on_corrupt_cache"]
+
+_CACHING = os.path.join("numba", "core", "caching.py")
+
+
+def numba_cache_dir() -> Path:
+    return Path(numba.config.CACHE_DIR or os.environ["NUMBA_CACHE_DIR"])
+
+
+def _raised_reading_cache(e: BaseException) -> bool:
+    """Whether the exception came out of numba's cache loading (not a typing or compile error of the code)."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(_CACHING):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def clear_numba_cache() -> None:
+    shutil.rmtree(numba_cache_dir(), ignore_errors=True)
+
+
+def retry_on_corrupt_cache(setup):
+    """`setup` (a rung's first compile + call), retried once after discarding numba's on-disk cache when it failed
+    while reading that cache."""
+
+    @functools.wraps(setup)
+    def wrapper(*args, **kwargs):
+        try:
+            return setup(*args, **kwargs)
+        except Exception as e:
+            if not _raised_reading_cache(e):
+                raise
+            first = (str(e).strip().splitlines() or [""])[0][:120]
+            ui.note(f"note: numba's compiled-code cache {numba_cache_dir()} is damaged ({type(e).__name__}: {first}); "
+                    "discarding it and compiling again")
+            clear_numba_cache()
+            return setup(*args, **kwargs)
+
+    return wrapper

@@ -7,13 +7,16 @@ Search order for a directory holding the IDX files (raw or .gz):
     4. the t10k test set bundled in this package (MIT licence, see data/bundled/LICENSE)
 
 Resized sets follow the course's recipe exactly (skimage bilinear, constant 0 border, /256 then *256, cast to
-uint8) and are cached once per source file checksum under the user cache directory.
+uint8) and are cached once per source file checksum under the user cache directory. Each cache file ends in a
+blake2b digest of the .npy bytes before it (written with the file, in the same atomic rename); a file whose digest
+does not match (changed pixels, a file from an older convbench, a half-copied file) is rebuilt, with a note.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import tokenize
 from dataclasses import dataclass
@@ -106,18 +109,65 @@ def resize_course(img: np.ndarray, size: int) -> np.ndarray:
     return (resize(img / 256.0, (size, size), mode="constant", cval=0) * 256).astype(np.uint8)
 
 
+_TRAILER = b"convbench-blake2b:"  # then the 32-byte digest of everything before the trailer
+_DIGEST = 32
+
+
+def _digest_file(f, end: int) -> bytes:
+    h = hashlib.blake2b(digest_size=_DIGEST)
+    f.seek(0)
+    left = end
+    while left > 0:
+        chunk = f.read(min(left, 1 << 24))
+        if not chunk:
+            break
+        h.update(chunk)
+        left -= len(chunk)
+    return h.digest()
+
+
+def _load_verified(path: Path, shape: tuple[int, ...]) -> np.ndarray | str:
+    """The cached array, or why it cannot be used (a digest or shape mismatch, a damaged file)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        tail = len(_TRAILER) + _DIGEST
+        if size < tail:
+            return "it is too short"
+        f.seek(size - tail)
+        trailer = f.read(tail)
+        if not trailer.startswith(_TRAILER):
+            return "it has no checksum (a file from an older convbench, or not convbench's)"
+        if _digest_file(f, size - tail) != trailer[len(_TRAILER):]:
+            return "its checksum does not match its content (the file was changed or damaged)"
+        f.seek(0)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            npy_shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            npy_shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        if tuple(npy_shape) != shape or dtype != np.uint8 or fortran:
+            return f"it holds {dtype} {tuple(npy_shape)}, not uint8 {shape}"
+        if f.tell() + math.prod(shape) != size - tail:
+            return "its size does not match its header"
+        out = np.empty(shape, dtype=np.uint8)
+        if f.readinto(memoryview(out).cast("B")) != out.nbytes:
+            return "it is truncated"
+        return out
+
+
 def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: bool = False) -> np.ndarray:
-    """The whole split resized to size x size, from the on-disk cache when it is there."""
+    """The whole split resized to size x size, from the on-disk cache when it is there and its digest matches."""
     if size == images.shape[1] == images.shape[2]:
         return images
     path = cache_dir() / f"{split}-{size}px-{_checksum(src.images)}-{RECIPE}.npy"
     if path.is_file():
         try:
-            cached = np.load(path, allow_pickle=False)
-            if cached.shape == (len(images), size, size) and cached.dtype == np.uint8:
-                return cached
-        except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError):
-            pass  # a damaged cache file is rebuilt below (numpy's header parser raises any of these)
+            cached = _load_verified(path, (len(images), size, size))
+        except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as e:
+            cached = f"it is damaged ({type(e).__name__})"  # numpy's header parser raises any of these
+        if not isinstance(cached, str):
+            return cached
+        ui.note(f"note: the cached {size}x{size} {split} set {path} is not used: {cached}; rebuilding it")
     if not quiet:
         ui.note(f"Building the {size}x{size} {split} set ({len(images)} images, course resize recipe); caching it in {path.parent}")
     out = np.empty((len(images), size, size), dtype=np.uint8)
@@ -129,9 +179,13 @@ def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: b
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
+        with open(tmp, "w+b") as f:
             np.save(f, out, allow_pickle=False)
-        tmp.replace(path)  # atomic: a reader never sees a half-written cache file
+            end = f.tell()
+            digest = _digest_file(f, end)
+            f.seek(end)
+            f.write(_TRAILER + digest)
+        tmp.replace(path)  # atomic: a reader never sees a half-written cache file, nor data without its digest
     except OSError as e:
         ui.note(f"note: could not cache the resized set in {path.parent} ({e.strerror}); set $CONVBENCH_CACHE to a writable folder")
     finally:

@@ -15,7 +15,7 @@ What bounds it: latency, not throughput. Each output is one chain of dependent F
 """
 
 from convbench.core.contract import conv_impl
-from convbench.core.jit import numba
+from convbench.core.jit import numba, retry_on_corrupt_cache
 
 
 @numba.njit(cache=True)
@@ -46,7 +46,7 @@ def _compile():
     device="cpu",
     summary="the course's seven nested loops, numba-compiled, one thread",
     demonstrates="the sequential baseline: one scalar dot product per output element",
-    setup=_compile,
+    setup=retry_on_corrupt_cache(_compile),
 )
 def conv_forward(x, k, y):
     _seven_loops(x.numpy(), k.numpy(), y.numpy())

@@ -15,7 +15,7 @@ Each output still sums in c, p, q order, in float32: results agree with cpu-naiv
 """
 
 from convbench.core.contract import conv_impl
-from convbench.core.jit import numba
+from convbench.core.jit import numba, retry_on_corrupt_cache
 
 
 @numba.njit(parallel=True, cache=True)
@@ -48,7 +48,7 @@ def _compile():
     device="cpu",
     summary="numba prange over images x maps, row-wise inner loop that vectorizes",
     demonstrates="thread parallelism + SIMD along output rows (loop reordering)",
-    setup=_compile,
+    setup=retry_on_corrupt_cache(_compile),
 )
 def conv_forward(x, k, y):
     _conv_rows(x.numpy(), k.numpy(), y.numpy())

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from convbench.core.contract import conv_impl
-from convbench.core.jit import numba
+from convbench.core.jit import numba, retry_on_corrupt_cache
 
 CHUNK_BYTES = 32 << 20  # unroll buffer size: fits comfortably in memory, large enough to amortize GEMM set-up
 
@@ -52,7 +52,7 @@ def _compile():
     device="cpu",
     summary="unroll (im2col) a chunk of images with numba, then one batched BLAS GEMM per chunk",
     demonstrates="convolution as matrix multiplication (the course's unroll + matmul), bounded memory",
-    setup=_compile,
+    setup=retry_on_corrupt_cache(_compile),
 )
 def conv_forward(x, k, y):
     B, C, H, W = x.shape

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from convbench.core import ui
 from convbench.core.paths import cache_dir
 from convbench.core.precision import ARITHMETICS as TABLE
 from convbench.core.timing import median_time
@@ -140,17 +142,44 @@ def measure(device: str) -> Ceilings:
                     datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), fp16, bf16)
 
 
+_RATES = ("copy_bytes_per_s", "fp32_flop_per_s", "tf32_flop_per_s", "fp16_flop_per_s", "bf16_flop_per_s")
+_OPTIONAL = ("tf32_flop_per_s", "fp16_flop_per_s", "bf16_flop_per_s")
+
+
+def _validated(data, device: str) -> Ceilings:
+    """Ceilings from a cache file's JSON, or a ValueError naming the field that is not what measure() writes:
+    every rate a finite positive number (the optional ones may be null), the text fields strings, this device."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a JSON {type(data).__name__}, not an object")  # noqa: TRY004 (one error type: a bad file)
+    fields = {f for f in Ceilings.__dataclass_fields__}
+    unknown, missing = set(data) - fields, {"machine", "device", "measured", "copy_bytes_per_s", "fp32_flop_per_s"} - set(data)
+    if unknown or missing:
+        raise ValueError(f"unknown field {min(unknown)!r}" if unknown else f"no {min(missing)!r}")
+    for key in ("machine", "device", "measured"):
+        if not isinstance(data[key], str):
+            raise ValueError(f"{key} is {data[key]!r}, not a string")  # noqa: TRY004
+    if data["device"] != device:
+        raise ValueError(f"device is {data['device']!r}, not {device!r}")
+    for key in _RATES:
+        v = data.get(key)
+        if v is None and key in _OPTIONAL:
+            continue
+        if type(v) not in (int, float) or not math.isfinite(v) or v <= 0:
+            raise ValueError(f"{key} is {v!r}, not a finite positive number")
+    return Ceilings(**data)
+
+
 def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
     """The cached ceilings of this machine, measured (and cached) when absent, unreadable or asked for.
     Returns (ceilings, measured_now)."""
     path = cache_file(device)
-    if not remeasure:
+    if not remeasure and path.is_file():
         try:
-            cached = Ceilings(**json.loads(path.read_text()))
+            cached = _validated(json.loads(path.read_text()), device)
             if cached.complete:
                 return cached, False
-        except (OSError, ValueError, TypeError):
-            pass  # absent, damaged, or from an older convbench: measure again
+        except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged or changed: measure again
+            ui.note(f"note: the cached ceilings {path} are not usable ({str(e)[:120]}); measuring them again")
     ceilings = measure(device)
     path.parent.mkdir(parents=True, exist_ok=True)
     outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")

@@ -203,10 +203,16 @@ def profile_blocks(doc: dict) -> list:
 
 
 def build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None = None) -> list[Path]:
-    """Write the plots, report.md and report.html into out_dir (created if absent); returns the files written."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"report --out {str(out_dir)!r} is a file; name a folder (it is created if absent)")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write the plots, report.md and report.html into out_dir (created if absent); returns the files written.
+    The folder is built whole beside out_dir and swapped in at the end (outfiles.build_dir): an interrupted build
+    leaves the old report as it was, and no stale plot of an earlier report survives."""
+    final = Path(out_dir)
+    with outfiles.build_dir(final) as tmp:
+        written = _build(files, tmp, profiles)
+    return [final / p.name for p in written]
+
+
+def _build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None = None) -> list[Path]:
     profiles = profiles or []
     written: list[Path] = []
     groups = by_card(files)

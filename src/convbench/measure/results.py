@@ -16,6 +16,7 @@ half of what was asked.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +96,12 @@ def read_manifest(folder: Path) -> dict | None:
                          "the folder out of results/") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{str(path)!r} is not a manifest (a JSON object with card, date, results); fix it")
+    named = doc.get("results")
+    if named is not None and not (isinstance(named, list) and all(isinstance(n, str) and n for n in named)):
+        raise UsageError(f"{str(path)!r}: results is {_describe(named)}, not a list of file names; fix the manifest")
+    for key in ("card", "date"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise UsageError(f"{str(path)!r}: {key} is {_describe(doc[key])}, not a string; fix the manifest")
     return doc
 
 
@@ -149,15 +156,95 @@ def load(path: Path) -> ResultsFile:
                          "`convbench bench --json` or drop it from --results") from None
     try:
         if isinstance(doc, dict) and doc.get("format") == BENCH_FORMAT:
+            _check_bench(doc)
             return _bench(path, doc)
         whole = doc if isinstance(doc, list) else [doc]
         if whole and all(isinstance(d, dict) and d.get("mode") == WHOLE_MODE for d in whole):
+            for i, d in enumerate(whole):
+                _check_fields(d, WHOLE_FIELDS, f"[{i}]." if isinstance(doc, list) else "")
             return _whole(path, whole)
+    except _Malformed as e:
+        raise UsageError(f"results file {str(path)!r} is malformed: {e}; rewrite it with `convbench bench --json` "
+                         "or drop it from --results") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise UsageError(f"results file {str(path)!r} is malformed ({e.__class__.__name__}: {e}); "
                          "rewrite it with `convbench bench --json` or drop it from --results") from None
     raise UsageError(f"{str(path)!r} is not a convbench results file (`convbench bench --json`, or "
                      "`convbench run --whole-network --json`); drop it from --results")
+
+
+# ------------------------------------------------------------------------------------------------ validation
+
+
+class _Malformed(Exception):
+    """A field of a results file that is missing or of the wrong type or value: the message names it."""
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _describe(v) -> str:
+    text = json.dumps(v) if _is_number(v) or v is None or isinstance(v, (str, bool)) else type(v).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# field -> (what it must be, the test, required)
+_TIME = ("a positive finite number of seconds", lambda v: _is_number(v) and math.isfinite(v) and v > 0)
+_TIME_OR_NONE = ("a positive finite number of seconds or null",
+                 lambda v: v is None or (_is_number(v) and math.isfinite(v) and v > 0))
+_COUNT = ("a whole number >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+_AMOUNT = ("a finite number >= 0", lambda v: _is_number(v) and math.isfinite(v) and v >= 0)
+_NUMBER_OR_NONE = ("a finite number or null", lambda v: v is None or (_is_number(v) and math.isfinite(v)))
+_TEXT = ("a non-empty string", lambda v: isinstance(v, str) and v != "")
+_OBJECT = ("a JSON object", lambda v: isinstance(v, dict))
+_LIST = ("a JSON list", lambda v: isinstance(v, list))
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+
+BENCH_FIELDS = {"device": (("cpu or cuda", lambda v: v in ("cpu", "cuda")), True), "reference": (_TEXT, True),
+                "environment": (_OBJECT, True), "impls": (_OBJECT, True), "verify": (_OBJECT, True),
+                "layers": (_LIST, True), "ceilings": (("a JSON object or null", lambda v: v is None or isinstance(v, dict)),
+                                                      False)}
+ROW_FIELDS = {"impl": (_TEXT, True), "net": (_TEXT, True), "images": (_COUNT, True), "layer": (_TEXT, True),
+              "op_time_s": (_TIME, True), "layer_time_s": (_TIME_OR_NONE, False), "flop": (_AMOUNT, True),
+              "bytes": (_AMOUNT, True), "intensity_flop_per_byte": (_AMOUNT, False), "floor_s": (_NUMBER_OR_NONE, False),
+              "memory_floor_s": (_NUMBER_OR_NONE, False)}
+IMPL_FIELDS = {"precision": (_TEXT, True)}
+VERIFY_FIELDS = {"ok": (_BOOL, True), "max_rel_error": (_NUMBER_OR_NONE, False)}
+_RATE = ("a positive finite number", _TIME[1])
+_RATE_OR_NONE = ("a positive finite number or null", _TIME_OR_NONE[1])
+CEILING_FIELDS = {"copy_bytes_per_s": (_RATE, True), "fp32_flop_per_s": (_RATE, True),
+                  **{f"{p}_flop_per_s": (_RATE_OR_NONE, False) for p in ("tf32", "fp16", "bf16")}}
+WHOLE_FIELDS = {"net": (_TEXT, True), "images": (_COUNT, True), "network_time_s": (_TIME, True),
+                "floor_s": (_NUMBER_OR_NONE, False), "x_floor": (_NUMBER_OR_NONE, False),
+                "correctness": (_NUMBER_OR_NONE, False), "rel_error_vs_fp64": (_NUMBER_OR_NONE, False)}
+
+
+def _check_fields(doc, fields: dict, where: str) -> None:
+    if not isinstance(doc, dict):
+        raise _Malformed(f"{where.rstrip('.') or 'the document'} is {_describe(doc)}, not a JSON object")
+    for name, ((must, test), required) in fields.items():
+        if name not in doc:
+            if required:
+                raise _Malformed(f"{where}{name} is missing")
+            continue
+        if not test(doc[name]):
+            raise _Malformed(f"{where}{name} is {_describe(doc[name])}, not {must}")
+
+
+def _check_bench(doc: dict) -> None:
+    """The schema of a bench file, as far as leaderboard and report read it: every time finite and positive."""
+    _check_fields(doc, BENCH_FIELDS, "")
+    for name, info in doc["impls"].items():
+        _check_fields(info, IMPL_FIELDS, f"impls.{name}.")
+    for name, v in doc["verify"].items():
+        _check_fields(v, VERIFY_FIELDS, f"verify.{name}.")
+    if doc.get("ceilings") is not None:
+        _check_fields(doc["ceilings"], CEILING_FIELDS, "ceilings.")
+    for i, row in enumerate(doc["layers"]):
+        _check_fields(row, ROW_FIELDS, f"layers[{i}].")
+        if row["impl"] not in doc["impls"]:
+            raise _Malformed(f"layers[{i}].impl {row['impl']!r} is not listed under impls")
 
 
 def _arithmetics(precision: dict[str, str], recorded: dict[str, str] | None = None) -> dict[str, str]:

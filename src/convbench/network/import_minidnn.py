@@ -62,11 +62,16 @@ def _read_int(data: bytes, pos: int, path: Path, what: str) -> int:
 def load_minidnn(path: Path) -> Weights:
     """Weights for NETWORKS['minidnn'] from mini-dnn's weights file."""
     path = Path(path)
+    blocks = _layout()
+    expected = 4 + sum(4 + 4 * block.count for block in blocks)
     try:
+        size = path.stat().st_size
+        if size > expected:  # checked before reading: a huge file is never read into memory
+            raise _fail(path, f"{size - expected} bytes are left after the last layer (it is {size} bytes, the "
+                              f"minidnn network's file is {expected})")
         data = path.read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read mini-dnn weights {path}: {e.strerror}; {FIX}") from None
-    blocks = _layout()
     n_layers = _read_int(data, 0, path, "layer count")
     if n_layers != len(blocks):
         raise _fail(path, f"it has {n_layers} layers, the minidnn network has {len(blocks)}")

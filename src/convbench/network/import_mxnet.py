@@ -37,6 +37,14 @@ ARRAY_MAGIC_V2 = 0xF993FAC9  # with a storage type (MXNet >= 1.0)
 ARRAY_MAGIC_V1 = 0xF993FAC8  # without one (MXNet 0.x); same layout otherwise
 DTYPES = {0: np.float32, 1: np.float64, 2: np.float16}  # mshadow type flags we can turn into float32
 MAX_NDIM = 32  # MXNet's own limit; more means the file is corrupt
+# Bounds on what a symbol file may declare, checked before anything is allocated: far above the course's networks
+# (fa17's 3.6 M parameters, 32 maps, 10 000 hidden units at most in any of its variants), far below a memory bomb.
+MAX_SYMBOL_BYTES = 16 << 20
+MAX_NODES = 10_000
+MAX_CHANNELS = 4096  # num_filter
+MAX_HIDDEN = 1 << 16  # num_hidden
+MAX_PARAMS = 1 << 26  # parameters of the whole network (256 MB as float32)
+SYMBOL_FIX = "pass the PREFIX-symbol.json saved with the weights"
 
 # ---------------------------------------------------------------------------------------------------------------
 # .params: MXNet's NDArray list
@@ -80,7 +88,7 @@ def _read_array(r: _Reader, index: int) -> np.ndarray:
     if not 1 <= ndim <= MAX_NDIM:
         raise r.fail(f"{what} has {ndim} dimensions")
     shape = r.unpack(f"{ndim}q", f"{what} shape")
-    if min(shape) < 0:
+    if min(shape) < 0 or max(shape) > len(r.data):  # a dimension larger than the file: corrupt, even beside a 0
         raise r.fail(f"{what} has shape {shape}")
     r.unpack("ii", f"{what} device")  # where it lived when saved: irrelevant here
     (flag,) = r.unpack("i", f"{what} type flag")
@@ -141,11 +149,17 @@ def load_symbol(path: Path) -> dict:
     """The parsed symbol JSON, or a UsageError saying why it is not one."""
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_SYMBOL_BYTES:
+            raise UsageError(f"MXNet symbol {path} is {size} bytes, more than the {MAX_SYMBOL_BYTES >> 20} MiB a symbol "
+                             f"file may have here; {SYMBOL_FIX}")
         symbol = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise UsageError(f"cannot read MXNet symbol {path}: {e.strerror}; pass the PREFIX-symbol.json saved with the weights") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UsageError(f"MXNet symbol {path} is not valid JSON ({e}); pass the PREFIX-symbol.json saved with the weights") from None
+    except RecursionError:
+        raise UsageError(f"MXNet symbol {path} is nested too deeply to be a symbol file; {SYMBOL_FIX}") from None
     if not isinstance(symbol, dict) or not isinstance(symbol.get("nodes"), list):
         raise UsageError(f"MXNet symbol {path} has no 'nodes' list; pass the PREFIX-symbol.json saved with the weights")
     return symbol
@@ -160,8 +174,33 @@ def _attrs(node: dict) -> dict[str, str]:
 
 
 def _tuple(value: str) -> tuple[int, ...]:
-    """`"(5, 5)"` or `"5"` -> ints."""
+    """`"(5, 5)"` or `"5"` -> ints (a non-string, or a number too long to be sane, is a ValueError)."""
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or len(str(value)) > 100:
+        raise ValueError(f"attribute value {str(value)[:40]!r} is not a size")
     return tuple(int(v) for v in re.findall(r"-?\d+", str(value)))
+
+
+def _check_nodes(nodes: list, source: str) -> None:
+    """Every node an object with string op and name, its inputs [index, ...] lists of earlier nodes: what the walk
+    relies on, so a hand-edited file is a one-line error rather than a traceback."""
+    if len(nodes) > MAX_NODES:
+        raise UsageError(f"MXNet symbol {source} has {len(nodes)} nodes, more than {MAX_NODES}; {SYMBOL_FIX}")
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            raise UsageError(f"MXNet symbol {source}: node {i} is a {type(node).__name__}, not an object; {SYMBOL_FIX}")
+        for key in ("op", "name"):
+            if not isinstance(node.get(key), str):
+                raise UsageError(f"MXNet symbol {source}: node {i} has no {key!r} string; {SYMBOL_FIX}")
+        inputs = node.get("inputs", [])
+        ok = isinstance(inputs, list) and all(
+            isinstance(x, list) and x and type(x[0]) is int and 0 <= x[0] < i for x in inputs)
+        if not ok:
+            raise UsageError(f"MXNet symbol {source}: node {i} ({node['name']!r}) has inputs that are not [index, ...] "
+                             f"lists of earlier nodes; {SYMBOL_FIX}")
+        for key in ("attrs", "attr", "param"):
+            if key in node and not isinstance(node[key], dict):
+                raise UsageError(f"MXNet symbol {source}: node {i} ({node['name']!r}) has {key} that is not an object; "
+                                 f"{SYMBOL_FIX}")
 
 
 def _bool(value: str) -> bool:
@@ -183,6 +222,24 @@ class _Graph:
 
     def unsupported(self, node: dict, what: str) -> UsageError:
         return self.error(node, f"uses {what}, which convbench does not support", "export the network without it")
+
+    def size(self, node: dict, a: dict, key: str, hi: int, default: str | None = None) -> int:
+        """A single whole-number attribute between 1 and `hi` (num_filter, num_hidden)."""
+        raw = a.get(key, default)
+        if raw is None:
+            raise self.error(node, f"has no {key}", SYMBOL_FIX)
+        try:
+            values = _tuple(raw)
+        except ValueError:
+            values = ()
+        if len(values) != 1 or not 1 <= values[0] <= hi:
+            raise self.error(node, f"has {key} {str(raw)[:40]}, not a whole number from 1 to {hi}", SYMBOL_FIX)
+        return values[0]
+
+    def window(self, node: dict, what: str, values: tuple[int, ...], raw) -> None:
+        """Kernel and stride sizes: positive, and no larger than the largest image."""
+        if any(not 1 <= v <= MAX_IMAGE_SIZE for v in values):
+            raise self.error(node, f"has {what} {str(raw)[:40]}, not from 1 to {MAX_IMAGE_SIZE}", SYMBOL_FIX)
 
     def arg(self, node: dict, pos: int, what: str) -> str:
         inputs = node["inputs"]
@@ -236,11 +293,13 @@ class _Graph:
         kernel = _tuple(a.get("kernel", ""))
         if len(kernel) != 2 or kernel[0] != kernel[1]:
             raise self.unsupported(node, f"kernel {a.get('kernel')} (only square 2-D kernels)")
+        self.window(node, "kernel", kernel, a.get("kernel"))
         if node["op"] == "Convolution":
             self.check_plain_conv(node, a)
+        filters = self.size(node, a, "num_filter", MAX_CHANNELS)
         name = self.next_name("conv")
         self.args[f"{name}.weight"] = self.arg(node, 1, "weight")
-        self.layers.append(Conv(int(a["num_filter"]), kernel[0]))
+        self.layers.append(Conv(filters, kernel[0]))
 
     def check_plain_conv(self, node: dict, a: dict[str, str]) -> None:
         """Our Conv is stride 1, no padding, no bias: anything else would silently compute something else."""
@@ -249,7 +308,7 @@ class _Graph:
         for key, plain in (("stride", 1), ("pad", 0), ("dilate", 1)):
             if key in a and any(v != plain for v in _tuple(a[key])):
                 raise self.unsupported(node, f"{key} {a[key]} (only {plain})")
-        if int(a.get("num_group", "1")) != 1:
+        if _tuple(a.get("num_group", "1")) != (1,):
             raise self.unsupported(node, f"num_group {a['num_group']} (only 1)")
         if a.get("layout", "None") not in ("None", "NCHW"):
             raise self.unsupported(node, f"layout {a['layout']} (only NCHW)")
@@ -268,6 +327,8 @@ class _Graph:
         kernel, stride = _tuple(a.get("kernel", "")), _tuple(a.get("stride", "(1, 1)"))
         if len(kernel) != 2 or len(set(kernel)) != 1 or len(stride) != 2 or len(set(stride)) != 1:
             raise self.unsupported(node, f"kernel {a.get('kernel')} stride {a.get('stride')} (only square 2-D windows)")
+        self.window(node, "kernel", kernel, a.get("kernel"))
+        self.window(node, "stride", stride, a.get("stride"))
         if any(_tuple(a.get("pad", "(0, 0)"))):
             raise self.unsupported(node, f"pad {a['pad']} (only 0)")
         convention = a.get("pooling_convention", "valid")
@@ -279,13 +340,14 @@ class _Graph:
         flat_input = any(isinstance(layer, (Flatten, Dense)) for layer in self.layers)
         if not _bool(a.get("flatten", "True")) and not flat_input:
             raise self.unsupported(node, "flatten=False on a feature map")
+        hidden = self.size(node, a, "num_hidden", MAX_HIDDEN)
         name = self.next_name("fc")
         self.args[f"{name}.weight"] = self.arg(node, 1, "weight")
         if _bool(a.get("no_bias", "False")):
             self.missing_bias.append(f"{name}.bias")  # our Dense always has a bias: load_mxnet gives it zeros
         else:
             self.args[f"{name}.bias"] = self.arg(node, 2, "bias")
-        self.layers.append(Dense(int(a["num_hidden"])))
+        self.layers.append(Dense(hidden))
 
 
 def _flat_features(layers: list[Layer], size: int) -> int | None:
@@ -325,16 +387,23 @@ def spec_from_symbol(
     A FullyConnected with no_bias has no entry for its `fcN.bias`: it is zero.
     """
     source = source or name
+    if not isinstance(symbol, dict) or not isinstance(symbol.get("nodes"), list):
+        raise UsageError(f"MXNet symbol {source} has no 'nodes' list; {SYMBOL_FIX}")
+    _check_nodes(symbol["nodes"], source)
     graph = _Graph(symbol, source)
     try:
         graph.walk()
     except (KeyError, IndexError, TypeError, ValueError) as e:
         raise UsageError(
-            f"MXNet symbol {source} is malformed ({type(e).__name__}: {e}); pass the PREFIX-symbol.json saved with the weights"
+            f"MXNet symbol {source} is malformed ({type(e).__name__}: {str(e)[:80]}); pass the PREFIX-symbol.json saved with the weights"
         ) from None
     if image_size is None:
         image_size = _image_size_from_params(graph, params, source)
     spec = NetSpec(name, image_size, tuple(graph.layers), f"imported from MXNet symbol {source}")
+    total = sum(math.prod(shape) for shape in spec.param_shapes.values())
+    if total > MAX_PARAMS:
+        raise UsageError(f"MXNet symbol {source} declares a network of {total} parameters, more than the {MAX_PARAMS} "
+                         f"convbench accepts; {SYMBOL_FIX}")
     mapping = {p: graph.args[p] for p in spec.param_shapes if p in graph.args}
     return spec, mapping
 
@@ -378,7 +447,8 @@ def _rename(arrays: dict[str, np.ndarray], mapping: dict[str, str], spec: NetSpe
         raise UsageError(f"MXNet weights {source} {problem}; pass the PREFIX-symbol.json saved with these weights")
     params = {ours: torch.from_numpy(arrays[mx].copy()) for ours, mx in mapping.items()}
     for name, shape in spec.param_shapes.items():
-        params.setdefault(name, torch.zeros(shape))  # a FullyConnected with no_bias
+        if name not in params:
+            params[name] = torch.zeros(shape)  # a FullyConnected with no_bias
     return params
 
 

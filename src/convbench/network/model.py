@@ -20,7 +20,7 @@ Time is the fused call, Layer Time the fused call plus the same copies (its inpu
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -59,6 +59,8 @@ class ConvTiming:
 class Inference:
     probabilities: torch.Tensor  # (N, 10), host
     conv_timings: list[ConvTiming]
+    # conv layers whose output had NaN / Inf: {"layer", "impl", "nonfinite", "of"}; warned about on stderr
+    nonfinite: list[dict] = field(default_factory=list)
 
     @property
     def predictions(self) -> np.ndarray:
@@ -146,19 +148,33 @@ class Network:
     def infer(self, images: np.ndarray, show_progress: bool = True) -> Inference:
         """images: uint8 (N, S, S) at the network's input size; pixels go in as raw 0-255 float32."""
         x = torch.from_numpy(np.ascontiguousarray(images)).to(torch.float32).unsqueeze(1)
-        timings = []
+        timings, nonfinite = [], []
 
         def conv(name: str, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
             y, timing = self._conv(name, x, k, show_progress)
             timings.append(timing)
+            self._check_finite(name, y, nonfinite)
             return y
 
         def fused(name: str, x: torch.Tensor, k: torch.Tensor, act: str | None, pool: Pool | None) -> torch.Tensor:
             y, timing = self._conv(name, x, k, show_progress, (act, pool))
             timings.append(timing)
+            self._check_finite(name, y, nonfinite)
             return y
 
-        return Inference(forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None), timings)
+        probabilities = forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None)
+        return Inference(probabilities, timings, nonfinite)
+
+    def _check_finite(self, name: str, y: torch.Tensor, found: list[dict]) -> None:
+        """After the timed call: a conv output with NaN or Inf is a warning line naming the layer and the impl
+        (Correctness computed from it means nothing; a NaN makes argmax answer class 0)."""
+        bad = int((~torch.isfinite(y)).sum())
+        if not bad:
+            return
+        found.append({"layer": name, "impl": self.impl.name, "nonfinite": bad, "of": y.numel()})
+        ui.note(f"warning: layer {name}: the output of {self.impl.name} has {bad} non-finite value(s) (NaN or Inf) "
+                f"of {y.numel()}; the Correctness is not to be trusted: check the weights, or run `convbench verify "
+                f"--impl {self.impl.name}`")
 
     def _conv(self, name: str, x_host: torch.Tensor, k: torch.Tensor, show_progress: bool,
               fuse: tuple[str | None, Pool | None] | None = None):

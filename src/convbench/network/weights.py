@@ -7,6 +7,7 @@ path: `*.safetensors` (ours), `PREFIX-NNNN.params` (MXNet, graph from `PREFIX-sy
 
 from __future__ import annotations
 
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def own_weights_file(net: str, variant: str | None = None) -> str:
 # that must travel to the GPU machine. `for_storage` rounds them first, and the Correctness recorded in a file is
 # measured with the rounded weights, so the file is exactly the network it describes. They load as float32.
 STORAGE_DTYPE = torch.float16
+MAX_SAFETENSORS_ELEMENTS = 1 << 26  # values in one weights file (fa17, the largest network: 3.6 M)
 
 
 def for_storage(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -68,8 +70,12 @@ def load_safetensors(path: Path, label: str) -> Weights:
 
         with safe_open(str(path), framework="pt") as f:
             metadata = dict(f.metadata() or {})
+            total = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())  # noqa: SIM118 (a safe_open handle, not a dict)
+        if total > MAX_SAFETENSORS_ELEMENTS:  # declared shapes, checked before any tensor is read
+            raise UsageError(f"weights {path} declare {total} values, more than the {MAX_SAFETENSORS_ELEMENTS} any "
+                             "network here has; pass a safetensors file made by `convbench train`")
         params = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as e:
+    except (SafetensorError, OSError, ValueError, RuntimeError, TypeError) as e:
         raise UsageError(f"cannot read weights {path}: {str(e).splitlines()[0]}; pass a safetensors file made by `convbench train`") from None
     net = metadata.get("net")
     if net not in NETWORKS:

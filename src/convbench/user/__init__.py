@@ -29,7 +29,7 @@ from convbench.user.base import SUFFIXES, UserImpl, kind_of, looks_like_path
 from convbench.user.loader import load_unguarded
 from convbench.user.sandbox import Sandbox
 
-__all__ = ["SUFFIXES", "UserImpl", "kind_of", "load", "load_unguarded", "looks_like_path", "resolve"]
+__all__ = ["SUFFIXES", "UserImpl", "check_unique", "kind_of", "load", "load_unguarded", "looks_like_path", "resolve"]
 
 _LOADED: dict[Path, UserImpl] = {}
 
@@ -78,3 +78,21 @@ def resolve(name: str) -> ConvImpl:
     if looks_like_path(name):
         return load(name)
     return get_impl(name)  # the one-line error naming the choices
+
+
+def check_unique(impls: list[ConvImpl]) -> None:
+    """Implementations are told apart by name (tables, JSON, verify records, the leaderboard): two different user
+    files under one name (the same stem in two folders, or a NAME = that another file also has) are a UsageError
+    naming both paths, never merged."""
+    seen: dict[str, ConvImpl] = {}
+    for impl in impls:
+        other = seen.setdefault(impl.name, impl)
+        if other is impl:
+            continue
+        a, b = getattr(other, "path", "") or "(built-in)", getattr(impl, "path", "") or "(built-in)"
+        if a == b:
+            continue  # the same file named twice
+        fix = ("set NAME = '...' in one of the .py files, or rename one" if a.endswith(".py") or b.endswith(".py")
+               else "rename one of the files")
+        raise UsageError(f"two implementations are named {impl.name!r}: {a} and {b}; implementations need unique "
+                         f"names: {fix}")

@@ -31,13 +31,19 @@ SIZEOF = {"float": 4, "double": 8, "half": 2, "__half": 2, "int": 4}
 EXPECTED = ("// convbench: grid=(X, Y, Z) block=(X, Y, Z) [shared=BYTES] [constant=NAME]  "
             "(expressions over B, M, C, H, W, K, H_out, W_out)")
 MAX_EXPRESSION = 300  # characters; a declaration is one short line
-MARKER = re.compile(r"^\s*//\s*convbench\s*:(.*)$", re.MULTILINE)
+MAX_MAGNITUDE = 2**63  # every value (and a fraction's numerator and denominator) stays within 64 bits
+MAX_DEFINES = 10_000  # integer #defines read from one file
+MARKER = re.compile(r"^[ \t]*//[ \t]*convbench[ \t]*:(.*)$", re.MULTILINE)  # [ \t], not \s: linear time
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
 class ExprError(ValueError):
     """An expression that is not in the language, or that cannot be evaluated (division by zero)."""
+
+
+class ExprTooLarge(ExprError):
+    """A value beyond MAX_MAGNITUDE: chained #defines that multiply would otherwise grow without bound (and hang)."""
 
 
 @dataclass(frozen=True)
@@ -111,9 +117,9 @@ def _name_order(name: str) -> tuple[int, str]:
 
 def _eval(node: ast.AST, names: dict[str, int]) -> int | Fraction:
     if isinstance(node, ast.Constant):
-        return node.value
+        return _normal(node.value)
     if isinstance(node, ast.Name):
-        return names[node.id]
+        return _normal(names[node.id])
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, names)
         return -v if isinstance(node.op, ast.USub) else v
@@ -147,7 +153,15 @@ def _eval(node: ast.AST, names: dict[str, int]) -> int | Fraction:
 
 
 def _normal(v: int | Fraction) -> int | Fraction:
-    return int(v) if isinstance(v, Fraction) and v.denominator == 1 else v
+    """v as an int where it is whole; an ExprTooLarge where it leaves 64 bits (checked after every operation, so
+    no value ever grows large: evaluation time stays proportional to the expression's length)."""
+    if isinstance(v, Fraction):
+        if abs(v.numerator) > MAX_MAGNITUDE or v.denominator > MAX_MAGNITUDE:
+            raise ExprTooLarge(f"a value leaves 64 bits ({float(v):.3g})")
+        return int(v) if v.denominator == 1 else v
+    if abs(v) > MAX_MAGNITUDE:
+        raise ExprTooLarge(f"a value leaves 64 bits (about 2^{v.bit_length()})")
+    return v
 
 
 # ------------------------------------------------------------------------------------------------ declaration
@@ -197,17 +211,34 @@ class LaunchDecl:
         return tuple(grid), tuple(block), shared
 
 
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?:[ \t]+|$)")
+MAX_DEFINE_LINE = 4 * MAX_EXPRESSION  # a longer #define (comments included) is not a launch constant: skipped
+
+
 def integer_defines(source: str) -> dict[str, int]:
     """`#define NAME <integer expression>` lines of a C file, in order (later ones may use earlier ones); anything
-    else (macros with arguments, floats, expressions over unknown names) is skipped."""
+    else (macros with arguments, floats, expressions over unknown names) is skipped. Line by line, with no
+    backtracking regex over a whole line, and every value bounded (ExprTooLarge): linear in the file's size."""
     found: dict[str, int] = {}
-    for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]*?)[ \t]*(?://[^\n]*)?$", source, re.MULTILINE):
-        name, body = m.group(1), re.sub(r"/\*.*?\*/", "", m.group(2)).strip()
+    count = 0
+    for line in source.split("\n"):
+        m = _DEFINE.match(line)
+        if not m:
+            continue
+        count += 1
+        if count > MAX_DEFINES:
+            raise UsageError(f"more than {MAX_DEFINES} #define lines; split the file or drop unused defines")
+        name, body = m.group(1), line[m.end():]
+        if len(body) > MAX_DEFINE_LINE:
+            continue
+        body = re.sub(r"/\*.*?\*/", "", body.split("//", 1)[0]).strip()
         body = re.sub(r"(?<=\d)[uUlL]+\b", "", body)  # 16u, 1024L
         if name in SHAPE_NAMES or not body:
             continue
         try:
             v = parse_expr(body, set(found)).evaluate(found)
+        except ExprTooLarge as e:
+            raise UsageError(f"#define {name} {body[:60]}: {e}; keep #define values within 64 bits") from None
         except ExprError:
             continue
         if isinstance(v, int):
@@ -256,6 +287,8 @@ def _tuple(value: str, names: set[str]) -> tuple[Expr, ...]:
 
 def parse_declaration(line: str, defines: dict[str, int] | None = None) -> LaunchDecl:
     """Parse the text after `// convbench:`; a UsageError says which part is wrong and what is expected."""
+    if len(line) > 8 * MAX_EXPRESSION:
+        raise UsageError(f"bad launch declaration: {len(line)} characters long; expected {EXPECTED}")
     defines = dict(defines or {})
     names = set(SHAPE_NAMES) | set(defines)
     values: dict[str, str] = {}

@@ -28,6 +28,7 @@ import functools
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from importlib import resources
@@ -70,6 +71,24 @@ def variant(code: str, path: Path) -> tuple[bool, bool]:
     return all(stride), has_props
 
 
+TIMEOUT_ENV = "CONVBENCH_COMPILE_TIMEOUT"
+DEFAULT_COMPILE_TIMEOUT = 300.0  # seconds; the course's files build in under a minute
+
+
+def compile_timeout() -> float:
+    """The time limit of one nvcc build: $CONVBENCH_COMPILE_TIMEOUT seconds, else 300."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_COMPILE_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise UsageError(f"${TIMEOUT_ENV}={raw[:40]} is not a positive number of seconds; set it like 300, or unset it")
+    return value
+
+
 def nvcc() -> str:
     found = shutil.which("nvcc")
     for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
@@ -110,13 +129,21 @@ def build(path: Path, arch: str, cache: Path | None = None) -> Path:
     (folder / SHIM).write_text(shim)
     tmp = folder / f"libuser.so.{os.getpid()}.tmp"
     cmd = [compiler, *flags, f"-I{path.parent}", str(unit), str(folder / SHIM), "-o", str(tmp)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=folder)
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"nvcc took more than 10 minutes on {path}; simplify the file") from None
+    limit = compile_timeout()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=folder,
+                          start_new_session=True) as p:  # its own process group: the timeout ends cicc and ptxas too
+        try:
+            out, err = p.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            tmp.unlink(missing_ok=True)
+            raise UsageError(f"nvcc took more than {limit:g} s on {path}; simplify the file, or raise "
+                             f"${TIMEOUT_ENV}") from None
     if p.returncode != 0:
         tmp.unlink(missing_ok=True)
-        first = _source.first_error(p.stderr + "\n" + p.stdout, {str(unit): path.name, f"{folder}/": ""})
+        first = _source.first_error(err + "\n" + out, {str(unit): path.name, f"{folder}/": ""})
         raise UsageError(f"{path} does not compile (nvcc with convbench's {HEADER}): {first}; fix the file")
     tmp.replace(lib)  # atomic: another process never loads a half-written library
     return lib

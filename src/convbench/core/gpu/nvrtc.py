@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
@@ -103,6 +104,9 @@ def _arch_specific_module(source: Path, defines: tuple, target: str):
     header = (INCLUDE_DIR / "precision.cuh").read_text()
     key = hashlib.sha256(repr((text, header, options, nvrtc.getVersion())).encode()).hexdigest()[:24]
     path = cache_dir() / "cubin" / f"{source.stem}-{key}.cubin"
+    if path.is_file() and not _cubin_loads(cp, path):
+        ui.note(f"note: the cached kernel {path} does not load (damaged); deleting it and compiling again")
+        path.unlink(missing_ok=True)
     if not path.is_file():
         try:
             cubin, _ = compiler._NVRTCProgram(text, source.name, method="cubin").compile(options)
@@ -114,6 +118,18 @@ def _arch_specific_module(source: Path, defines: tuple, target: str):
             f.write(cubin)
         os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
     return cp.RawModule(path=str(path))
+
+
+def _cubin_loads(cp, path: Path) -> bool:
+    """Whether a cached cubin is an ELF file the driver loads (a truncated or changed file is not)."""
+    try:
+        data = path.read_bytes()
+        if not data.startswith(b"\x7fELF"):
+            return False
+        cp.cuda.function.Module().load(data)
+        return True
+    except (OSError, cp.cuda.driver.CUDADriverError):
+        return False
 
 
 def kernel(source: Path, name: str, **defines: int | str):
