@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from clihelp import assert_usage_error, cli
 from conftest import fixture_file
 
+from convbench.cli.devices import DEFAULT_IMPL
 from convbench.core import contract
 from convbench.core.contract import ConvImpl
 from convbench.core.spec import NETWORKS
@@ -127,13 +128,13 @@ def test_run_course_sp19_format_and_correctness(capsys, impl):
     assert out.splitlines()[-1] == f"Correctness: 0.84 Model: {SP19_LABEL}"
 
 
-def test_run_default_impl_is_cpu_parallel_and_label_is_file_name(capsys, sp19_weights):
+def test_run_default_impl_is_the_default_cpu_impl_and_label_is_file_name(capsys, sp19_weights):
     rc, out, err = cli(capsys, "run", "--weights", sp19_weights, "--size", "20")
     assert rc == 0, err
     _, acc_text, label = parse_run(out, conv_layers=2)
     assert label == sp19_weights.name
     assert round(float(acc_text) * 20) == pytest.approx(float(acc_text) * 20)  # a fraction of 20 images
-    assert "impl cpu-parallel on cpu" in err  # the note on stderr names the default impl
+    assert f"impl {DEFAULT_IMPL['cpu']} on cpu" in err  # the note on stderr names the default impl
 
 
 def test_run_fa17_shaped_net_has_one_conv_line(capsys, fa17_weights):

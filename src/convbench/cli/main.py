@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="inference with a chosen convolution implementation: Op Time and Correctness")
     run.add_argument("--net", help="course network (default minidnn; with --weights PATH: the file's own)")
     run.add_argument("--weights", default="own", help="own | high | low | PATH (.safetensors, MXNet .params, mini-dnn .bin)")
-    run.add_argument("--impl", help="convolution implementation (default: cpu-parallel on cpu, cudnn on cuda)")
+    run.add_argument("--impl", help="convolution implementation (default: cpu-direct on cpu, cudnn on cuda)")
     run.add_argument("--size", type=image_count, default=1000, help="number of test images, 1-10000 (default 1000)")
     run.add_argument("--device", choices=("cpu", "cuda"), help="where the convolutions run (default: the impl's)")
     run.add_argument("--image-size", type=image_size, help="input size for imported networks (default: from the weights)")
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     ceilings.add_argument("--remeasure", action="store_true", help="measure again and replace the cached values")
 
     profile = sub.add_parser("profile", help="nvprof-style summary of one inference (torch.profiler); --ncu for hardware counters")
-    profile.add_argument("--impl", help="convolution implementation (default: cpu-parallel on cpu, cudnn on cuda)")
+    profile.add_argument("--impl", help="convolution implementation (default: cpu-direct on cpu, cudnn on cuda)")
     profile.add_argument("--net", default="minidnn", help="course network (default minidnn)")
     profile.add_argument("--size", type=image_count, default=100, help="number of test images, 1-10000 (default 100)")
     profile.add_argument("--device", choices=("cpu", "cuda"), help="default: the impl's")
