@@ -14,6 +14,7 @@ from torch import nn
 
 import convbench
 from convbench.cli.main import main as cli_main
+from convbench.impls.registry import DEFAULT_IMPL
 
 CPU_IMPLS = ["cpu-naive", "cpu-parallel", "cpu-unroll"]
 
@@ -118,7 +119,7 @@ def test_network_run_matches_convbench_run(capsys):
     assert result.predictions.shape == (100,) and result.predictions.dtype == np.int64
     assert result.correctness(labels) == cli["correctness"]
     assert len(result.op_times) == len(cli["layers"]) == len(net.spec.conv_layers)
-    assert all(t > 0 for t in result.op_times) and result.impl == cli["impl"] == "cpu-parallel"
+    assert all(t > 0 for t in result.op_times) and result.impl == cli["impl"] == DEFAULT_IMPL["cpu"]
     # the same predictions through another implementation and as (N, 1, S, S) torch input
     other = net.run(torch.from_numpy(images).unsqueeze(1), impl="onednn")
     assert (other.predictions == result.predictions).mean() >= 0.99

@@ -19,7 +19,12 @@ from convbench.core import contract
 from convbench.core.contract import conv_impl
 from convbench.core.errors import UsageError
 from convbench.core.precision import ARITHMETICS, PRECISIONS
-from convbench.impls.registry import all_impls, get_impl, impl_for_precision
+from convbench.impls.registry import (
+    DEFAULT_IMPL,
+    all_impls,
+    get_impl,
+    impl_for_precision,
+)
 from convbench.measure import bench, ceilings, results
 from convbench.measure.ceilings import Ceilings
 
@@ -232,7 +237,7 @@ def test_precision_without_variant_is_one_line(capsys, command):
 
 def test_run_default_impl_goes_through_precision(capsys):
     rc, out, err = cli(capsys, "run", "--net", "sp19", "--size", "10", "--precision", "tf32")
-    assert_usage_error(rc, out, err, "cpu-parallel has no tf32 variant", "cudnn-tf32")
+    assert_usage_error(rc, out, err, f"{DEFAULT_IMPL['cpu']} has no tf32 variant", "cudnn-tf32")
 
 
 def test_bad_precision_word(capsys):

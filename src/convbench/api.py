@@ -34,6 +34,7 @@ from convbench.core.precision import PRECISIONS
 from convbench.core.shapes import output_shape
 from convbench.core.spec import NetSpec, get_network
 from convbench.data.fashion_mnist import load_dataset
+from convbench.impls.registry import DEFAULT_IMPL as DEFAULT_IMPLS
 from convbench.impls.registry import all_impls, builtin, impl_for_precision
 from convbench.network import model
 from convbench.network.weights import DEFAULT_NET, Weights, load_weights
@@ -43,7 +44,7 @@ from convbench.user import resolve as resolve_impl
 __all__ = ["Conv2d", "Network", "RunResult", "UsageError", "conv", "get_impl", "implementations", "load_data",
            "load_network"]
 
-DEFAULT_IMPL = "cpu-parallel"
+DEFAULT_IMPL = DEFAULT_IMPLS["cpu"]  # what `convbench run` uses on the CPU
 
 # The implementations the custom op may run, by the key it is called with: a built-in's name, a user file's path,
 # or `name#id` for a ConvImpl object given directly. Filled by _resolve; the op only reads it.

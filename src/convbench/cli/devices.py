@@ -6,11 +6,14 @@ import torch
 
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
-from convbench.impls.registry import all_impls, get_impl, impl_for_precision
+from convbench.impls.registry import (
+    DEFAULT_IMPL,
+    all_impls,
+    get_impl,
+    impl_for_precision,
+)
 from convbench.user import check_unique
 from convbench.user import resolve as resolve_impl
-
-DEFAULT_IMPL = {"cpu": "cpu-direct", "cuda": "cudnn"}
 
 
 def require_cuda(asked: str = "--device cuda", fix: str = "or use --device cpu") -> None:

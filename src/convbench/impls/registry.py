@@ -15,6 +15,8 @@ from convbench.core.contract import ConvImpl, family_members
 from convbench.core.errors import UsageError
 from convbench.core.precision import check_precision
 
+# What runs when nobody names an implementation (`run`, the Python API): the fastest verified one of each device
+DEFAULT_IMPL = {"cpu": "cpu-direct", "cuda": "cudnn"}
 LADDER_ORDER = {"": 0, "cpu": 1, "gpu": 2, "triton": 3}
 DEVICE_ORDER = {"any": 0, "cpu": 1, "cuda": 2}
 
