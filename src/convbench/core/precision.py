@@ -43,7 +43,6 @@ ARITHMETICS: dict[str, Arithmetic] = {a.name: a for a in (
 )}
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # what --precision chooses among
-MEASURED = ("fp32", "fp64", "tf32", "fp16", "bf16")  # the rates a ceilings run measures; the rest derive from them
 
 
 def arithmetic(name: str) -> Arithmetic:
@@ -65,12 +64,3 @@ def kernel_code(name: str) -> int:
     if code is None:
         raise ValueError(f"arithmetic {name} has no kernel code")
     return code
-
-
-def derived(rates: dict[str, float | None]) -> dict[str, float | None]:
-    """Every arithmetic's FLOP rate from the measured ones (a three-product arithmetic: its base rate / 3)."""
-    out = {}
-    for a in ARITHMETICS.values():
-        base = rates.get(a.ceiling)
-        out[a.name] = base / a.products if base else None
-    return out

@@ -168,9 +168,6 @@ class LaunchCache:
         self._table[key] = job
         return job
 
-    def clear(self) -> None:
-        self._table.clear()
-
     def __len__(self) -> int:
         return len(self._table)
 
