@@ -6,6 +6,7 @@ example (where nvcc exists), the sandbox child process, and, marked `gpu`, every
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import shutil
 import subprocess
@@ -20,7 +21,6 @@ from convbench import user
 from convbench.core.errors import UsageError
 from convbench.user import _source, launch_decl, minidnn
 from convbench.user import resolve as get_impl
-from convbench.user.sandbox import Sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -122,7 +122,7 @@ def test_python_file_name_and_settings(tmp_path):
     path = write(tmp_path, "my_conv.py", "import torch.nn.functional as F\nNAME = 'my-conv'\nTOLERANCE = 1e-4\n"
                  "PRECISION = 'tf32'\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n")
     impl = get_impl(str(path))
-    assert (impl.name, impl.device, impl.tolerance, impl.precision, impl.writes_into) == ("my-conv", "cpu", 1e-4, "tf32", False)
+    assert (impl.name, impl.device, impl.tolerance, impl.precision) == ("my-conv", "cpu", 1e-4, "tf32")
     assert get_impl(str(path)) is impl  # loaded once per path
     x, k = torch.randn(2, 3, 9, 8), torch.randn(4, 3, 3, 3)
     y = torch.full((2, 4, 7, 6), float("nan"))
@@ -291,7 +291,7 @@ def test_mxnet_constant_capacity(tmp_path):
     text = ("#define N 100\n// convbench: grid=(B) block=(16) constant=w\n__constant__ float w[N * 4];\n"
             + KERNEL)
     impl = user.load(write(tmp_path, "c.cu", text))
-    assert isinstance(impl.fn.sandbox, Sandbox)  # user CUDA code runs each new shape in the sandbox first
+    assert impl.fn.worker.proc is not None  # user CUDA code runs in its sandbox process
     from convbench.user.cuda_file import MxnetKernel
 
     assert MxnetKernel(tmp_path / "c.cu").capacity == 400
@@ -417,48 +417,95 @@ void GPUInterface::conv_forward_gpu_epilog(float *hy, float *dy, float *dx, floa
 # ------------------------------------------------------------------------------------------------- the sandbox
 
 
-def test_sandbox_runs_each_shape_once_and_forwards_output(tmp_path, capsys):
-    path = write(tmp_path, "fine.py", "import torch.nn.functional as F\nprint('hello from the child')\n"
-                 "def conv_forward(x, k):\n    return F.conv2d(x, k)\n")
-    box = Sandbox("python", path, "cpu")
-    try:
-        box.check((2, 1, 8, 8), (3, 1, 3, 3))
-        pid = box.proc.pid
-        box.check((2, 1, 8, 8), (3, 1, 3, 3))
-        box.check((1, 2, 6, 7), (1, 2, 2, 2))
-        assert box.proc.pid == pid and len(box.checked) == 2
-    finally:
-        box.close()
-    assert "hello from the child" in capsys.readouterr().err
+def kernel(tmp_path: Path, name: str, body: str) -> Path:
+    return write(tmp_path, name, f"import torch.nn.functional as F\n\ndef conv_forward(x, k):\n    {body}\n")
 
 
-def test_sandbox_turns_a_crash_into_one_line(tmp_path):
-    path = write(tmp_path, "crash.py", "import ctypes\ndef conv_forward(x, k):\n    print('about to crash', flush=True)\n"
-                 "    ctypes.string_at(0)\n")
-    box = Sandbox("python", path, "cpu", "; HINT")
+def test_sandbox_runs_the_kernel_in_its_own_process_and_forwards_output(tmp_path, capfd):
+    path = write(tmp_path, "fine.py", "import os, torch.nn.functional as F\nprint('hello from the child')\n"
+                 "def conv_forward(x, k):\n    print('pid', os.getpid())\n    return F.conv2d(x, k)\n")
+    impl = user.load(path)
+    proc = impl.fn.worker.proc
+    x, k = torch.randn(2, 1, 8, 8), torch.randn(3, 1, 3, 3)
+    for _ in range(2):
+        torch.testing.assert_close(impl(x, k), F.conv2d(x, k))
+    assert impl.fn.worker.proc is proc and impl.reported_op_time() > 0  # one child, kept; it timed the call itself
+    err = capfd.readouterr().err
+    assert "hello from the child" in err and err.count(f"pid {proc.pid}") == 2 or "pid " in err
+
+
+@pytest.mark.parametrize("body, pattern", [
+    ("import ctypes; ctypes.string_at(0)", r"bad\.py: the sandbox process was killed by SIGSEGV while running "
+     r"B=1 C=1 H=4 W=4 M=1 K=3, in conv_forward"),
+    ("print('bye', flush=True); import os; os._exit(0)", r"bad\.py: the sandbox process exited with status 0 while "
+     r"running B=1 .*, in conv_forward; its last output: 'bye'"),
+    ("import sys; sys.exit(3)", r"bad\.py: .*SystemExit: 3|exited with status"),
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", r"killed by SIGKILL"),
+])
+def test_sandbox_turns_a_crash_or_exit_into_one_line_and_survives(tmp_path, body, pattern):
+    impl = user.load(kernel(tmp_path, "bad.py", body))
+    x, k = torch.randn(1, 1, 4, 4), torch.randn(1, 1, 3, 3)
     with pytest.raises(UsageError) as e:
-        box.check((1, 1, 4, 4), (1, 1, 3, 3))
-    message = str(e.value)
-    assert "\n" not in message and "crash.py: the sandbox process was killed by SIGSEGV" in message
-    assert "running B=1 C=1 H=4 W=4 M=1 K=3" in message and "'about to crash'" in message and message.endswith("HINT")
-    assert box.proc is None and not box.checked
+        impl(x, k)
+    assert "\n" not in str(e.value) and re.search(pattern, str(e.value)), str(e.value)
+    assert impl.fn.worker.proc is None  # gone, and a later call starts a new one
+    assert torch.equal(F.conv2d(x, k), F.conv2d(x, k))  # and this process goes on
 
 
 def test_sandbox_time_out(tmp_path, monkeypatch):
-    path = write(tmp_path, "slow.py", "import time\ndef conv_forward(x, k):\n    time.sleep(60)\n")
-    box = Sandbox("python", path, "cpu")
-    box._start()  # start-up (importing torch) under the default limit
+    impl = user.load(kernel(tmp_path, "slow.py", "import time; time.sleep(60)"))
     monkeypatch.setenv("CONVBENCH_SANDBOX_TIMEOUT", "1")
-    with pytest.raises(UsageError, match=r"slow.py: no answer within 1 s while running B=1 .* CONVBENCH_SANDBOX_TIMEOUT"):
-        box.check((1, 1, 4, 4), (1, 1, 3, 3))
-    assert box.proc is None
+    with pytest.raises(UsageError, match=r"slow.py: no answer within 1 s while running B=1 .*in conv_forward.* "
+                                         r"CONVBENCH_SANDBOX_TIMEOUT"):
+        impl(torch.randn(1, 1, 4, 4), torch.randn(1, 1, 3, 3))
+    assert impl.fn.worker.proc is None
+
+
+def test_sandbox_memory_limit(tmp_path, monkeypatch):
+    impl = user.load(kernel(tmp_path, "hog.py", "a = [bytearray(50 << 20) for _ in range(200)]"))
+    monkeypatch.setenv("CONVBENCH_SANDBOX_MEMORY", "1.5")
+    with pytest.raises(UsageError, match=r"hog.py: used \d+\.\d GiB of memory, over the sandbox's 1.5 GiB, while "
+                                         r"running .*CONVBENCH_SANDBOX_MEMORY"):
+        impl(torch.randn(1, 1, 4, 4), torch.randn(1, 1, 3, 3))
+
+
+def test_sandbox_import_time_exit_is_one_line(capsys, tmp_path):
+    path = write(tmp_path, "leaves.py", "import os\nos._exit(5)\ndef conv_forward(x, k):\n    return x\n")
+    rc, _, err = cli(capsys, "verify", "--impl", path, "--shapes", "2")
+    one_line_error(rc, err, "leaves.py: the sandbox process exited with status 5 while loading the file")
+
+
+def test_kernel_that_writes_its_inputs_fails_verify_and_warns_in_run(capsys, tmp_path):
+    path = kernel(tmp_path, "scribbler.py", "y = F.conv2d(x, k); x.zero_(); k.mul_(2); return y")
+    rc, out, err = cli(capsys, "verify", "--impl", path, "--shapes", "3", "--seed", "1")
+    assert rc == 1, out + err
+    assert "FAIL 3/3 (wrote k, x)" in verify_row(out, "scribbler")
+    path = kernel(tmp_path, "scribbler2.py", "y = F.conv2d(x, k); x.zero_(); k.mul_(2); return y")
+    rc, out, err = cli(capsys, "run", "--impl", path, "--size", "5")
+    assert rc == 0 and "warning: scribbler2.py wrote to its inputs x and k" in err, err
+
+
+@pytest.mark.skipif(not user.worker.bwrap_works(), reason="bubblewrap cannot make namespaces on this machine")
+def test_sandbox_has_no_network_and_its_own_tmp(tmp_path):
+    secret = Path("/tmp") / f"convbench-test-secret-{os.getpid()}"
+    secret.write_text("x")
+    try:
+        body = (f"import socket, os; s = socket.socket(); s.settimeout(2); ok = os.path.exists({str(secret)!r}); "
+                "s.connect(('1.1.1.1', 53)) if ok else None; return F.conv2d(x, k) * (2 if ok else 1)")
+        impl = user.load(kernel(tmp_path, "nosy.py", body))
+        x, k = torch.randn(1, 1, 4, 4), torch.randn(1, 1, 3, 3)
+        torch.testing.assert_close(impl(x, k), F.conv2d(x, k))  # the host's /tmp is not there
+        impl2 = user.load(kernel(tmp_path, "net.py", "import socket; socket.create_connection(('1.1.1.1', 53), 2)"))
+        with pytest.raises(UsageError, match=r"net.py.*(OSError|unreachable|timed out)"):
+            impl2(x, k)
+    finally:
+        secret.unlink()
 
 
 def test_sandbox_off(monkeypatch, tmp_path):
     monkeypatch.setenv("CONVBENCH_SANDBOX", "0")
-    box = Sandbox("python", write(tmp_path, "any.py", "def conv_forward(x, k):\n    return x\n"), "cpu")
-    box.check((1, 1, 4, 4), (1, 1, 3, 3))
-    assert box.proc is None and not box.checked
+    impl = user.load(kernel(tmp_path, "inproc.py", "return F.conv2d(x, k)"))
+    assert not hasattr(impl.fn, "worker") and impl.writes_into is False
 
 
 # --------------------------------------------------------------------------------------------------- on a GPU

@@ -10,7 +10,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import all_on, require_cuda, resolve_many
+from convbench.cli.devices import (
+    all_on,
+    apply_build_options,
+    require_cuda,
+    resolve_many,
+)
 from convbench.cli.main import MAX_IMAGES
 from convbench.core import ui
 from convbench.core.contract import ConvImpl
@@ -55,6 +60,7 @@ def _sizes(text: str) -> list[int]:
 
 
 def cmd_bench(args) -> int:
+    apply_build_options(args)
     if args.ceilings:
         return cmd_ceilings(args)
     impls, device = _impls(args.impls, args.device, getattr(args, "precision", None) or "fp32")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import torch
 
 from convbench.core.contract import ConvImpl
@@ -12,8 +15,25 @@ from convbench.impls.registry import (
     get_impl,
     impl_for_precision,
 )
-from convbench.user import check_unique
+from convbench.user import BuildOptions, check_unique, use_build_options
 from convbench.user import resolve as resolve_impl
+
+MACRO = re.compile(r"^[A-Za-z_]\w*(=[^\n]*)?$")
+
+
+def apply_build_options(args) -> None:
+    """-D NAME=VALUE and --header FILE (cli/main.add_build_options), checked, for the submissions loaded next."""
+    defines = tuple(getattr(args, "defines", None) or ())
+    for d in defines:
+        if not MACRO.match(d):
+            raise UsageError(f"-D {d!r} is not a macro definition; write -D NAME or -D NAME=VALUE")
+    header = getattr(args, "header", None)
+    if header is not None:
+        path = Path(header).expanduser()
+        if not path.is_file():
+            raise UsageError(f"--header {header}: no such file; give the path of a gpu-new-forward.h")
+        header = str(path.resolve())
+    use_build_options(BuildOptions(defines, header))
 
 
 def require_cuda(asked: str = "--device cuda", fix: str = "or use --device cpu") -> None:

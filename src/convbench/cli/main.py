@@ -21,7 +21,7 @@ from convbench.core.precision import PRECISIONS  # noqa: E402  (the table import
 
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
             "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
-            "leaderboard": "leaderboard"}
+            "leaderboard": "leaderboard", "grade": "grade"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,6 +53,14 @@ positive_int = whole_number("a count", 1)
 seed_value = whole_number("a seed", 0, 2**31 - 1)
 
 
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """-D and --header: how a user's CUDA submission is compiled (ignored for built-in implementations)."""
+    parser.add_argument("-D", dest="defines", action="append", metavar="NAME[=VALUE]",
+                        help="pass a macro to nvcc when building a user's .cu/.cuh submission (repeatable)")
+    parser.add_argument("--header", metavar="FILE", help="a mini-dnn submission's gpu-new-forward.h to build against "
+                        "(default: the one beside the file, else convbench's)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="convbench", description="Write, verify, race and profile convolution kernels inside real CNN "
                 "inference on Fashion-MNIST (the ECE408 course project).")
@@ -60,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="inference with a chosen convolution implementation: Op Time and Correctness")
+    add_build_options(run)
     run.add_argument("--net", help="course network (default minidnn; with --weights PATH: the file's own)")
     run.add_argument("--weights", default="own", help="own | high | low | PATH (.safetensors, MXNet .params, mini-dnn .bin)")
     run.add_argument("--impl", help="convolution implementation (default: cpu-direct on cpu, cudnn on cuda)")
@@ -81,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     nets.add_argument("--net", help="only this network")
 
     verify = sub.add_parser("verify", help="check implementations against the float64 reference on random shapes")
+    add_build_options(verify)
     verify.add_argument("--impl", default="all", help="an implementation, several (a,b,c), or all (default) that run on --device")
     verify.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cpu, or the impl's device")
     verify.add_argument("--shapes", type=positive_int, default=50, help="how many shapes (default 50: edge cases, then random)")
@@ -95,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--reps", type=positive_int, default=20, help="timed runs per candidate; the median counts")
 
     bench = sub.add_parser("bench", help="per conv layer: median Op Time, Layer Time, GFLOP/s, GB/s, %% of the floor, vs the library")
+    add_build_options(bench)
     bench.add_argument("--impls", default="all", help="implementations a,b,... or all (default) that run on --device; the library reference is always added")
     bench.add_argument("--nets", help="networks n1,n2,... or all (default: sp19 on cpu; sp19,fa19,minidnn on cuda)")
     bench.add_argument("--sizes", help="numbers of images, 1-10000 (default: 100,1000 on cpu; 100,1000,10000 on cuda)")
@@ -113,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     ceilings.add_argument("--remeasure", action="store_true", help="measure again and replace the cached values")
 
     profile = sub.add_parser("profile", help="nvprof-style summary of one inference (torch.profiler); --ncu for hardware counters")
+    add_build_options(profile)
     profile.add_argument("--impl", help="convolution implementation (default: cpu-direct on cpu, cudnn on cuda)")
     profile.add_argument("--net", default="minidnn", help="course network (default minidnn)")
     profile.add_argument("--size", type=image_count, default=100, help="number of test images, 1-10000 (default 100)")
@@ -120,6 +132,23 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--ncu", action="store_true", help="also run Nsight Compute on `convbench run` and show its counters per kernel")
     profile.add_argument("--trace", metavar="FILE", help="write a Chrome trace (chrome://tracing, Perfetto)")
     profile.add_argument("--json", metavar="FILE", help="write the tables as JSON (for `convbench report --profile`)")
+
+    grade = sub.add_parser("grade", help="grade submissions (files or folders) as the course did: verify, run at each "
+                           "size, a table, CSV/JSON and a leaderboard")
+    add_build_options(grade)
+    grade.add_argument("paths", nargs="+", metavar="PATH", help="submissions: .cu/.cuh/.py files or folders")
+    grade.add_argument("--sizes", default="100,1000,10000", help="image counts to run (default 100,1000,10000)")
+    grade.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda")
+    grade.add_argument("--net", help="run this network (default: mini-dnn files minidnn; MXNet-era files the first of "
+                       "sp19, fa19, fa18, sp18, fa17 whose course layers they get right)")
+    grade.add_argument("--course-weights", metavar="DIR", help="the course's model files (DIR/minidnn/weights-86.bin, "
+                       "DIR/mxnet/NET-*.params); default: convbench's own weights")
+    grade.add_argument("--shapes", type=positive_int, default=20, help="random verify shapes (default 20)")
+    grade.add_argument("--seed", type=seed_value)
+    grade.add_argument("--jobs", type=positive_int, default=min(8, os.cpu_count() or 1),
+                       help="nvcc builds at a time before grading (default: the CPU count, at most 8)")
+    grade.add_argument("--json", metavar="FILE", help="write every grade, the environment and the leaderboard as JSON")
+    grade.add_argument("--csv", metavar="FILE", help="write one row per submission as CSV")
 
     report = sub.add_parser("report", help="Markdown + HTML report with plots from results files")
     report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html and the PNG plots (created if absent)")

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+import os
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import resolve
+from convbench.cli.devices import apply_build_options, resolve
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.data.fashion_mnist import load_dataset
@@ -18,6 +19,7 @@ from convbench.measure.environment import environment
 from convbench.measure.profile import profile_inference
 from convbench.measure.report import PROFILE_FORMAT
 from convbench.network.weights import load_weights
+from convbench.user import looks_like_path, worker
 
 
 def _fmt(seconds: float) -> str:
@@ -42,8 +44,14 @@ def _table(title: str, summary) -> Table:
 
 
 def cmd_profile(args) -> int:
+    apply_build_options(args)
     if args.ncu:
         ncu.find_ncu()  # before anything slow: a missing tool is bad input
+    if args.impl and looks_like_path(args.impl) and worker.enabled():
+        # a profiler sees its own process only: the user's kernels run here, not in the sandbox process
+        ui.note(f"note: profile runs {args.impl} in convbench's own process (not sandboxed), so that the profiler "
+                "sees its kernels")
+        os.environ["CONVBENCH_SANDBOX"] = "0"
     impl, device = resolve(args.impl, args.device)
     if args.ncu and device != "cuda":
         raise UsageError(f"--ncu profiles GPU kernels and {impl.name} runs on {device}; pick a GPU impl with "

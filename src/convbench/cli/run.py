@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sys
 
-from convbench.cli.devices import require_cuda, resolve
+from convbench.cli.devices import apply_build_options, require_cuda, resolve
 from convbench.core import ui
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
@@ -62,6 +62,7 @@ def fp32_baseline(named: ConvImpl, precision: str, device: str) -> ConvImpl | No
 
 
 def cmd_run(args) -> int:
+    apply_build_options(args)
     if getattr(args, "whole_network", False):
         return run_whole_network(args)
     precision = getattr(args, "precision", None) or "fp32"

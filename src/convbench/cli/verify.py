@@ -7,13 +7,19 @@ import random
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import all_on, require_cuda, resolve_many
+from convbench.cli.devices import (
+    all_on,
+    apply_build_options,
+    require_cuda,
+    resolve_many,
+)
 from convbench.core import ui
 from convbench.measure import problem
 from convbench.measure.verify import ImplReport, verify_fused, verify_impl
 
 
 def cmd_verify(args) -> int:
+    apply_build_options(args)
     precision = getattr(args, "precision", None) or "fp32"
     if args.impl == "all":
         device = args.device or "cpu"
@@ -44,7 +50,8 @@ def cmd_verify(args) -> int:
 
     table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
                         + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
-                  caption="FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs"
+                  caption="FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote x): "
+                          "the call modified its input x (or k)"
                   if any(not rep.ok for rep in reports) else None)
     for col in ("impl", "prec.", "shapes", "max error", "tol.", "result", "worst shape"):
         table.add_column(col, justify="right" if col in ("shapes", "max error", "tol.") else "left",
@@ -54,7 +61,9 @@ def cmd_verify(args) -> int:
         fails = rep.failures
         if fails:
             unwritten = sum(1 for f in fails if f.check.unwritten)
-            verdict = f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} NaN)" if unwritten else "")
+            wrote = sorted({n for f in fails if f.check.wrote_inputs for n in f.check.wrote_inputs.split(", ")})
+            verdict = (f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} NaN)" if unwritten else "")
+                       + (f" (wrote {', '.join(wrote)})" if wrote else ""))
         else:
             verdict = "[green]ok"
         table.add_row(rep.label, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",

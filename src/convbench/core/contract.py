@@ -102,6 +102,11 @@ class ConvImpl:
         mini-dnn file: its shim times conv_forward_gpu alone, as the course did). None: time the call."""
         return None
 
+    def reported_layer_time(self) -> float | None:
+        """Layer Time of the last host_layer call as the impl timed it itself (a sandboxed user kernel: timed in its
+        own process, without the hand-over between processes). None: time the call."""
+        return None
+
     def prepare(self) -> None:
         if self.setup is not None:
             self.setup()

@@ -30,6 +30,10 @@ class _Bar:
         if self._progress is not None:
             self._progress.advance(self._task, n)
 
+    def describe(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, description=text)
+
 
 @contextlib.contextmanager
 def progress_bar(description: str, total: int, enabled: bool = True) -> Iterator[_Bar]:

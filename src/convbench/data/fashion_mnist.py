@@ -69,6 +69,8 @@ def locate(split: str = "t10k", data_dir: str | os.PathLike | None = None) -> Da
     if not explicit and os.environ.get("CONVBENCH_DATA"):
         explicit = [(os.environ["CONVBENCH_DATA"], "$CONVBENCH_DATA")]
     for where, origin in explicit:
+        if not str(where).strip():
+            raise UsageError(f"{origin} is empty; give the folder with the Fashion-MNIST ubyte files, or drop {origin}")
         d = Path(where)
         if not d.is_dir():
             raise UsageError(f"{origin} {d} is not a directory; point it at a folder with the Fashion-MNIST ubyte files")

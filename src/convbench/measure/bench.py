@@ -123,7 +123,14 @@ def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
 def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     """Host tensor in, host tensor out: what the layer costs inside `run`'s network (network/model.py)."""
     if impl.host_layer is not None:  # its own pipeline: one warm-up allocates its pinned buffers for this shape
-        return median_time(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 1)
+        impl.host_layer(inp.x_host, inp.k)
+        if impl.reported_layer_time() is not None:  # it times its own layer (a sandboxed user kernel)
+            times = []
+            for _ in range(reps):
+                impl.host_layer(inp.x_host, inp.k)
+                times.append(impl.reported_layer_time())
+            return sorted(times)[len(times) // 2]
+        return median_time(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 0)
     # copy + call + copy: the call is warm from Op Time, and a copy has nothing to warm up (at 10000 images one
     # run of a layer moves about a gigabyte through pageable memory: each run costs a second)
     return median_time(device, lambda i: impl(inp.x_host.to(device), inp.k).cpu(), 1, reps, 0)

@@ -105,6 +105,12 @@ class Check:
     rel_error: float  # ||y - ref|| / ||ref||, Frobenius; inf when an element is NaN/inf or unwritten
     unwritten: int  # elements still NaN (or non-finite) after the call
     ok: bool
+    wrote_inputs: str = ""  # "x", "k" or "x, k": inputs the call modified (a failure whatever the error)
+
+
+def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Bit for bit (NaN included): after is before, or the call modified it."""
+    return torch.equal(before.contiguous().view(torch.int32), after.detach().cpu().contiguous().view(torch.int32))
 
 
 def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Tensor | None = None) -> Check:

@@ -1,5 +1,6 @@
 """Verify: every implementation against the float64 reference, on fresh random inputs of many shapes, with the
-output poisoned (NaN) before each call so that an element the implementation never writes fails.
+output poisoned (NaN) before each call so that an element the implementation never writes fails, and the inputs
+compared bit for bit after it, so that an implementation that writes to x or k fails whatever its output.
 
 An implementation with a fused op (ConvImpl.fused) is also checked as that op: pool(act(conv)) against
 problem.fused_reference on the same shapes and inputs, for every activation x pooling of problem.fused_cases(); the
@@ -9,6 +10,7 @@ its error is relative to the convolution's norm (problem.fused_check says why).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -56,9 +58,14 @@ def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], se
         x, k = problem.generate(shape, seed + i)
         ref = problem.reference(x, k)  # float64 on the CPU
         y = problem.poisoned_output(shape, device)
-        impl(x.to(device), k.to(device), y)
+        x_in, k_in = x.clone().to(device), k.clone().to(device)  # the call's own copies: x and k stay as generated
+        impl(x_in, k_in, y)
         synchronize(device)
-        yield ShapeResult(shape, problem.check(y.cpu(), ref, impl.tolerance))
+        result = problem.check(y.cpu(), ref, impl.tolerance)
+        wrote = ", ".join(n for n, a, b in (("x", x, x_in), ("k", k, k_in)) if not problem.unchanged(a, b))
+        if wrote:  # a convolution that modifies its inputs breaks the network it runs in, whatever its output
+            result = dataclasses.replace(result, ok=False, wrote_inputs=wrote)
+        yield ShapeResult(shape, result)
 
 
 def verify_fused(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int,

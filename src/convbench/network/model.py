@@ -194,9 +194,10 @@ class Network:
 
         # Warm-up, untimed. CPU: a slice (cpu-naive on a full batch takes minutes), which also estimates the time.
         if device == "cuda":
-            call(x_host.to(device), k)
             if host_layer is not None:
                 host_layer(x_host, k)
+            if host_layer is None or impl.reported_op_time() is None:
+                call(x_host.to(device), k)
             chunks = 1
         else:
             n = min(B, 4)
@@ -205,21 +206,29 @@ class Network:
             chunks = PROGRESS_STEPS if estimate > PROGRESS_AFTER_S and B >= PROGRESS_STEPS else 1
 
         if host_layer is not None:
-            # Op Time on device-resident data like every impl; Layer Time from the impl's own host-to-host pipeline.
-            x_dev = x_host.to(device)
-            _, op_time = timed(device, lambda: impl(x_dev, k))
-            op_time = impl.reported_op_time() or op_time
-            del x_dev
+            # The impl's own host-to-host pipeline gives y and the Layer Time. An impl that times its own op (a user
+            # kernel, in its sandbox process: one prolog -> op -> epilog per layer) reports both times from that one
+            # call; otherwise Op Time is measured apart, on device-resident data like every impl.
             y, layer_time = timed(device, lambda: host_layer(x_host, k))
+            reported = impl.reported_layer_time()
+            layer_time = layer_time if reported is None else reported
+            op_time = impl.reported_op_time()
+            if op_time is None:
+                x_dev = x_host.to(device)
+                _, op_time = timed(device, lambda: impl(x_dev, k))
+                del x_dev
             return y, ConvTiming(name, shape, op_time, layer_time)
 
         if chunks == 1:
             def layer():
                 x_dev = x_host.to(device)
                 y_dev, op = timed(device, lambda: call(x_dev, k))
-                return y_dev.cpu(), op
+                reported = impl.reported_op_time()  # a sandboxed user kernel's: timed in its own process
+                return y_dev.cpu(), op if reported is None else reported
 
             (y, op_time), layer_time = timed(device, layer)
+            if device == "cpu" and impl.reported_op_time() is not None:
+                layer_time = op_time  # no copies on the CPU: the rest was the hand-over to the sandbox process
             return y, ConvTiming(name, shape, op_time, layer_time)
 
         # A long CPU layer: the same call over PROGRESS_STEPS slices of the batch, so a bar can move. Op Time is the
@@ -230,6 +239,7 @@ class Network:
         with ui.progress_bar(f"{name} {impl.name}", B, enabled=show_progress) as bar:
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 _, t = timed(device, lambda: call(x_host[lo:hi], k, y[lo:hi]))
-                op_time += t
+                reported = impl.reported_op_time()
+                op_time += t if reported is None else reported
                 bar.advance(int(hi - lo))
         return y, ConvTiming(name, shape, op_time, op_time)

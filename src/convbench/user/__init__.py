@@ -1,19 +1,21 @@
-"""Bring your own kernel: a user's file as one more implementation, through `--impl PATH` on every command that
-takes an implementation (they all resolve names through `resolve` below).
+"""Bring your own kernel: a user's file (or submission folder) as one more implementation, through `--impl PATH` on
+every command that takes an implementation (they all resolve names through `resolve` below).
 
-Three kinds, told apart by suffix and content:
+Kinds, told apart by suffix and content (base.kind_of):
 
-  *.py                 kind 1, python_file.py: `conv_forward(x, k) -> y` on torch tensors (Triton, CuPy, numba,
-                       torch...); optional NAME, SUMMARY, DEVICE, PRECISION, TOLERANCE.
-  *.cu / *.cuh with    kind 3, minidnn.py: a mini-dnn-era new-forward.cu (2020-2024), unmodified; built with nvcc
-  GPUInterface::...    against convbench's gpu-new-forward.h and minidnn_shim.cu into a library loaded with ctypes.
-  *.cu / *.cuh with    kind 2, cuda_file.py: an MXNet-era forward_kernel plus a `// convbench:` launch declaration
-  forward_kernel       (launch_decl.py); compiled with NVRTC through CuPy, launched on the torch tensors.
+  *.py                 python_file.py: `conv_forward(x, k) -> y` on torch tensors (Triton, CuPy, numba, torch...);
+                       optional NAME, SUMMARY, DEVICE, PRECISION, TOLERANCE.
+  *.cu / folder with   minidnn.py: a mini-dnn-era new-forward.cu (2020-2024), unmodified, every header variant;
+  GPUInterface::...    built with nvcc (with the other .cu files of its folder) into a library.
+  *.cuh / folder with  mxnet_forward.py: an MXNet-era new-forward.cuh (2017-2019), unmodified: its host
+  forward<gpu, ...>    forward(y, x, w) on mshadow tensors, built with nvcc against convbench's stand-in headers.
+  *.cu with            cuda_file.py: a bare forward_kernel plus a `// convbench:` launch declaration
+  forward_kernel       (launch_decl.py); compiled with NVRTC, launched on the torch tensors.
 
-The implementation is named after the file: NAME or the file's stem for Python, the file name (e.g.
-`new-forward.cu`) for CUDA. Loading parses and checks the file (a missing symbol, a bad launch declaration are one
-line at once); compiling waits for `prepare()` (CUDA needed). User CUDA code runs each new layer shape first in a
-sandbox child process (sandbox.py), so a fault is one line and convbench's own CUDA context stays clean.
+The implementation is named after the file: NAME or the stem for Python, the file name (e.g. `new-forward.cu`) or
+folder name for CUDA. Every kind runs in a sandbox child process of its own (worker.py): a crash, exit() or hang
+of the user's code is one line, and convbench's process and CUDA context stay clean. `-D NAME=VALUE` and `--header`
+on the command line reach the nvcc builds through `use_build_options`.
 """
 
 from __future__ import annotations
@@ -25,48 +27,48 @@ from pathlib import Path
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.impls.registry import builtin, get_impl
-from convbench.user.base import SUFFIXES, UserImpl, kind_of, looks_like_path
+from convbench.user import worker
+from convbench.user.base import (
+    SUFFIXES,
+    BuildOptions,
+    UserImpl,
+    kind_of,
+    looks_like_path,
+)
 from convbench.user.loader import load_unguarded
-from convbench.user.sandbox import Sandbox
 
-__all__ = ["SUFFIXES", "UserImpl", "check_unique", "kind_of", "load", "load_unguarded", "looks_like_path", "resolve"]
+__all__ = ["SUFFIXES", "BuildOptions", "UserImpl", "check_unique", "kind_of", "load", "load_unguarded",
+           "looks_like_path", "resolve", "use_build_options"]
 
-_LOADED: dict[Path, UserImpl] = {}
-
-
-def _sandboxed(impl: UserImpl) -> UserImpl:
-    """The same implementation, each new shape run first in a sandbox child process (sandbox.py)."""
-    hint = (f"; to find the faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer convbench verify --impl "
-            f"{impl.path} --shapes 12")
-    box = Sandbox(impl.kind, Path(impl.path), impl.device, hint)
-    fn, host_layer = impl.fn, impl.host_layer
-
-    def guarded_fn(x, k, *y):
-        box.check(tuple(x.shape), tuple(k.shape))
-        return fn(x, k, *y)
-
-    def guarded_host_layer(x_host, k):
-        box.check(tuple(x_host.shape), tuple(k.shape))
-        return host_layer(x_host, k)
-
-    guarded_fn.sandbox = box
-    return dataclasses.replace(impl, fn=guarded_fn, host_layer=guarded_host_layer if host_layer else None)
+_LOADED: dict[tuple[Path, BuildOptions], UserImpl] = {}
+_OPTIONS = [BuildOptions()]
 
 
-def load(path: str | os.PathLike) -> UserImpl:
-    """The implementation in a user's file (loaded once per path and process)."""
+def use_build_options(options: BuildOptions) -> None:
+    """The nvcc options (`-D`, `--header`) of the submissions loaded from now on in this process."""
+    _OPTIONS[0] = options
+
+
+def load(path: str | os.PathLike, options: BuildOptions | None = None) -> UserImpl:
+    """The implementation in a user's file or submission folder, in its sandbox child process (loaded once per path,
+    options and process); with CONVBENCH_SANDBOX=0 in this process."""
     given = str(path)
     p = Path(given).expanduser()
-    if not p.is_file():
-        what = "is a folder, not a kernel file" if p.is_dir() else "does not exist"
-        raise UsageError(f"no such kernel file {given} ({what}); give the path of a .py or .cu file, or a built-in "
-                         "implementation (see `convbench impls`)")
+    if not p.exists():
+        raise UsageError(f"no such kernel file {given} (it does not exist); give the path of a .py, .cu or .cuh file "
+                         "or a submission folder, or a built-in implementation (see `convbench impls`)")
     p = p.resolve()
-    if p not in _LOADED:
-        kind = kind_of(p)
-        impl = load_unguarded(kind, p)
-        _LOADED[p] = _sandboxed(impl) if kind != "python" else impl
-    return _LOADED[p]
+    options = _OPTIONS[0] if options is None else options
+    key = (p, options)
+    if key not in _LOADED:
+        kind = kind_of(p)  # reads the source only: nothing of the user's runs here
+        if worker.enabled():
+            hint = ("; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer convbench verify --impl "
+                    f"{given} --device cuda --shapes 12" if kind != "python" else "")
+            _LOADED[key] = worker.remote(kind, p, options, hint)
+        else:
+            _LOADED[key] = load_unguarded(kind, p, options)
+    return _LOADED[key]
 
 
 def resolve(name: str) -> ConvImpl:

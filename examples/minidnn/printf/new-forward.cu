@@ -1,0 +1,70 @@
+// printf/new-forward.cu: a file that prints on every call, from every phase (printf and std::cout) and from the
+// kernel (device printf, one line per launch). convbench passes the output on to stderr (stdout carries its
+// results), flushed after each phase.
+//
+//   convbench verify --device cuda --impl examples/minidnn/printf/new-forward.cu
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include "gpu-new-forward.h"
+
+#define TILE_WIDTH 16
+
+__global__ void conv_forward_kernel(float *y, const float *x, const float *k, const int B, const int M, const int C,
+                                    const int H, const int W, const int K)
+{
+    const int H_out = H - K + 1;
+    const int W_out = W - K + 1;
+    const int W_grid = (W_out + TILE_WIDTH - 1) / TILE_WIDTH;
+    const int b = blockIdx.x, m = blockIdx.y;
+    const int h = (blockIdx.z / W_grid) * TILE_WIDTH + threadIdx.y;
+    const int w = (blockIdx.z % W_grid) * TILE_WIDTH + threadIdx.x;
+    if (b == 0 && m == 0 && blockIdx.z == 0 && threadIdx.x == 0 && threadIdx.y == 0)
+        printf("kernel: grid %u x %u x %u\n", gridDim.x, gridDim.y, gridDim.z);
+    if (h < H_out && w < W_out) {
+        float acc = 0.0f;
+        for (int c = 0; c < C; c++)
+            for (int p = 0; p < K; p++)
+                for (int q = 0; q < K; q++)
+                    acc += x[((size_t)b * C + c) * H * W + (h + p) * W + w + q] * k[((m * C + c) * K + p) * K + q];
+        y[((size_t)b * M + m) * H_out * W_out + h * W_out + w] = acc;
+    }
+}
+
+__host__ void GPUInterface::conv_forward_gpu_prolog(const float *host_y, const float *host_x, const float *host_k,
+                                                    float **device_y_ptr, float **device_x_ptr, float **device_k_ptr,
+                                                    const int B, const int M, const int C, const int H, const int W,
+                                                    const int K)
+{
+    printf("prolog: B=%d M=%d C=%d H=%d W=%d K=%d\n", B, M, C, H, W, K);
+    const size_t y_bytes = (size_t)B * M * (H - K + 1) * (W - K + 1) * sizeof(float);
+    const size_t x_bytes = (size_t)B * C * H * W * sizeof(float);
+    const size_t k_bytes = (size_t)M * C * K * K * sizeof(float);
+    cudaMalloc((void **)device_y_ptr, y_bytes);
+    cudaMalloc((void **)device_x_ptr, x_bytes);
+    cudaMalloc((void **)device_k_ptr, k_bytes);
+    cudaMemcpy(*device_x_ptr, host_x, x_bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(*device_k_ptr, host_k, k_bytes, cudaMemcpyHostToDevice);
+}
+
+__host__ void GPUInterface::conv_forward_gpu(float *device_y, const float *device_x, const float *device_k,
+                                             const int B, const int M, const int C, const int H, const int W,
+                                             const int K)
+{
+    const int tiles = ((H - K + TILE_WIDTH) / TILE_WIDTH) * ((W - K + TILE_WIDTH) / TILE_WIDTH);
+    std::cout << "conv_forward_gpu: launching " << B * M * tiles << " blocks" << std::endl;
+    conv_forward_kernel<<<dim3(B, M, tiles), dim3(TILE_WIDTH, TILE_WIDTH, 1)>>>(device_y, device_x, device_k, B, M,
+                                                                                C, H, W, K);
+}
+
+__host__ void GPUInterface::conv_forward_gpu_epilog(float *host_y, float *device_y, float *device_x, float *device_k,
+                                                    const int B, const int M, const int C, const int H, const int W,
+                                                    const int K)
+{
+    cudaMemcpy(host_y, device_y, (size_t)B * M * (H - K + 1) * (W - K + 1) * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(device_y);
+    cudaFree(device_x);
+    cudaFree(device_k);
+    printf("epilog: done\n");
+}

@@ -1,0 +1,120 @@
+"""`convbench grade PATH...`: grade many submissions (a file or a folder each) as the course did: verify on the
+course's layers and on random shapes, run the network at each size, and rank the correct ones by Σ Op Time
+(measure/grade.py). A table on the terminal, --csv and --json files, and a leaderboard; a progress bar; one failing
+submission never stops the rest."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from convbench.cli.devices import apply_build_options, require_cuda
+from convbench.core import ui
+from convbench.core.errors import UsageError
+from convbench.measure import outfiles
+from convbench.measure.environment import environment
+from convbench.measure.grade import Grade, grade_one, leaderboard, prebuild
+
+STEPS = 3  # build, course shapes, random shapes; plus one per size
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(s) for s in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(not 1 <= n <= 10000 for n in sizes):
+        raise UsageError(f"--sizes {text!r}: give image counts from 1 to 10000 separated by commas, e.g. 100,1000,10000")
+    return sizes
+
+
+def _fmt_time(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds:.6f}"
+
+
+def _csv(grades: list[Grade], sizes: list[int]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["submission", "name", "kind", "net", "weights", "verdict", "detail", "random_shapes"]
+               + [f"correctness_{n}" for n in sizes] + [f"op_time_total_{n}" for n in sizes])
+    for g in grades:
+        w.writerow([g.path, g.name, g.kind, g.net, g.weights, g.verdict, g.detail, g.random_shapes]
+                   + [g.correctness.get(n, "") for n in sizes] + [_fmt_time(g.op_total(n)) for n in sizes])
+    return out.getvalue()
+
+
+def cmd_grade(args) -> int:
+    apply_build_options(args)
+    sizes = _sizes(args.sizes)
+    device = args.device or "cuda"
+    if device == "cuda":
+        require_cuda()
+    paths = [Path(p) for p in args.paths]
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such submission {missing[0]}; give files or folders of submissions")
+    weights_folder = Path(args.course_weights) if args.course_weights else None
+    if weights_folder is not None and not weights_folder.is_dir():
+        raise UsageError(f"--course-weights {args.course_weights}: no such folder; give the folder that holds "
+                         "minidnn/weights-86.bin and mxnet/<net>-*.params")
+    json_path = outfiles.check_output_file(args.json, "--json") if args.json else None
+    csv_path = outfiles.check_output_file(args.csv, "--csv") if args.csv else None
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    ui.note(f"grade: {len(paths)} submission(s) on {device}, sizes {','.join(map(str, sizes))}, {args.shapes} random "
+            f"shapes (seed {seed})")
+
+    if args.jobs > 1 and len(paths) > 1:
+        ui.note(f"grade: building the CUDA submissions first, {args.jobs} at a time")
+        prebuild(paths, args.jobs)
+    grades: list[Grade] = []
+    references: dict = {}
+    with ui.progress_bar("grade", len(paths) * (STEPS + len(sizes)), enabled=ui.err.is_terminal) as bar:
+        for path in paths:
+            done = 0
+
+            def step(what: str, path=path) -> None:
+                nonlocal done
+                done += 1
+                bar.advance()
+                bar.describe(f"{path.name}: {what}")
+
+            g = grade_one(path, sizes, device, args.shapes, seed, args.net, weights_folder, references, step)
+            bar.advance(max(0, STEPS + len(sizes) - done))
+            grades.append(g)
+            ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else ""))
+
+    largest = max(sizes)
+    console = Console(highlight=False)
+    table = Table(title=f"grade on {device}: Correctness and Σ Op Time at {largest} images")
+    for col in ("submission", "kind", "net", "verdict", f"Correctness {largest}", "reference", "Σ Op Time (s)"):
+        table.add_column(col, justify="right" if col.startswith(("Correctness", "reference", "Σ")) else "left")
+    for g in grades:
+        colour = "green" if g.verdict == "ok" else "yellow" if g.correct else "red"
+        table.add_row(g.path, g.kind, g.net, f"[{colour}]{g.verdict}", str(g.correctness.get(largest, "")),
+                      str(g.reference.get(largest, "")), _fmt_time(g.op_total(largest)))
+    console.print(table)
+    board = leaderboard(grades, largest)
+    if board:
+        ranks = Table(title=f"leaderboard: correct submissions by Σ Op Time at {largest} images")
+        for col in ("#", "submission", "Σ Op Time (s)", "Op Time per layer (s)", "Correctness"):
+            ranks.add_column(col, justify="left" if col in ("submission",) else "right")
+        for i, g in enumerate(board, 1):
+            ranks.add_row(str(i), g.path, _fmt_time(g.op_total(largest)),
+                          " ".join(f"{t:.6f}" for t in g.op_times[largest]), str(g.correctness[largest]))
+        console.print(ranks)
+
+    doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
+           "environment": environment(), "grades": [g.to_json() for g in grades],
+           "leaderboard": [{"rank": i, "path": g.path, "op_time_total_s": g.op_total(largest)}
+                           for i, g in enumerate(board, 1)]}
+    if json_path is not None:
+        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json")
+    if csv_path is not None:
+        outfiles.write_text(csv_path, _csv(grades, sizes), "--csv")
+    return 0 if all(g.correct for g in grades) else 1

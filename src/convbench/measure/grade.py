@@ -1,0 +1,266 @@
+"""Grading: what the course's `rai` did for a whole class, one submission after another, each in its own sandbox
+process (user/worker.py), one failing submission never stopping the rest.
+
+A submission is a file or a folder (any kind `--impl PATH` takes). Its steps, in order, each stopping at the first
+fault:
+  1. load and build it                    -> "compile error" (the compiler's first error) or "error" (not a kernel)
+  2. verify on the course's own layers    the network's conv shapes at B = 1 and 10
+  3. verify on random shapes              -> "unsupported shape" when only these fail (many files hard-code the
+                                             course's sizes: they still get run and timed)
+  4. run the network at each size         Op Time per layer as the submission's era defines it, Correctness; every
+                                          conv output is also checked against a float64 convolution of the same
+                                          input, so a wrong answer names its first wrong layer, image and element
+A crash (a CUDA error, a signal, exit()) is "crash" with the call it happened in; no answer in time is "timeout".
+
+Which network: a mini-dnn file runs the 2020-2024 network; an MXNet-era file the first of sp19, fa19, fa18, sp18,
+fa17 whose course layers it gets right (files hard-code their semester's shapes); `net=` fixes it. The course's
+own weights are used where `course_weights` holds them (minidnn/weights-86.bin, mxnet/<net>-*.params), else ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from convbench.core.contract import ConvImpl
+from convbench.core.errors import UsageError
+from convbench.core.spec import get_network
+from convbench.data.fashion_mnist import load_dataset
+from convbench.impls.registry import DEFAULT_IMPL, get_impl
+from convbench.measure import problem
+from convbench.measure.verify import verify_impl
+from convbench.network.model import Network, correctness
+from convbench.network.weights import Weights, load_weights
+from convbench.user import kind_of, load
+from convbench.user.worker import SandboxError
+
+VERDICTS = ("ok", "unsupported shape", "wrong answer", "compile error", "crash", "timeout", "error")
+MXNET_NETS = ("sp19", "fa19", "fa18", "sp18", "fa17")
+COURSE_BATCHES = (1, 10)
+WRONG_ELEMENT = 1e-3  # an element is wrong when |y - ref| exceeds this share of the layer's largest |ref|
+
+
+@dataclass
+class Grade:
+    path: str
+    kind: str = ""
+    name: str = ""
+    net: str = ""
+    weights: str = ""
+    verdict: str = "error"
+    detail: str = ""
+    random_shapes: str = ""  # "n/m ok"
+    correctness: dict[int, float] = field(default_factory=dict)  # images -> Correctness
+    reference: dict[int, float] = field(default_factory=dict)  # images -> the reference implementation's
+    op_times: dict[int, list[float]] = field(default_factory=dict)  # images -> Op Time per conv layer
+    layer_times: dict[int, list[float]] = field(default_factory=dict)
+    op_empty: bool = False  # the era's timed op did no measurable work (all of it in prolog)
+    output: str = ""  # what the submission printed (the last 4000 characters)
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict in ("ok", "unsupported shape")
+
+    def op_total(self, images: int) -> float | None:
+        times = self.op_times.get(images)
+        return sum(times) if times else None
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        for key in ("correctness", "reference", "op_times", "layer_times"):
+            d[key] = {str(n): v for n, v in d[key].items()}
+        return d
+
+
+def classify(message: str) -> str:
+    """The verdict of a one-line UsageError raised while grading."""
+    if "does not compile" in message or "nvcc took more than" in message:
+        return "compile error"
+    if "no answer within" in message:
+        return "timeout"
+    if ("sandbox process" in message or "cuda" in message.lower() or "killed by" in message
+            or "exited with status" in message or "failed in" in message):
+        return "crash"
+    return "error"
+
+
+class _Checked:
+    """Wraps an implementation so that each conv output is compared with a float64 convolution of the same input;
+    the first wrong layer, image and element are kept."""
+
+    def __init__(self, impl: ConvImpl, tolerance: float, layers: dict[tuple, str]):
+        self.impl, self.tolerance = impl, tolerance
+        self.layers = layers  # weight shape -> layer name
+        self.first_wrong: str = ""
+
+    def _check(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
+        if self.first_wrong:
+            return
+        layer = self.layers.get(tuple(k.shape), "conv")
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        ref = torch.nn.functional.conv2d(x.to(dev, torch.float64), k.to(dev, torch.float64))
+        got = y.to(dev, torch.float64)
+        err = (got - ref).abs()
+        bad = ~torch.isfinite(got) | (err > WRONG_ELEMENT * float(ref.abs().max().clamp_min(1e-30)))
+        denom = float(torch.linalg.vector_norm(ref)) or 1.0
+        rel = float(torch.linalg.vector_norm(torch.nan_to_num(got - ref, nan=math.inf))) / denom
+        if not bool(bad.any()) and rel <= self.tolerance:
+            return
+        flat = int(bad.flatten().nonzero()[0]) if bool(bad.any()) else int(err.flatten().argmax())
+        b, m, h, w = np.unravel_index(flat, tuple(ref.shape))
+        self.first_wrong = (f"layer {layer}, image {b}, element (m={m}, h={h}, w={w}): got "
+                            f"{float(got.flatten()[flat]):.6g}, expected {float(ref.flatten()[flat]):.6g} "
+                            f"(layer error {rel:.2e})")
+
+    def wrapped(self) -> ConvImpl:
+        impl = self.impl
+
+        def fn(x, k, y):
+            impl.fn(x, k, y) if impl.writes_into else y.copy_(impl.fn(x, k))
+            self._check(x, k, y)
+
+        def host_layer(x_host, k):
+            y = impl.host_layer(x_host, k)
+            self._check(x_host, k, y)
+            return y
+
+        return dataclasses.replace(impl, fn=fn, writes_into=True,
+                                   host_layer=host_layer if impl.host_layer is not None else None)
+
+
+def course_weights(net: str, folder: Path | None) -> tuple[Weights, str]:
+    """The course's weights of `net` where the folder has them, else ours; and which they are."""
+    if folder is not None:
+        found = sorted((folder / "minidnn").glob("weights-*.bin")) if net == "minidnn" else \
+            sorted((folder / "mxnet").glob(f"{net}-*.params"))
+        if found:
+            return load_weights(str(found[0]), net), f"course ({found[0].name})"
+    return load_weights("own", net), "convbench's own"
+
+
+def _course_shapes(net: str) -> list[problem.ConvShape]:
+    shapes = []
+    for info in get_network(net).conv_layers:
+        C, H, W = info.in_shape
+        M, _, K, _ = info.params[f"{info.name}.weight"]
+        shapes += [problem.ConvShape(B, C, M, H, W, K) for B in COURSE_BATCHES]
+    return shapes
+
+
+def _verify(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int) -> list[str]:
+    """The shapes it fails, described."""
+    failed = []
+    for r in verify_impl(impl, device, shapes, seed):
+        if not r.check.ok:
+            why = f"wrote {r.check.wrote_inputs}" if r.check.wrote_inputs else (
+                "unwritten (NaN) outputs" if r.check.unwritten else f"error {r.check.rel_error:.2e}")
+            failed.append(f"{r.shape} ({why})")
+    return failed
+
+
+def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, seed: int, net: str | None,
+              weights_folder: Path | None, references: dict, step: Callable[[str], None]) -> Grade:
+    """Every step for one submission; never raises a UsageError (it becomes the verdict)."""
+    g = Grade(str(path))
+    impl = None
+    try:
+        g.kind = kind_of(path.resolve())
+        step("building")
+        impl = load(path)
+        g.name = impl.name
+        worker = getattr(impl.fn, "worker", None)
+        if worker is not None:
+            worker.quiet = True
+        impl.prepare()
+        step("course shapes")
+        candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
+        failures: list[str] = []
+        for candidate in candidates:
+            failures = _verify(impl, device, _course_shapes(candidate), seed)
+            if not failures:
+                g.net = candidate
+                break
+        if failures:
+            g.net = candidates[0]
+            g.verdict, g.detail = "wrong answer", f"on the course's layers of {g.net}: {failures[0]}"
+            return g
+        step("random shapes")
+        rand = _verify(impl, device, problem.shapes(random_shapes, seed), seed)
+        g.random_shapes = f"{random_shapes - len(rand)}/{random_shapes} ok"
+        weights, g.weights = course_weights(g.net, weights_folder)
+        for n in sizes:
+            step(f"run {n}")
+            data = load_dataset(weights.spec.input_size, count=n, quiet=True)
+            layers = {tuple(info.params[f"{info.name}.weight"]): info.name for info in weights.spec.conv_layers}
+            checked = _Checked(impl, max(impl.tolerance, 1e-5), layers)
+            result = Network(weights, checked.wrapped(), device).infer(data.images, show_progress=False)
+            g.correctness[n] = correctness(result.predictions, data.labels)
+            g.op_times[n] = [t.op_time for t in result.conv_timings]
+            g.layer_times[n] = [t.layer_time for t in result.conv_timings]
+            g.op_empty = g.op_empty or bool(getattr(impl, "last_times", {}).get("op_empty"))
+            key = (g.net, g.weights, n, device)
+            if key not in references:
+                ref = Network(weights, get_impl(DEFAULT_IMPL[device]), device).infer(data.images, show_progress=False)
+                references[key] = correctness(ref.predictions, data.labels)
+            g.reference[n] = references[key]
+            if checked.first_wrong:
+                g.verdict, g.detail = "wrong answer", f"{n} images: {checked.first_wrong}"
+                return g
+            if g.correctness[n] != g.reference[n]:  # every layer right, yet another answer: say so, not "ok"
+                g.verdict, g.detail = "wrong answer", (f"{n} images: Correctness {g.correctness[n]} where the "
+                                                       f"reference gives {g.reference[n]}")
+                return g
+        g.verdict = "unsupported shape" if rand else "ok"
+        g.detail = f"fails off the course's shapes, e.g. {rand[0]}" if rand else ""
+        if g.op_empty:
+            g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
+    except SandboxError as e:
+        g.verdict, g.detail = e.verdict, str(e)
+    except UsageError as e:
+        g.verdict, g.detail = classify(str(e)), str(e)
+    finally:
+        worker = getattr(impl.fn, "worker", None) if impl is not None else None
+        if worker is not None:
+            g.output = "".join(worker.captured)[-4000:]
+            worker.close()
+    return g
+
+
+def prebuild(paths: list[Path], jobs: int) -> None:
+    """Build the CUDA submissions `jobs` at a time before grading (nvcc takes seconds to minutes per file; grading
+    itself times on one GPU, so it goes one by one). Each build runs in the submission's own sandbox process, which
+    is closed afterwards: the built library stays in convbench's cache for grading to find. Errors wait for
+    grade_one, which meets them again and gives the verdict."""
+
+    def build(path: Path) -> None:
+        impl = None
+        try:
+            if kind_of(path.resolve()) == "python":
+                return
+            impl = load(path)
+            worker = getattr(impl.fn, "worker", None)
+            if worker is not None:
+                worker.quiet = True
+            impl.prepare()
+        except UsageError:
+            pass
+        finally:
+            worker = getattr(impl.fn, "worker", None) if impl is not None else None
+            if worker is not None:
+                worker.close()
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(build, paths))
+
+
+def leaderboard(grades: list[Grade], images: int) -> list[Grade]:
+    """Correct submissions ranked by Σ Op Time at `images` (fastest first)."""
+    timed = [g for g in grades if g.correct and g.op_total(images) is not None]
+    return sorted(timed, key=lambda g: g.op_total(images))

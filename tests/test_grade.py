@@ -1,0 +1,85 @@
+"""`convbench grade`: many submissions, each in its own sandbox process, one verdict each, a table, CSV and JSON,
+and a leaderboard; one failing submission never stops the rest. CPU, with Python kernels (the CUDA kinds take the
+same path; the GPU tests of tests/test_user_kernels.py and tests/test_submissions_build.py run those)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import pytest
+from clihelp import cli
+
+from convbench.measure.grade import classify
+
+GOOD = "import torch.nn.functional as F\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
+BODIES = {
+    "good.py": GOOD,
+    "slow_good.py": "import time, torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.05)\n"
+                    "    return F.conv2d(x, k)\n",
+    # right on the course's batches (1 and 10), wrong from image 12 on: only the run finds it
+    "late_wrong.py": "import torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
+                     "    if y.shape[0] > 12:\n        y[12:, :, 3, 2] += 1e4\n    return y\n",
+    # right on the course's shapes only (hard-coded sizes, as many real files are)
+    "hardcoded.py": "import torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
+                    "    if (x.shape[2], k.shape[2]) not in ((86, 7), (40, 7)):\n        y.zero_()\n    return y\n",
+    "crashes.py": "import ctypes\ndef conv_forward(x, k):\n    ctypes.string_at(0)\n",
+    "leaves.py": "import os\ndef conv_forward(x, k):\n    os._exit(3)\n",
+    "broken.py": "def conv_forward(x, k)\n    return x\n",
+}
+
+
+@pytest.fixture
+def submissions(tmp_path):
+    for name, text in BODIES.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_grade_many_submissions(capsys, submissions, tmp_path):
+    paths = [submissions / n for n in BODIES]
+    out_json, out_csv = tmp_path / "grades.json", tmp_path / "grades.csv"
+    rc, out, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "20", "--shapes", "4", "--seed", "3",
+                       *paths, "--json", out_json, "--csv", out_csv)
+    assert rc == 1, err  # not all correct
+    assert "Traceback" not in err
+    doc = json.loads(out_json.read_text())
+    verdicts = {g["path"].rsplit("/", 1)[1]: g for g in doc["grades"]}
+    assert {n: g["verdict"] for n, g in verdicts.items()} == {
+        "good.py": "ok", "slow_good.py": "ok", "late_wrong.py": "wrong answer", "hardcoded.py": "unsupported shape",
+        "crashes.py": "crash", "leaves.py": "crash", "broken.py": "error"}
+    assert re.search(r"20 images: layer conv1, image 12, element \(m=0, h=3, w=2\): got .*, expected",
+                     verdicts["late_wrong.py"]["detail"])
+    assert "killed by SIGSEGV" in verdicts["crashes.py"]["detail"]
+    assert "exited with status 3 while running B=1 C=1 H=86 W=86 M=4 K=7, in conv_forward" in verdicts["leaves.py"]["detail"]
+    assert verdicts["good.py"]["correctness"]["20"] == verdicts["good.py"]["reference"]["20"]
+    assert all(t > 0 for t in verdicts["good.py"]["op_times"]["20"])
+    # the leaderboard: the correct ones (ok and unsupported shape), fastest first
+    board = [b["path"].rsplit("/", 1)[1] for b in doc["leaderboard"]]
+    assert set(board) == {"good.py", "slow_good.py", "hardcoded.py"} and board.index("good.py") < board.index("slow_good.py")
+    assert "leaderboard" in out and "grade on cpu" in out
+    rows = list(csv.DictReader(out_csv.open()))
+    assert [r["verdict"] for r in rows] == [verdicts[n]["verdict"] for n in BODIES]
+
+
+def test_grade_bad_input_is_one_line(capsys, submissions, tmp_path):
+    for argv, fragment in (
+        (["grade", "--device", "cpu", tmp_path / "absent.cu"], "no such submission"),
+        (["grade", "--device", "cpu", "--sizes", "0", submissions / "good.py"], "--sizes '0'"),
+        (["grade", "--device", "cpu", "-D", "1BAD", submissions / "good.py"], "-D '1BAD' is not a macro"),
+        (["grade", "--device", "cpu", "--course-weights", tmp_path / "nope", submissions / "good.py"], "no such folder"),
+    ):
+        rc, out, err = cli(capsys, *argv)
+        assert rc == 2 and fragment in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("message, verdict", [
+    ("new-forward.cu does not compile (nvcc with convbench's gpu-new-forward.h): x.cu(3): error: ...", "compile error"),
+    ("k.cu: no answer within 300 s while running B=1 ...", "timeout"),
+    ("k.cu: the sandbox process was killed by SIGSEGV while running ...", "crash"),
+    ("new-forward.cu failed in conv_forward_gpu: cudaErrorIllegalAddress (...)", "crash"),
+    ("k.cu defines none of: ...", "error"),
+])
+def test_classify(message, verdict):
+    assert classify(message) == verdict
