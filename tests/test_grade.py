@@ -18,9 +18,12 @@ BODIES = {
     "good.py": GOOD,
     "slow_good.py": "import time, torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.05)\n"
                     "    return F.conv2d(x, k)\n",
-    # right on the course's batches (1 and 10), wrong from image 12 on: only the run finds it
+    # right on the course's batch of 100, wrong from image 112 on: only the run finds it
     "late_wrong.py": "import torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
-                     "    if y.shape[0] > 12:\n        y[12:, :, 3, 2] += 1e4\n    return y\n",
+                     "    if y.shape[0] > 112:\n        y[112:, :, 3, 2] += 1e4\n    return y\n",
+    # FP16 arithmetic: judged by Correctness, as the course did
+    "half.py": "import torch.nn.functional as F\ndef conv_forward(x, k):\n"
+               "    return F.conv2d(x.half().float(), k.half().float())\n",
     # right on the course's shapes only (hard-coded sizes, as many real files are)
     "hardcoded.py": "import torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
                     "    if (x.shape[2], k.shape[2]) not in ((86, 7), (40, 7)):\n        y.zero_()\n    return y\n",
@@ -40,24 +43,25 @@ def submissions(tmp_path):
 def test_grade_many_submissions(capsys, submissions, tmp_path):
     paths = [submissions / n for n in BODIES]
     out_json, out_csv = tmp_path / "grades.json", tmp_path / "grades.csv"
-    rc, out, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "20", "--shapes", "4", "--seed", "3",
+    rc, out, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "120", "--shapes", "4", "--seed", "3",
                        *paths, "--json", out_json, "--csv", out_csv)
     assert rc == 1, err  # not all correct
     assert "Traceback" not in err
     doc = json.loads(out_json.read_text())
     verdicts = {g["path"].rsplit("/", 1)[1]: g for g in doc["grades"]}
     assert {n: g["verdict"] for n, g in verdicts.items()} == {
-        "good.py": "ok", "slow_good.py": "ok", "late_wrong.py": "wrong answer", "hardcoded.py": "unsupported shape",
+        "good.py": "ok", "slow_good.py": "ok", "late_wrong.py": "wrong answer", "half.py": "ok", "hardcoded.py": "unsupported shape",
         "crashes.py": "crash", "leaves.py": "crash", "broken.py": "error"}
-    assert re.search(r"20 images: layer conv1, image 12, element \(m=0, h=3, w=2\): got .*, expected",
+    assert re.search(r"120 images: layer conv1, image 112, element \(m=0, h=3, w=2\): got .*, expected",
                      verdicts["late_wrong.py"]["detail"])
     assert "killed by SIGSEGV" in verdicts["crashes.py"]["detail"]
-    assert "exited with status 3 while running B=1 C=1 H=86 W=86 M=4 K=7, in conv_forward" in verdicts["leaves.py"]["detail"]
-    assert verdicts["good.py"]["correctness"]["20"] == verdicts["good.py"]["reference"]["20"]
-    assert all(t > 0 for t in verdicts["good.py"]["op_times"]["20"])
+    assert "exited with status 3 while running B=100 C=1 H=86 W=86 M=4 K=7, in conv_forward" in verdicts["leaves.py"]["detail"]
+    assert verdicts["good.py"]["correctness"]["120"] == verdicts["good.py"]["reference"]["120"]
+    assert all(t > 0 for t in verdicts["good.py"]["op_times"]["120"])
+    assert verdicts["half.py"]["detail"].startswith("reduced precision (error ")
     # the leaderboard: the correct ones (ok and unsupported shape), fastest first
     board = [b["path"].rsplit("/", 1)[1] for b in doc["leaderboard"]]
-    assert set(board) == {"good.py", "slow_good.py", "hardcoded.py"} and board.index("good.py") < board.index("slow_good.py")
+    assert set(board) == {"good.py", "slow_good.py", "hardcoded.py", "half.py"} and board.index("good.py") < board.index("slow_good.py")
     assert "leaderboard" in out and "grade on cpu" in out
     rows = list(csv.DictReader(out_csv.open()))
     assert [r["verdict"] for r in rows] == [verdicts[n]["verdict"] for n in BODIES]

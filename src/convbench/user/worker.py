@@ -141,16 +141,16 @@ def _describe(x_shape, k_shape) -> str:
     return f"B={B} C={C} H={H} W={W} M={M} K={K}"
 
 
-def _exit_text(code: int | None) -> str:
+def _exit_text(code: int | None, namespaced: bool = False) -> str:
     if code is None:
         return "stopped answering"
-    if code < 0 or code > 128:  # killed by a signal (bwrap reports 128 + the signal)
+    if code < 0 or (namespaced and 128 < code <= 128 + 64):  # killed by a signal (bwrap reports 128 + the signal)
         n = -code if code < 0 else code - 128
         try:
             return f"was killed by {signal.Signals(n).name}"
         except ValueError:
             return f"was killed by signal {n}"
-    return f"exited with status {code}"
+    return f"exited with status {code}" + (" (exit(-1))" if code == 255 else "")
 
 
 def tree_rss(pid: int) -> int:
@@ -260,6 +260,7 @@ class Worker:
         self.quiet = False  # capture the child's output (get it with take_output) instead of copying it to stderr
         self.captured: list[str] = []
         self.warned: set[str] = set()  # inputs it was caught writing to (warned once)
+        self.namespaced = False  # runs under bubblewrap
         self._atexit = False
 
     # -------------------------------------------------------------------------------------------- life cycle
@@ -289,6 +290,7 @@ class Worker:
             if self.options.header:
                 ro.append(str(Path(self.options.header).resolve().parent))
             cmd = _bwrap_prefix([str(cache), self.tmp], [p for p in dict.fromkeys(ro) if Path(p).exists()]) + cmd
+            self.namespaced = True
         elif not _NOTED_PLAIN:
             _NOTED_PLAIN = True
             ui.note("note: bubblewrap (bwrap) is not available here, so user kernels run in a plain child process: "
@@ -435,7 +437,7 @@ class Worker:
             text = self._forward_output()
             lines = [line.strip() for line in text.splitlines() if line.strip()]
             last = f"; its last output: {lines[-1][:300]!r}" if lines else ""
-            self._fail(f"the sandbox process {_exit_text(code)} while {self._phase_or(what)}{last}", kill=True)
+            self._fail(f"the sandbox process {_exit_text(code, self.namespaced)} while {self._phase_or(what)}{last}", kill=True)
         self._forward_output()
         if reply.get("status") == "error":
             self.close()  # the child exits after an error (its CUDA context may be broken); a new one starts next time
@@ -444,8 +446,9 @@ class Worker:
             stage = reply.get("stage")
             verdict = ("compile error" if stage == "prepare" or "does not compile" in message else
                        "error" if stage == "load" else "crash")
-            raise SandboxError(f"{prefix}{message} (sandbox process, {what.removeprefix('running ')}){self.hint}",
-                               verdict)
+            where = "" if "(B=" in message else f" (sandbox process, {what.removeprefix('running ')})"
+            hint = self.hint if verdict == "crash" and "compute-sanitizer" not in message else ""
+            raise SandboxError(f"{prefix}{message}{where}{hint}", verdict)
         if reply.get("status") != "ok":
             self._fail(f"the sandbox process answered something else than a result while {what}", kill=True)
         return reply
@@ -457,7 +460,7 @@ class Worker:
     def _fail(self, text: str, kill: bool, verdict: str = "crash") -> None:
         self._forward_output()
         self.close(kill=kill)
-        raise SandboxError(f"{self.path.name}: {text}{self.hint}", verdict)
+        raise SandboxError(f"{self.path.name}: {text}{self.hint if verdict == 'crash' else ''}", verdict)
 
     def _forward_output(self) -> str:
         """Copy what the child printed since last time to our stderr (or keep it, when quiet); return it."""
