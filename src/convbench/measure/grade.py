@@ -112,7 +112,8 @@ class _Checked:
         ref = torch.nn.functional.conv2d(x.to(dev, torch.float64), k.to(dev, torch.float64))
         got = y.to(dev, torch.float64)
         err = (got - ref).abs()
-        bad = ~torch.isfinite(got) | (err > WRONG_ELEMENT * float(ref.abs().max().clamp_min(1e-30)))
+        share = max(WRONG_ELEMENT, 3 * self.tolerance)  # reduced precision: elements may stray further
+        bad = ~torch.isfinite(got) | (err > share * float(ref.abs().max().clamp_min(1e-30)))
         denom = float(torch.linalg.vector_norm(ref)) or 1.0
         rel = float(torch.linalg.vector_norm(torch.nan_to_num(got - ref, nan=math.inf))) / denom
         if not bool(bad.any()) and rel <= self.tolerance:

@@ -569,6 +569,15 @@ def _serve(impl: UserImpl, request: dict, shared: Shared) -> dict:
             "times": times}
 
 
+def _leave(code: int) -> None:
+    """Exit at once, without the interpreter's clean-up: after a CUDA fault the context is broken, and unloading
+    modules from it (CuPy's, torch's) would only print tracebacks of their own."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def child_main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
@@ -604,5 +613,5 @@ def child_main(argv: list[str]) -> int:
                 synchronize(request["device"])
         except BaseException as e:  # noqa: BLE001
             send(sock, {"status": "error", "stage": request.get("op"), "message": _message(e)})
-            return 1
+            _leave(1)
         send(sock, reply)
