@@ -303,11 +303,11 @@ def test_nvcc_time_limit(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan"])
 def test_nvcc_time_limit_env_checked(monkeypatch, value):
-    import convbench.user.minidnn as mdnn
+    import convbench.user.nvcc_build as nvcc_build
 
     monkeypatch.setenv("CONVBENCH_COMPILE_TIMEOUT", value)
     with pytest.raises(UsageError, match="CONVBENCH_COMPILE_TIMEOUT=.* is not a positive number of seconds"):
-        mdnn.compile_timeout()
+        nvcc_build.compile_timeout()
 
 
 # ------------------------------------------------------------------------------------------------ caches
