@@ -1,4 +1,7 @@
-"""The one exception type that reaches the user as a single line and exit code 2."""
+"""The one exception type that reaches the user as a single line and exit code 2, and the checks that raise it for
+settings read from the environment."""
+
+import os
 
 
 class UsageError(Exception):
@@ -15,3 +18,17 @@ def cuda_error(e: Exception) -> str | None:
         return (f"the GPU reported: {text}; run the implementation under compute-sanitizer "
                 "(scripts/sanitize.sh) to find the faulting access, or use a smaller --size for out-of-memory")
     return None
+
+
+def positive_env(name: str, default: float, unit: str, example: str) -> float:
+    """$name as a positive finite number (default when unset or blank); anything else is a UsageError naming it."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise UsageError(f"${name}={raw[:40]} is not a positive number of {unit}; set it like {example}, or unset it")
+    return value

@@ -23,6 +23,7 @@ The result is one JSON-ready dict; every number's unit is in its key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -107,16 +108,21 @@ def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
     return {**out.pop("conv"), "tolerance": impl.tolerance, "shapes": VERIFY_SHAPES, "seed": VERIFY_SEED, **out}
 
 
+def median_reported(run: Callable[[int], object], reported: Callable[[], float], reps: int) -> float:
+    """The median of what an impl that times itself reports after each of `reps` runs."""
+    times = []
+    for r in range(reps):
+        run(r)
+        times.append(reported())
+    return sorted(times)[len(times) // 2]
+
+
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
     for i in range(WARMUP[device]):
         impl(sets[i % len(sets)], inp.k)
     if impl.reported_op_time() is not None:  # it times its own op (ConvImpl.reported_op_time): median of those
-        times = []
-        for r in range(reps):
-            impl(sets[r % len(sets)], inp.k)
-            times.append(impl.reported_op_time())
-        return sorted(times)[len(times) // 2]
+        return median_reported(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
     return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
 
 
@@ -125,11 +131,7 @@ def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     if impl.host_layer is not None:  # its own pipeline: one warm-up allocates its pinned buffers for this shape
         impl.host_layer(inp.x_host, inp.k)
         if impl.reported_layer_time() is not None:  # it times its own layer (a sandboxed user kernel)
-            times = []
-            for _ in range(reps):
-                impl.host_layer(inp.x_host, inp.k)
-                times.append(impl.reported_layer_time())
-            return sorted(times)[len(times) // 2]
+            return median_reported(lambda r: impl.host_layer(inp.x_host, inp.k), impl.reported_layer_time, reps)
         return median_time(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 0)
     # copy + call + copy: the call is warm from Op Time, and a copy has nothing to warm up (at 10000 images one
     # run of a layer moves about a gigabyte through pageable memory: each run costs a second)

@@ -21,9 +21,10 @@ own weights are used where `course_weights` holds them (minidnn/weights-86.bin, 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,21 +96,20 @@ def classify(message: str) -> str:
     return "error"
 
 
-class _Checked:
-    """Wraps an implementation so that each conv output is compared with a float64 convolution of the same input;
-    the first wrong layer, image and element are kept."""
+class LayerCheck:
+    """A Network.infer observer: each conv output against the float64 reference of the same input (on the GPU where
+    there is one: 10000 images are too many for a float64 CPU convolution per layer); keeps the first wrong layer,
+    image and element."""
 
-    def __init__(self, impl: ConvImpl, tolerance: float, layers: dict[tuple, str]):
-        self.impl, self.tolerance = impl, tolerance
-        self.layers = layers  # weight shape -> layer name
+    def __init__(self, tolerance: float):
+        self.tolerance = tolerance
         self.first_wrong: str = ""
 
-    def _check(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
+    def __call__(self, layer: str, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
         if self.first_wrong:
             return
-        layer = self.layers.get(tuple(k.shape), "conv")
         dev = "cuda" if torch.cuda.is_available() else "cpu"
-        ref = torch.nn.functional.conv2d(x.to(dev, torch.float64), k.to(dev, torch.float64))
+        ref = problem.reference(x.to(dev), k.to(dev))
         got = y.to(dev, torch.float64)
         err = (got - ref).abs()
         share = max(WRONG_ELEMENT, 3 * self.tolerance)  # reduced precision: elements may stray further
@@ -123,21 +123,6 @@ class _Checked:
         self.first_wrong = (f"layer {layer}, image {b}, element (m={m}, h={h}, w={w}): got "
                             f"{float(got.flatten()[flat]):.6g}, expected {float(ref.flatten()[flat]):.6g} "
                             f"(layer error {rel:.2e})")
-
-    def wrapped(self) -> ConvImpl:
-        impl = self.impl
-
-        def fn(x, k, y):
-            impl.fn(x, k, y) if impl.writes_into else y.copy_(impl.fn(x, k))
-            self._check(x, k, y)
-
-        def host_layer(x_host, k):
-            y = impl.host_layer(x_host, k)
-            self._check(x_host, k, y)
-            return y
-
-        return dataclasses.replace(impl, fn=fn, writes_into=True,
-                                   host_layer=host_layer if impl.host_layer is not None else None)
 
 
 def course_weights(net: str, folder: Path | None) -> tuple[Weights, str]:
@@ -173,6 +158,21 @@ def _verify(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: 
     return failed, worst
 
 
+@contextlib.contextmanager
+def sandboxed(path: Path) -> Iterator[ConvImpl]:
+    """The submission at `path`, loaded in its sandbox process, its output kept (not copied to the terminal), the
+    process closed at the end (what it printed stays in worker.captured)."""
+    impl = load(path)
+    worker = getattr(impl.fn, "worker", None)
+    if worker is not None:
+        worker.quiet = True
+    try:
+        yield impl
+    finally:
+        if worker is not None:
+            worker.close()
+
+
 def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, seed: int, net: str | None,
               weights_folder: Path | None, references: dict, step: Callable[[str], None]) -> Grade:
     """Every step for one submission; never raises a UsageError (it becomes the verdict)."""
@@ -181,74 +181,10 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     try:
         g.kind = kind_of(path.resolve())
         step("building")
-        impl = load(path)
-        g.name = impl.name
-        worker = getattr(impl.fn, "worker", None)
-        if worker is not None:
-            worker.quiet = True
-        impl.prepare()
-        step("course shapes")
-        candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
-        tolerance = max(impl.tolerance, 1e-5)
-        first: tuple[str, list[str]] | None = None
-        for candidate in candidates:
-            try:
-                failures, worst = _verify(impl, device, _course_shapes(candidate), seed)
-            except SandboxError as e:  # a file written for another semester's shapes may crash on these
-                if e.verdict != "crash" or len(candidates) == 1:
-                    raise
-                failures, worst = [f"a crash: {e}"], math.inf
-            if failures and worst < REDUCED:
-                tolerance = REDUCED  # reduced precision: Correctness decides
-                g.detail = f"reduced precision (error {worst:.1e} on the course's layers)"
-            if not failures or worst < REDUCED:
-                g.net = candidate
-                break
-            first = first or (candidate, failures)
-        if not g.net:
-            g.net = first[0]
-            g.verdict, g.detail = "wrong answer", f"on the course's layers of {g.net}: {first[1][0]}"
-            return g
-        step("random shapes")
-        try:
-            rand, _ = _verify(impl, device, problem.shapes(random_shapes, seed), seed)
-            g.random_shapes = f"{random_shapes - len(rand)}/{random_shapes} ok"
-        except SandboxError as e:  # a crash off the course's shapes (a constant buffer sized for them, ...)
-            if e.verdict != "crash":
-                raise
-            rand, g.random_shapes = [f"a crash: {e}"], "crashed"
-        if tolerance == REDUCED:
-            rand = [r for r in rand if "error " not in r or float(r.rsplit("error ", 1)[1].rstrip(")")) >= REDUCED]
-        weights, g.weights = course_weights(g.net, weights_folder)
-        for n in sizes:
-            step(f"run {n}")
-            data = load_dataset(weights.spec.input_size, count=n, quiet=True)
-            layers = {tuple(info.params[f"{info.name}.weight"]): info.name for info in weights.spec.conv_layers}
-            checked = _Checked(impl, tolerance, layers)
-            result = Network(weights, checked.wrapped(), device).infer(data.images, show_progress=False)
-            g.correctness[n] = correctness(result.predictions, data.labels)
-            g.op_times[n] = [t.op_time for t in result.conv_timings]
-            g.layer_times[n] = [t.layer_time for t in result.conv_timings]
-            g.op_empty = g.op_empty or bool(getattr(impl, "last_times", {}).get("op_empty"))
-            key = (g.net, g.weights, n, device)
-            if key not in references:
-                ref = Network(weights, get_impl(DEFAULT_IMPL[device]), device).infer(data.images, show_progress=False)
-                references[key] = correctness(ref.predictions, data.labels)
-            g.reference[n] = references[key]
-            if checked.first_wrong:
-                g.verdict, g.detail = "wrong answer", f"{n} images: {checked.first_wrong}"
-                return g
-            if g.correctness[n] != g.reference[n]:  # every layer right, yet another answer: say so, not "ok"
-                g.verdict, g.detail = "wrong answer", "; ".join(filter(None, [
-                    f"{n} images: Correctness {g.correctness[n]} where the reference gives {g.reference[n]}",
-                    g.detail]))
-                return g
-        g.verdict = "unsupported shape" if rand else "ok"
-        notes = [g.detail] if g.detail else []
-        notes += [f"fails off the course's shapes, e.g. {rand[0]}"] if rand else []
-        g.detail = "; ".join(notes)
-        if g.op_empty:
-            g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
+        with sandboxed(path) as impl:
+            g.name = impl.name
+            impl.prepare()
+            _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references, step)
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
@@ -257,8 +193,73 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
         worker = getattr(impl.fn, "worker", None) if impl is not None else None
         if worker is not None:
             g.output = "".join(worker.captured)[-4000:]
-            worker.close()
     return g
+
+
+def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random_shapes: int, seed: int,
+                 net: str | None, weights_folder: Path | None, references: dict, step: Callable[[str], None]) -> None:
+    """Steps 2 to 4 for a built submission, into g."""
+    step("course shapes")
+    candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
+    tolerance = max(impl.tolerance, 1e-5)
+    first: tuple[str, list[str]] | None = None
+    for candidate in candidates:
+        try:
+            failures, worst = _verify(impl, device, _course_shapes(candidate), seed)
+        except SandboxError as e:  # a file written for another semester's shapes may crash on these
+            if e.verdict != "crash" or len(candidates) == 1:
+                raise
+            failures, worst = [f"a crash: {e}"], math.inf
+        if failures and worst < REDUCED:
+            tolerance = REDUCED  # reduced precision: Correctness decides
+            g.detail = f"reduced precision (error {worst:.1e} on the course's layers)"
+        if not failures or worst < REDUCED:
+            g.net = candidate
+            break
+        first = first or (candidate, failures)
+    if not g.net:
+        g.net = first[0]
+        g.verdict, g.detail = "wrong answer", f"on the course's layers of {g.net}: {first[1][0]}"
+        return
+    step("random shapes")
+    try:
+        rand, _ = _verify(impl, device, problem.shapes(random_shapes, seed), seed)
+        g.random_shapes = f"{random_shapes - len(rand)}/{random_shapes} ok"
+    except SandboxError as e:  # a crash off the course's shapes (a constant buffer sized for them, ...)
+        if e.verdict != "crash":
+            raise
+        rand, g.random_shapes = [f"a crash: {e}"], "crashed"
+    if tolerance == REDUCED:
+        rand = [r for r in rand if "error " not in r or float(r.rsplit("error ", 1)[1].rstrip(")")) >= REDUCED]
+    weights, g.weights = course_weights(g.net, weights_folder)
+    for n in sizes:
+        step(f"run {n}")
+        data = load_dataset(weights.spec.input_size, count=n, quiet=True)
+        checked = LayerCheck(tolerance)
+        result = Network(weights, impl, device).infer(data.images, show_progress=False, observe=checked)
+        g.correctness[n] = correctness(result.predictions, data.labels)
+        g.op_times[n] = [t.op_time for t in result.conv_timings]
+        g.layer_times[n] = [t.layer_time for t in result.conv_timings]
+        g.op_empty = g.op_empty or bool(getattr(impl, "last_times", {}).get("op_empty"))
+        key = (g.net, g.weights, n, device)
+        if key not in references:
+            ref = Network(weights, get_impl(DEFAULT_IMPL[device]), device).infer(data.images, show_progress=False)
+            references[key] = correctness(ref.predictions, data.labels)
+        g.reference[n] = references[key]
+        if checked.first_wrong:
+            g.verdict, g.detail = "wrong answer", f"{n} images: {checked.first_wrong}"
+            return
+        if g.correctness[n] != g.reference[n]:  # every layer right, yet another answer: say so, not "ok"
+            g.verdict, g.detail = "wrong answer", "; ".join(filter(None, [
+                f"{n} images: Correctness {g.correctness[n]} where the reference gives {g.reference[n]}",
+                g.detail]))
+            return
+    g.verdict = "unsupported shape" if rand else "ok"
+    notes = [g.detail] if g.detail else []
+    notes += [f"fails off the course's shapes, e.g. {rand[0]}"] if rand else []
+    g.detail = "; ".join(notes)
+    if g.op_empty:
+        g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
 
 
 def prebuild(paths: list[Path], jobs: int) -> None:
@@ -268,21 +269,12 @@ def prebuild(paths: list[Path], jobs: int) -> None:
     grade_one, which meets them again and gives the verdict."""
 
     def build(path: Path) -> None:
-        impl = None
         try:
-            if kind_of(path.resolve()) == "python":
-                return
-            impl = load(path)
-            worker = getattr(impl.fn, "worker", None)
-            if worker is not None:
-                worker.quiet = True
-            impl.prepare()
+            if kind_of(path.resolve()) != "python":
+                with sandboxed(path) as impl:
+                    impl.prepare()
         except UsageError:
             pass
-        finally:
-            worker = getattr(impl.fn, "worker", None) if impl is not None else None
-            if worker is not None:
-                worker.close()
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         list(pool.map(build, paths))

@@ -145,8 +145,10 @@ class Network:
         self.fuse = fuse
         self.params = {name: t.to(device) if name.startswith("conv") else t for name, t in weights.params.items()}
 
-    def infer(self, images: np.ndarray, show_progress: bool = True) -> Inference:
-        """images: uint8 (N, S, S) at the network's input size; pixels go in as raw 0-255 float32."""
+    def infer(self, images: np.ndarray, show_progress: bool = True,
+              observe: Callable[[str, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None) -> Inference:
+        """images: uint8 (N, S, S) at the network's input size; pixels go in as raw 0-255 float32. `observe(name, x,
+        k, y)` sees each (unfused) conv layer's input, weights and output after it was timed (`grade` checks them)."""
         x = torch.from_numpy(np.ascontiguousarray(images)).to(torch.float32).unsqueeze(1)
         timings, nonfinite = [], []
 
@@ -154,6 +156,8 @@ class Network:
             y, timing = self._conv(name, x, k, show_progress)
             timings.append(timing)
             self._check_finite(name, y, nonfinite)
+            if observe is not None:
+                observe(name, x, k, y)
             return y
 
         def fused(name: str, x: torch.Tensor, k: torch.Tensor, act: str | None, pool: Pool | None) -> torch.Tensor:
@@ -227,9 +231,8 @@ class Network:
                 return y_dev.cpu(), op if reported is None else reported
 
             (y, op_time), layer_time = timed(device, layer)
-            if device == "cpu" and impl.reported_op_time() is not None:
-                layer_time = op_time  # no copies on the CPU: the rest was the hand-over to the sandbox process
-            return y, ConvTiming(name, shape, op_time, layer_time)
+            reported = impl.reported_layer_time()  # a sandboxed user kernel's, without the hand-over
+            return y, ConvTiming(name, shape, op_time, layer_time if reported is None else reported)
 
         # A long CPU layer: the same call over PROGRESS_STEPS slices of the batch, so a bar can move. Op Time is the
         # sum of the slices' calls; on the CPU there are no copies, so Layer Time is the same sum.

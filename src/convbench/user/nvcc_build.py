@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from convbench.core.errors import UsageError
+from convbench.core.errors import UsageError, positive_env
 from convbench.core.paths import cache_dir
 from convbench.user import _source
 
@@ -57,16 +57,7 @@ FOLDER_HEADERS_HASHED = 200  # headers of the submission's folder that enter the
 
 def compile_timeout() -> float:
     """The time limit of one nvcc build: $CONVBENCH_COMPILE_TIMEOUT seconds, else 300."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_COMPILE_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise UsageError(f"${TIMEOUT_ENV}={raw[:40]} is not a positive number of seconds; set it like 300, or unset it")
-    return value
+    return positive_env(TIMEOUT_ENV, DEFAULT_COMPILE_TIMEOUT, "seconds", "300")
 
 
 def nvcc() -> str:

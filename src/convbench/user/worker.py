@@ -52,12 +52,12 @@ from pathlib import Path
 import torch
 
 from convbench.core import ui
-from convbench.core.errors import UsageError
+from convbench.core.errors import UsageError, positive_env
 from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
 from convbench.core.timing import synchronize, timed
-from convbench.user.base import BuildOptions, UserImpl
 from convbench.user import nvcc_build
+from convbench.user.base import BuildOptions, UserImpl
 from convbench.user.loader import load_unguarded
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -84,26 +84,13 @@ def enabled() -> bool:
     return os.environ.get("CONVBENCH_SANDBOX", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
-def _env_number(name: str, default: float, example: str) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise UsageError(f"${name}={raw[:40]} is not a positive number; set it like {example}, or unset it")
-    return value
-
-
 def timeout_s() -> float:
-    return _env_number("CONVBENCH_SANDBOX_TIMEOUT", DEFAULT_TIMEOUT_S, "600")
+    return positive_env("CONVBENCH_SANDBOX_TIMEOUT", DEFAULT_TIMEOUT_S, "seconds", "600")
 
 
 def memory_limit_bytes() -> int:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return int(_env_number("CONVBENCH_SANDBOX_MEMORY", total * 0.75 / 2**30, "8") * 2**30)
+    return int(positive_env("CONVBENCH_SANDBOX_MEMORY", total * 0.75 / 2**30, "GiB", "8") * 2**30)
 
 
 @functools.cache
@@ -348,12 +335,8 @@ class Worker:
             return
         if self.proc is None:
             self.start()
-        from_options = 0.0
-        try:
-            from_options = _env_number("CONVBENCH_COMPILE_TIMEOUT", 300.0, "300")
-        except UsageError:
-            pass
-        self._request({"op": "prepare"}, "building (prepare)", extra_s=from_options)
+        # the build's own limit, on top of the reply's: the child reports a build that ran out of it
+        self._request({"op": "prepare"}, "building (prepare)", extra_s=nvcc_build.compile_timeout())
         self.prepared = True
 
     def run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str) -> tuple[torch.Tensor, dict]:
@@ -492,6 +475,8 @@ def remote(kind: str, path: Path, options: BuildOptions, hint: str = "") -> User
         times.clear()
         times.update(reply.get("times") or {})
         times["op_s"] = _seconds(reply.get("op_s"))
+        if x.device.type == "cpu":
+            times["layer_s"] = times["op_s"]  # no copies on the CPU: the layer is the call
         y.copy_(out)
 
     def host_layer(x_host, k):
@@ -607,6 +592,9 @@ def child_main(argv: list[str]) -> int:
                 return 0
             if request["op"] == "prepare":
                 impl.prepare()
+                device_properties = getattr(impl.fn, "device_properties", None)
+                if callable(device_properties):
+                    device_properties()  # a mini-dnn file's get_device_properties(): the course printed it at start
                 reply = {"status": "ok"}
             else:
                 reply = _serve(impl, request, shared)
