@@ -255,7 +255,7 @@ def test_every_example_builds_and_links(example, cache):
     kind = base.kind_of(example)
     lib = BUILDERS[kind].build(example, ARCH, cache)
     so = ctypes.CDLL(str(lib))  # loads without a GPU: the CUDA runtime starts lazily
-    assert so.convbench_abi_version() == 2
+    assert so.convbench_abi_version() == 3
     if kind == "minidnn":
         variant = minidnn.plan(example)[1]
         assert so.convbench_variant() == {"fall2020": 2020, "2023-stride": 2023}.get(variant, 2021)
@@ -493,3 +493,54 @@ def test_gpu_a_failed_check_is_one_line(cache, monkeypatch):
     assert re.search(r"failed in forward: new-forward-check\.cuh:\d+: Check failed: 0 == 1 \(0 vs\. 1\) : Remove "
                      r"this line and replace with your implementation", message), message
     torch.cuda.synchronize()  # the process's CUDA context is fine
+
+
+IGNORES_ITS_ERROR = """#include "gpu-new-forward.h"
+__global__ void conv(float *y, const float *x, const float *k, int B, int M, int C, int H, int W, int K) {
+    int Ho = H - K + 1, Wo = W - K + 1;
+    long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long)B * M * Ho * Wo) return;
+    int w = i % Wo, h = (i / Wo) % Ho, m = (i / ((long)Wo * Ho)) % M, b = i / ((long)Wo * Ho * M);
+    float s = 0;
+    for (int c = 0; c < C; ++c)
+        for (int p = 0; p < K; ++p)
+            for (int q = 0; q < K; ++q)
+                s += x[((b * C + c) * H + h + p) * W + w + q] * k[((m * C + c) * K + p) * K + q];
+    y[i] = s;
+}
+__global__ void unused() {}
+void GPUInterface::conv_forward_gpu_prolog(const float *hy, const float *hx, const float *hk, float **dy, float **dx,
+    float **dk, const int B, const int M, const int C, const int H, const int W, const int K) {
+    unused<<<1, 4096>>>();  // too many threads: cudaErrorInvalidConfiguration, never checked (as real files do)
+    cudaMalloc((void **)dy, B * M * (H - K + 1) * (W - K + 1) * sizeof(float));
+    cudaMalloc((void **)dx, B * C * H * W * sizeof(float));
+    cudaMalloc((void **)dk, M * C * K * K * sizeof(float));
+    cudaMemcpy(*dx, hx, B * C * H * W * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(*dk, hk, M * C * K * K * sizeof(float), cudaMemcpyHostToDevice);
+}
+void GPUInterface::conv_forward_gpu(float *dy, const float *dx, const float *dk, const int B, const int M,
+    const int C, const int H, const int W, const int K) {
+    long n = (long)B * M * (H - K + 1) * (W - K + 1);
+    conv<<<(n + 255) / 256, 256>>>(dy, dx, dk, B, M, C, H, W, K);
+}
+void GPUInterface::conv_forward_gpu_epilog(float *hy, float *dy, float *dx, float *dk, const int B, const int M,
+    const int C, const int H, const int W, const int K) {
+    cudaMemcpy(hy, dy, B * M * (H - K + 1) * (W - K + 1) * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dy); cudaFree(dx); cudaFree(dk);
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
+def test_gpu_an_error_the_file_ignores_is_reported_not_fatal(tmp_path, cache, monkeypatch):
+    """The course's harness never checked CUDA errors: a file whose own call fails (non-sticky) and goes on still
+    gives its output, and the error is kept for the verdict; a fault would still stop the call."""
+    monkeypatch.setenv("CONVBENCH_CACHE", str(cache.parent / "gpu-cache"))
+    impl = minidnn.load(write(tmp_path, "ignores/new-forward.cu", IGNORES_ITS_ERROR))
+    x, k = torch.randn(3, 2, 13, 11).cuda(), torch.randn(4, 2, 3, 3).cuda()
+    y = torch.full((3, 4, 11, 9), float("nan"), device="cuda")
+    impl.fn(x, k, y)
+    assert rel_error(y, x, k) <= 1e-5
+    assert impl.last_times["ignored_error"].startswith("conv_forward_gpu_prolog: cudaErrorInvalidConfiguration ("), \
+        impl.last_times

@@ -106,6 +106,19 @@ class Check:
     unwritten: int  # elements still NaN (or non-finite) after the call
     ok: bool
     wrote_inputs: str = ""  # "x", "k" or "x, k": inputs the call modified (a failure whatever the error)
+    unwritten_images: str = ""  # which images (first dimension) hold the unwritten elements: "96-99 of 100"
+
+
+def image_ranges(images: list[int], total: int) -> str:
+    """[0, 1, 2, 7] of 10 -> "0-2, 7 of 10" (at most four ranges, then "...")."""
+    ranges: list[list[int]] = []
+    for i in images:
+        if ranges and i == ranges[-1][1] + 1:
+            ranges[-1][1] = i
+        else:
+            ranges.append([i, i])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges[:4])
+    return f"{text}{', ...' if len(ranges) > 4 else ''} of {total}"
 
 
 def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
@@ -118,9 +131,11 @@ def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Ten
     if tuple(y.shape) != tuple(ref.shape):
         return Check(math.inf, y.numel(), False)
     y64 = y.double()
-    bad = int((~torch.isfinite(y64)).sum())
+    nonfinite = ~torch.isfinite(y64)
+    bad = int(nonfinite.sum())
     if bad:
-        return Check(math.inf, bad, False)
+        images = nonfinite.reshape(y.shape[0], -1).any(dim=1).nonzero().flatten().tolist() if y.dim() > 1 else []
+        return Check(math.inf, bad, False, unwritten_images=image_ranges(images, y.shape[0]) if images else "")
     denom = float(torch.linalg.vector_norm(ref if scale is None else scale))
     err = float(torch.linalg.vector_norm(y64 - ref)) / (denom if denom > 0 else 1.0)
     return Check(err, 0, err <= tolerance)

@@ -124,6 +124,8 @@ class MxnetForwardLibrary:
         self.last_times.clear()
         self.last_times.update(op_s=times[0], layer_s=times[0], op_nosync_s=times[1],
                                op_empty=nvcc_build.op_was_empty(times[2], times[0], times[3]))
+        if err.value:  # an error its own calls returned and it went on from
+            self.last_times["ignored_error"] = _short_paths(err.value.decode(errors="replace"))
 
     def host_layer(self, x_host: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """The layer host to host: x and k to the device, forward, y back (layer_s covers all of it)."""

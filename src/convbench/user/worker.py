@@ -246,6 +246,7 @@ class Worker:
         self.prepared = False
         self.quiet = False  # capture the child's output (get it with take_output) instead of copying it to stderr
         self.captured: list[str] = []
+        self.ignored_error = ""  # the first CUDA error a call of the file's returned and it went on from
         self.warned: set[str] = set()  # inputs it was caught writing to (warned once)
         self.namespaced = False  # runs under bubblewrap
         self._atexit = False
@@ -470,10 +471,15 @@ def remote(kind: str, path: Path, options: BuildOptions, hint: str = "") -> User
     times: dict = {}
     device = meta["device"]
 
-    def fn(x, k, y):
-        out, reply = worker.run("call", x, k, x.device.type)
+    def keep(reply: dict) -> None:
         times.clear()
         times.update(reply.get("times") or {})
+        if times.get("ignored_error") and not worker.ignored_error:
+            worker.ignored_error = str(times["ignored_error"])[:500]
+
+    def fn(x, k, y):
+        out, reply = worker.run("call", x, k, x.device.type)
+        keep(reply)
         times["op_s"] = _seconds(reply.get("op_s"))
         if x.device.type == "cpu":
             times["layer_s"] = times["op_s"]  # no copies on the CPU: the layer is the call
@@ -481,8 +487,7 @@ def remote(kind: str, path: Path, options: BuildOptions, hint: str = "") -> User
 
     def host_layer(x_host, k):
         out, reply = worker.run("layer", x_host, k, "cuda")
-        times.clear()
-        times.update(reply.get("times") or {})
+        keep(reply)
         times["op_s"], times["layer_s"] = _seconds(reply.get("op_s")), _seconds(reply.get("layer_s"))
         return out
 
