@@ -87,3 +87,21 @@ def test_grade_bad_input_is_one_line(capsys, submissions, tmp_path):
 ])
 def test_classify(message, verdict):
     assert classify(message) == verdict
+
+
+def test_reduced_precision_is_judged_by_a_close_correctness(capsys, tmp_path):
+    """A kernel whose every layer is within the reduced-precision tolerance but whose rounding moves a few images (as
+    FP16 files do: 0.887 where fp32 gives 0.886) is ok, the moved Correctness said beside the verdict."""
+    path = tmp_path / "noisy.py"
+    path.write_text("import torch, torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
+                    "    noise = torch.randn(y.shape, generator=torch.Generator().manual_seed(0))\n"
+                    "    return (y * (1 + 4e-3 * noise)).contiguous()\n")
+    out_json = tmp_path / "grades.json"
+    rc, _, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "1000", "--shapes", "2", "--seed", "3", path,
+                     "--json", out_json)
+    (g,) = json.loads(out_json.read_text())["grades"]
+    assert rc == 0 and g["verdict"] == "ok", err
+    assert g["correctness"]["1000"] != g["reference"]["1000"]  # the case under test: the answer moved
+    assert abs(g["correctness"]["1000"] - g["reference"]["1000"]) <= 0.005
+    assert re.search(r"reduced precision \(error 4\.\de-03 .*; 1000 images: Correctness 0\.\d+ where the fp32 "
+                     r"reference gives 0\.\d+", g["detail"]), g["detail"]

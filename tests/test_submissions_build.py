@@ -542,5 +542,6 @@ def test_gpu_an_error_the_file_ignores_is_reported_not_fatal(tmp_path, cache, mo
     y = torch.full((3, 4, 11, 9), float("nan"), device="cuda")
     impl.fn(x, k, y)
     assert rel_error(y, x, k) <= 1e-5
-    assert impl.last_times["ignored_error"].startswith("conv_forward_gpu_prolog: cudaErrorInvalidConfiguration ("), \
-        impl.last_times
+    # CUDA 13 answers a block of 4096 threads with cudaErrorInvalidValue; older runtimes said InvalidConfiguration
+    assert re.match(r"conv_forward_gpu_prolog: cudaError(InvalidValue|InvalidConfiguration) \(",
+                    impl.last_times["ignored_error"]), impl.last_times
