@@ -657,3 +657,38 @@ def test_safetensors_declaring_huge_tensors_is_refused_before_reading(capsys, tm
         f.truncate(8 + len(header) + (4 << 30))  # sparse: the declared bytes are there, reading them would cost 4 GiB
     rc, out, err = cli(capsys, "run", "--weights", path, "--size", "2")
     assert_usage_error(rc, out, err, "huge.safetensors", "declare 1073741824 values, more than the 67108864")
+
+
+def test_in_process_compile_time_limit(monkeypatch):
+    """NVRTC compiles inside the process, where no signal stops it: the limit abandons it in a thread."""
+    import convbench.user.nvcc_build as nvcc_build
+
+    monkeypatch.setenv("CONVBENCH_COMPILE_TIMEOUT", "0.5")
+    start = time.perf_counter()
+    with pytest.raises(UsageError, match=r"^NVRTC compiling k\.cu took more than 0\.5 s; .*CONVBENCH_COMPILE_TIMEOUT"):
+        nvcc_build.within_compile_time_limit(lambda: time.sleep(30), "NVRTC compiling k.cu")
+    assert time.perf_counter() - start < 5
+    assert nvcc_build.within_compile_time_limit(lambda: 42, "x") == 42  # in time: the value
+    with pytest.raises(ZeroDivisionError):  # a compiler's own error reaches the caller as it was
+        nvcc_build.within_compile_time_limit(lambda: 1 / 0, "x")
+
+
+def test_params_without_the_first_fc_weight_say_so(capsys, tmp_path):
+    """Weights short of fc_weight: the weights are named, not --image-size (which would not help)."""
+    rng = np.random.default_rng(0)
+    params = checkpoint(tmp_path, symbol(), {"c_weight": rng.standard_normal((4, 1, 5, 5)),
+                                             "fc_bias": rng.standard_normal(10)})
+    rc, out, err = cli(capsys, "run", "--weights", params, "--size", "2")
+    message = assert_usage_error(rc, out, err, "lack fc_weight, the first FullyConnected's weight")
+    assert "--image-size" not in message
+
+
+def test_data_build_into_an_unwritable_cache_fails_first(capsys, tmp_path, monkeypatch):
+    """`data --build` that could cache nothing is an error before any resizing, not exit 0."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("CONVBENCH_CACHE", str(blocker / "cache"))
+    rc, out, err = cli(capsys, "data", "--build")
+    assert_usage_error(rc, out, err, f"cannot write to the cache folder {blocker / 'cache'} (Not a directory)",
+                       "CONVBENCH_CACHE", stdout_empty=False)  # stdout: where the data is, printed first
+    assert "Building" not in err

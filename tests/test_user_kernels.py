@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -554,3 +555,18 @@ def test_gpu_broken_files_are_one_line_and_leave_cuda_usable(capsys, broken, pat
     assert re.search(pattern, one_line_error(rc, err)), err
     rc, out, err = cli(capsys, "verify", "--device", "cuda", "--impl", "gpu-basic", "--shapes", "3", "--seed", "4")
     assert rc == 0, out + err  # the fault stayed in the sandbox process
+
+
+@pytest.mark.gpu
+def test_gpu_nvrtc_compile_time_limit(capsys, tmp_path, monkeypatch):
+    """A bare kernel whose macros expand to 2^28 tokens: NVRTC is stopped at the compile time limit, one line."""
+    macros = "#define A0 1+\n" + "".join(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 29))
+    path = tmp_path / "bomb.cu"
+    path.write_text(macros + "// convbench: grid=(1, 1, 1) block=(1, 1, 1)\n__global__ void forward_kernel(float *y, "
+                    "const float *x, const float *k, const int B, const int M, const int C, const int H, const int W, "
+                    "const int K) { y[0] = A28 0; }\n")
+    monkeypatch.setenv("CONVBENCH_COMPILE_TIMEOUT", "3")
+    start = time.perf_counter()
+    rc, _, err = cli(capsys, "verify", "--device", "cuda", "--impl", path, "--shapes", "1")
+    assert re.search(r"NVRTC compiling bomb\.cu took more than 3 s; .*CONVBENCH_COMPILE_TIMEOUT", one_line_error(rc, err))
+    assert time.perf_counter() - start < 60

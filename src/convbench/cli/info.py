@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -75,10 +77,16 @@ def cmd_data(args) -> int:
             out.print(f"{split:5}  not found: {e}")
     out.print(f"cache  {fm.cache_dir()}")
     if args.build:
+        try:  # before minutes of resizing: a cache folder that cannot take a file is the error, not the end
+            fm.cache_dir().mkdir(parents=True, exist_ok=True)
+            tempfile.TemporaryFile(dir=fm.cache_dir()).close()
+        except OSError as e:
+            raise UsageError(f"cannot write to the cache folder {fm.cache_dir()} ({e.strerror or e}); set "
+                             "$CONVBENCH_CACHE to a writable folder") from None
         sizes = sorted({spec.input_size for spec in NETWORKS.values()} - {fm.NATIVE_SIZE})
         for split in ("t10k", "train") if args.train else ("t10k",):
             images, _, src = fm.load_split(split, args.data_dir)
             for size in sizes:
-                fm.resized(images, size, src, split)
+                fm.resized(images, size, src, split, must_cache=True)  # nothing cached is a failure here
         out.print(f"built: {', '.join(f'{s}px' for s in sizes)}")
     return 0

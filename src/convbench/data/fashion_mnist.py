@@ -157,8 +157,10 @@ def _load_verified(path: Path, shape: tuple[int, ...]) -> np.ndarray | str:
         return out
 
 
-def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: bool = False) -> np.ndarray:
-    """The whole split resized to size x size, from the on-disk cache when it is there and its digest matches."""
+def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: bool = False,
+            must_cache: bool = False) -> np.ndarray:
+    """The whole split resized to size x size, from the on-disk cache when it is there and its digest matches. A
+    cache that cannot be written is a note (the set is still returned), or with `must_cache` a UsageError."""
     if size == images.shape[1] == images.shape[2]:
         return images
     path = cache_dir() / f"{split}-{size}px-{_checksum(src.images)}-{RECIPE}.npy"
@@ -189,7 +191,10 @@ def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: b
             f.write(_TRAILER + digest)
         tmp.replace(path)  # atomic: a reader never sees a half-written cache file, nor data without its digest
     except OSError as e:
-        ui.note(f"note: could not cache the resized set in {path.parent} ({e.strerror}); set $CONVBENCH_CACHE to a writable folder")
+        why = f"could not cache the resized set in {path.parent} ({e.strerror or e})"
+        if must_cache:
+            raise UsageError(f"{why}; set $CONVBENCH_CACHE to a writable folder") from None
+        ui.note(f"note: {why}; set $CONVBENCH_CACHE to a writable folder")
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)  # after a failed write; a no-op after the replace

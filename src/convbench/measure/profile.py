@@ -24,7 +24,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch.autograd import DeviceType
@@ -32,6 +31,7 @@ from torch.profiler import ProfilerActivity, record_function
 
 from convbench.core.contract import ConvImpl
 from convbench.core.timing import synchronize
+from convbench.measure import outfiles
 from convbench.network.model import Network
 
 SHARE = 0.90
@@ -150,12 +150,8 @@ def profile_inference(impl: ConvImpl, device: str, weights, images, trace: str |
         with _quiet_stderr():
             prof.stop()
     if trace:
-        tmp = Path(trace).with_name(f".{Path(trace).name}.{os.getpid()}.tmp")
-        try:
+        with outfiles.temp_beside(trace, "--trace") as tmp:  # whole or not at all, like every file convbench writes
             prof.export_chrome_trace(str(tmp))
-            tmp.replace(trace)  # atomic, like every file convbench writes
-        finally:
-            tmp.unlink(missing_ok=True)
 
     kernels: dict[str, list[float]] = {}
     copies: dict[str, list[float]] = {}

@@ -410,7 +410,10 @@ def spec_from_symbol(
 
 def _image_size_from_params(graph: _Graph, params: dict | None, source: str) -> int:
     fc_arg = graph.args.get("fc1.weight")
-    if fc_arg is None or params is None or fc_arg not in params:
+    if fc_arg is not None and params is not None and fc_arg not in params:  # the weights are short, not the size
+        raise UsageError(f"MXNet weights for {source} lack {fc_arg}, the first FullyConnected's weight; pass the "
+                         "PREFIX-NNNN.params saved with this symbol")
+    if fc_arg is None or params is None:
         why = "has no FullyConnected" if fc_arg is None else "comes without its weights"
         raise UsageError(f"MXNet symbol {source} {why}, so its image size cannot be derived; pass --image-size")
     shape = tuple(params[fc_arg].shape)

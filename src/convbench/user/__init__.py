@@ -20,7 +20,6 @@ on the command line reach the nvcc builds through `use_build_options`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 

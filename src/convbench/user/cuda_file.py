@@ -10,9 +10,9 @@ it (see launch_decl.py):
 
 No host code: what the course's host function did (grid arithmetic, cudaMemcpyToSymbol) is the declaration's job.
 The file is compiled with NVRTC through CuPy like the built-in rungs (options -std=c++17, the device's
---gpu-architecture, -lineinfo). The kernel need not be `extern "C"`: it is looked up through NVRTC's name
-expressions (RawModule(..., name_expressions=["forward_kernel"])), which resolve the C++-mangled name; an
-`extern "C"` kernel works the same way. It is launched on PyTorch's current stream with the torch tensors' own
+--gpu-architecture, -lineinfo), within the compile time limit ($CONVBENCH_COMPILE_TIMEOUT, as nvcc's). The kernel
+need not be `extern "C"`: it is looked up through NVRTC's name expressions (RawModule(...,
+name_expressions=["forward_kernel"])), which resolve the C++-mangled name; an `extern "C"` kernel works the same way. It is launched on PyTorch's current stream with the torch tensors' own
 device pointers, y first (writes_into=True: the kernel writes every element of y). With constant=NAME the weights k
 are copied (device to device, on the current stream) into `__constant__ float NAME[SIZE]` whenever k is a different
 tensor, or changed, since the last fill, so a network's weights are copied once, in the untimed warm-up. SIZE must be
@@ -32,7 +32,7 @@ import torch
 
 from convbench.core import gpu, ui
 from convbench.core.errors import UsageError
-from convbench.user import _source
+from convbench.user import _source, nvcc_build
 from convbench.user.base import UserImpl
 from convbench.user.launch_decl import (
     ExprError,
@@ -98,7 +98,7 @@ class MxnetKernel:
         options = ("-std=c++17", f"--gpu-architecture={gpu.arch()}", "-lineinfo", *gpu.toolkit_include())
         try:
             mod = cp.RawModule(code=self.source, options=options, name_expressions=("forward_kernel",))
-            mod.compile()
+            nvcc_build.within_compile_time_limit(mod.compile, f"NVRTC compiling {self.path.name}")
         except cp.cuda.compiler.CompileException as e:
             first = _source.first_error(str(e), {})
             first = re.sub(r"^\S*?\((\d+)\):", lambda m: f"{self.path.name}({m.group(1)}):", first)  # NVRTC's temp name

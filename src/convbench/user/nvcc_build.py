@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -58,6 +59,30 @@ FOLDER_HEADERS_HASHED = 200  # headers of the submission's folder that enter the
 def compile_timeout() -> float:
     """The time limit of one nvcc build: $CONVBENCH_COMPILE_TIMEOUT seconds, else 300."""
     return positive_env(TIMEOUT_ENV, DEFAULT_COMPILE_TIMEOUT, "seconds", "300")
+
+
+def within_compile_time_limit(compile_fn, what: str):
+    """compile_fn() (an in-process compiler such as NVRTC, which no signal interrupts), given compile_timeout()
+    seconds: it runs in a daemon thread; past the limit a UsageError, and the thread is abandoned (in the sandbox
+    process, which then exits; NVRTC runs without the GIL, so nothing else waits on it)."""
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = compile_fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            result["error"] = e
+
+    limit = compile_timeout()
+    thread = threading.Thread(target=run, name="convbench-compile", daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        raise UsageError(f"{what} took more than {limit:g} s; simplify the source (macros, templates) or set "
+                         f"{TIMEOUT_ENV}=SECONDS to allow more")
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 def nvcc() -> str:
