@@ -3,9 +3,13 @@
 #   1. the Debian packages dataset-fashion-mnist and bubblewrap, if missing (needs root; without the first the
 #      bundled t10k set is used and `convbench train` has no train set; without the second user kernels run in a
 #      plain child process, not in their own namespaces)
-#   2. a virtual environment in .venv with convbench, its test tools and the CPU build of PyTorch.
+#   2. the Debian packages postgresql, chromium and chromium-driver, if missing (needs root): the service's tests run
+#      against a real PostgreSQL server and a real headless browser (scripts/services.sh starts them); without them
+#      those tests skip (and fail in CI)
+#   3. a virtual environment in .venv with convbench, its test tools, the web service's packages and the CPU build
+#      of PyTorch.
 # Safe to run again. On a GPU machine whose Python already has a CUDA build of torch, use
-#   pip install -e '.[test]'   in that environment instead.
+#   pip install -e '.[test,service]'   in that environment instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +35,28 @@ if ! command -v bwrap >/dev/null; then
     fi
 fi
 
+# The service's tests: a real PostgreSQL server and a real headless Chromium with its driver (scripts/services.sh
+# starts a throwaway cluster; the system one is never used). --no-install-recommends: chromium's recommends pull in
+# systemd, avahi and samba, none of which headless tests need.
+missing=()
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v chromium >/dev/null || missing+=(chromium)
+command -v chromedriver >/dev/null || missing+=(chromium-driver)
+if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "setup: installing the Debian packages ${missing[*]} (the service's tests use them)"
+        # noninteractive: debconf has no terminal to ask on here; its note that apt-utils is missing is no news
+        apt_install() {
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" \
+                2> >(grep -v '^debconf: delaying package configuration' >&2)
+        }
+        { apt_install "${missing[@]}" || { apt-get update -q && apt_install "${missing[@]}"; }; } >/dev/null \
+            || echo "setup: could not install ${missing[*]}; the service's PostgreSQL / browser tests will skip (and fail in CI)"
+    else
+        echo "setup: ${missing[*]} not installed (run as root: apt-get install ${missing[*]}); the service's PostgreSQL / browser tests will skip"
+    fi
+fi
+
 # pip, quietly: its warnings about this machine's own pip configuration (extra index folders that do not exist) are
 # not about convbench; anything else it says still shows.
 pip_install() {
@@ -48,7 +74,7 @@ if [ -n "${TORCH_INDEX_URL:-}" ]; then
 else
     pip_install "$TORCH_SPEC"
 fi
-pip_install -e '.[test]'
+pip_install -e '.[test,service]'
 build=$(.venv/bin/python -c "import torch; print('CUDA ' + torch.version.cuda if torch.version.cuda else 'CPU')")
 echo "setup: done (torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), $build build)."
 echo "setup: try .venv/bin/convbench run   (or: source .venv/bin/activate, then convbench run)"

@@ -15,13 +15,15 @@ import sys
 from convbench.core import __version__
 from convbench.core.errors import UsageError, cuda_error
 from convbench.core.spec import MAX_IMAGE_SIZE
+from convbench.cli.service_args import add_parsers as add_service_parsers
 
 MAX_IMAGES = 10000
 from convbench.core.precision import PRECISIONS  # noqa: E402  (the table imports no torch)
 
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
             "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
-            "leaderboard": "leaderboard", "grade": "grade"}
+            "leaderboard": "leaderboard", "grade": "grade", "serve": "service", "submit": "service",
+            "worker": "service", "teams": "service"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -167,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seed", type=seed_value, default=0)
     train.add_argument("--out", help="output .safetensors file or folder (default: ./NET[-VARIANT].safetensors)")
     train.add_argument("--data-dir", help="folder with the Fashion-MNIST train files")
+
+    add_service_parsers(sub, positive_int)
 
     data = sub.add_parser("data", help="where the data comes from; build the resized caches")
     data.add_argument("--data-dir")

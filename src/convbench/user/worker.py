@@ -107,6 +107,16 @@ def bwrap_works() -> bool:
 
 
 _NOTED_PLAIN = False
+HIDE_ENV = "CONVBENCH_SANDBOX_HIDE"
+# database sockets: a kernel must not reach a local PostgreSQL even where its socket accepts peers
+ALWAYS_HIDDEN = ("/run/postgresql", "/var/run/postgresql")
+
+
+def hidden_paths() -> list[str]:
+    """Folders the namespaced child sees empty: $CONVBENCH_SANDBOX_HIDE (os.pathsep-separated; `convbench serve`
+    puts its database's folder there) and the local database sockets."""
+    wanted = [p for p in os.environ.get(HIDE_ENV, "").split(os.pathsep) if p] + list(ALWAYS_HIDDEN)
+    return [str(Path(p).resolve()) for p in dict.fromkeys(wanted) if Path(p).is_dir()]
 
 
 def _bwrap_prefix(paths_rw: list[str], paths_ro: list[str]) -> list[str]:
@@ -115,6 +125,8 @@ def _bwrap_prefix(paths_rw: list[str], paths_ro: list[str]) -> list[str]:
     args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
             "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/home", "--tmpfs",
             "/root"]
+    for p in hidden_paths():  # empty folders over them; the binds below re-expose what the child needs
+        args += ["--tmpfs", p]
     for p in paths_ro:
         args += ["--ro-bind", p, p]
     for p in paths_rw:

@@ -1,0 +1,150 @@
+"""The service's tables and the database behind them.
+
+SQLite by default (a file beside the uploads, no set-up); PostgreSQL for a deployment (`--db
+postgresql+psycopg://...`). The schema is Alembic's (migrations/): `connect` brings any database to the newest
+revision before use, so an older deployment is upgraded in place and a new one is created.
+
+Tables:
+    teams        a team (or a staff account): its name and the SHA-256 of its token (never the token itself)
+    submissions  one upload: the archive of its files (stored with the row, before the upload is acknowledged),
+                 its state (queued -> running -> done | failed), the grade (JSON), where and when it ran
+    events       what happened to a submission (queued, started on a worker, re-queued, graded, hidden, ...)
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    create_engine,
+    event,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+from convbench.core.errors import UsageError
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Team(Base):
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    staff: Mapped[bool] = mapped_column(Boolean, default=False)
+    banned: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), index=True)
+    filename: Mapped[str] = mapped_column(String(255))  # what was uploaded: a file name, or a folder's
+    archive: Mapped[bytes] = mapped_column(LargeBinary)  # the files, as a gzip'd tar
+    sha256: Mapped[str] = mapped_column(String(64))
+    milestone: Mapped[str] = mapped_column(String(32), default="final")
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # queued running done failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    seed: Mapped[int] = mapped_column(Integer)  # the random shapes' seed: secret, staff only
+    created: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now, index=True)
+    started: Mapped[datetime.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished: Mapped[datetime.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    gpu: Mapped[str | None] = mapped_column(String(128), nullable=True)  # the GPU kind it ran on (or the CPU)
+    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    op_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # Σ Op Time at the largest size, when ranked
+    ranked: Mapped[bool] = mapped_column(Boolean, default=False)  # correct, and no flag
+    result: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # the grade, the machine, the flags
+
+
+class Event(Base):
+    __tablename__ = "events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now)
+    what: Mapped[str] = mapped_column(Text)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers (the pages) do not wait for the dispatcher's writes
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def engine_for(url: str) -> Engine:
+    """An engine for a database URL (sqlite:///PATH, postgresql+psycopg://...), or a one-line UsageError."""
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")  # psycopg 3, the driver we install
+    try:
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True)
+    except Exception as e:  # noqa: BLE001 - an unknown dialect, a missing driver: one line
+        raise UsageError(f"--db {url!r}: {str(e).splitlines()[0] if str(e) else type(e).__name__}; give "
+                         "sqlite:///PATH or postgresql://USER:PASSWORD@HOST/DB") from None
+
+
+def local_folder(url: str) -> Path | None:
+    """The folder of an SQLite database file (the sandbox hides it from kernels); None for a server database."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - engine_for reports a bad URL
+        return None
+    if not parsed.drivername.startswith("sqlite") or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database).resolve().parent
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest schema (Alembic upgrade head), creating it when empty."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def connect(url: str) -> sessionmaker:
+    """Sessions on the database at `url`, its schema brought up to date first; a database that cannot be reached
+    is a one-line UsageError."""
+    engine = engine_for(url)
+    try:
+        migrate(engine)
+    except UsageError:
+        raise
+    except Exception as e:  # noqa: BLE001 - refused connection, bad password, read-only file: one line
+        first = str(getattr(e, "orig", None) or e).strip().splitlines()
+        raise UsageError(f"cannot open the database {engine.url.render_as_string(hide_password=True)}: "
+                         f"{first[0] if first else type(e).__name__}") from None
+    return sessionmaker(engine, expire_on_commit=False)

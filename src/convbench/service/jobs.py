@@ -1,0 +1,193 @@
+"""Grading on a Dask cluster: the job a worker runs, and the dispatcher in the server that feeds it.
+
+The job (`grade_job`) gets the submission's archive, not a path (a worker on another machine cannot see the
+server's disk), unpacks it in a temporary folder and grades it exactly as `convbench grade` does (measure/grade.py:
+every call of the student's code in its sandbox process), then times the largest size again REPEATS times for a
+spread. convbench times the calls; nothing the submission prints counts. A result under the hardware floor
+(measure/ceilings.py: bytes at the copy rate, FLOPs at the fastest arithmetic's rate) is flagged and not ranked.
+It reports where it ran: host, GPU, driver, SM clock and temperature before and after.
+
+The dispatcher (`Dispatcher`, a thread in `convbench serve`) sends queued submissions to the cluster, each as a
+task needing one GPU (resource GPU=1; a CPU-only cluster's workers declare CPUGRADER=1 instead), keyed by
+submission and attempt. Dask re-runs a task whose worker died; the dispatcher records the first result of the
+attempt that holds the claim (store.finish), so nothing is graded twice, and at start it re-queues what a previous
+server left running.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.orm import sessionmaker
+
+from convbench.core import ui
+from convbench.core.precision import ARITHMETICS
+from convbench.core.spec import get_network
+from convbench.data.fashion_mnist import load_dataset
+from convbench.measure import ceilings
+from convbench.measure.environment import cpu_model
+from convbench.measure.grade import course_weights, grade_one, sandboxed
+from convbench.network.model import Network
+from convbench.service import REPEATS, archive, store
+
+GPU_RESOURCE, CPU_RESOURCE = "GPU", "CPUGRADER"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How every submission is graded (the server's options, sent with each job)."""
+
+    device: str = "cuda"  # cuda | cpu
+    sizes: tuple[int, ...] = (100, 1000, 10000)
+    shapes: int = 10
+    net: str | None = None
+    course_weights: str | None = None  # a folder on the workers (minidnn/weights-86.bin, mxnet/...)
+    repeats: int = REPEATS
+
+    def to_json(self) -> dict:
+        return {"device": self.device, "sizes": list(self.sizes), "shapes": self.shapes, "net": self.net,
+                "course_weights": self.course_weights, "repeats": self.repeats}
+
+
+def _smi(index: str | None) -> dict:
+    """The GPU's name, driver, SM clock (MHz) and temperature (C), from nvidia-smi; {} without one."""
+    fields = "name,driver_version,clocks.sm,temperature.gpu"
+    cmd = ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"] + (["-i", index] if index else [])
+    try:
+        line = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return {}
+    name, driver, clock, temp = (v.strip() for v in (line.split(",") + ["", "", "", ""])[:4])
+    return {"gpu": name, "driver": driver, "sm_clock_mhz": clock, "temperature_c": temp}
+
+
+def machine(device: str) -> dict:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0] or None
+    info = {"host": socket.gethostname(), "device": device, "cpu": cpu_model()}
+    if device == "cuda":
+        info.update(_smi(visible))
+        info["gpu_index"] = visible
+    info["kind"] = info.get("gpu") or f"CPU ({info['cpu']})"
+    return info
+
+
+def _floor_flags(grade, device: str) -> list[str]:
+    """Layers whose Op Time is under the least time this machine could take (a timer that lies, or an Op Time that
+    measured nothing): one line each."""
+    if not grade.op_times or not grade.net:
+        return []
+    ceil, _ = ceilings.load(device)
+    fastest = min(ARITHMETICS, key=lambda a: 1 / ceil.flop_per_s(a))
+    flags = []
+    for n, times in grade.op_times.items():
+        for info, t in zip(get_network(grade.net).conv_layers, times):
+            C, H, W = info.in_shape
+            M, _, K, _ = info.params[f"{info.name}.weight"]
+            Ho, Wo = H - K + 1, W - K + 1
+            flop = 2.0 * n * M * C * K * K * Ho * Wo
+            nbytes = 4.0 * (n * C * H * W + M * C * K * K + n * M * Ho * Wo)
+            floor = ceil.floor_s(flop, nbytes, fastest)
+            if t < floor:
+                flags.append(f"{info.name} at {n} images: Op Time {t:.3g} s is under this machine's floor "
+                             f"{floor:.3g} s")
+    return flags
+
+
+def grade_job(data: bytes, settings: dict, seed: int) -> dict:
+    """Runs on a Dask worker: the submission's grade, the machine, the spread, the flags (a plain dict)."""
+    started = time.time()
+    device = settings["device"]
+    before = machine(device)
+    with tempfile.TemporaryDirectory(prefix="convbench-job-") as folder:
+        path = archive.unpack(data, Path(folder))
+        weights_folder = Path(settings["course_weights"]) if settings.get("course_weights") else None
+        sizes = [int(n) for n in settings["sizes"]]
+        g = grade_one(path, sizes, device, int(settings["shapes"]), seed, settings.get("net"), weights_folder, {},
+                      lambda _what: None)
+        spread = None
+        flags: list[str] = []
+        if g.correct and g.op_total(max(sizes)) is not None:
+            largest = max(sizes)
+            totals = [g.op_total(largest)]
+            weights, _ = course_weights(g.net, weights_folder)
+            images = load_dataset(weights.spec.input_size, count=largest, quiet=True).images
+            with sandboxed(path) as impl:
+                impl.prepare()
+                for _ in range(int(settings.get("repeats", REPEATS))):
+                    result = Network(weights, impl, device).infer(images, show_progress=False)
+                    totals.append(sum(t.op_time for t in result.conv_timings))
+            spread = (min(totals), max(totals))
+            flags = _floor_flags(g, device)
+            if g.op_empty:
+                flags.append("its timed call made no GPU work (the Op Time measured nothing)")
+    grade = g.to_json()
+    grade["path"] = grade["path"].replace(folder, "").lstrip("/")
+    ranked = bool(g.correct and spread is not None and not flags)
+    return {"grade": grade, "machine": before, "after": machine(device), "worker": before["host"],
+            "spread_s": list(spread) if spread else None, "op_time_s": spread[0] if spread else None,
+            "flags": flags, "ranked": ranked, "seconds": time.time() - started, "settings": settings}
+
+
+@dataclass
+class Dispatcher:
+    """Feeds the cluster from the queue (a daemon thread); `stop()` ends it."""
+
+    sessions: sessionmaker
+    client: object  # distributed.Client
+    settings: Settings
+    poll_s: float = 0.5
+    in_flight: dict = field(default_factory=dict)  # future key -> (submission id, attempt, future)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        again = store.requeue_running(self.sessions, "the server restarted while it ran")
+        if again:
+            ui.note(f"serve: {len(again)} job(s) a previous server left running are queued again")
+        self._thread = threading.Thread(target=self._loop, name="convbench-dispatcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _resources(self) -> dict:
+        return {GPU_RESOURCE: 1} if self.settings.device == "cuda" else {CPU_RESOURCE: 1}
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001 - the dispatcher must outlive a database hiccup
+                ui.note("serve: dispatcher: " + traceback.format_exc().strip().splitlines()[-1])
+            self._stop.wait(self.poll_s)
+
+    def _tick(self) -> None:
+        for key, (sub_id, attempt, future) in list(self.in_flight.items()):
+            if not future.done():
+                continue
+            del self.in_flight[key]
+            if future.status == "finished":
+                store.finish(self.sessions, sub_id, attempt, future.result())
+            elif future.status == "cancelled":
+                store.requeue(self.sessions, sub_id, "its task was cancelled on the cluster", only_running=True)
+            else:
+                error = future.exception()
+                store.fail(self.sessions, sub_id, attempt, f"{type(error).__name__}: {str(error)[:300]}")
+        for sub in store.queued(self.sessions, limit=64):
+            attempt = store.claim(self.sessions, sub.id)
+            if attempt is None:
+                continue
+            key = f"grade-{sub.id}-{attempt}"
+            future = self.client.submit(grade_job, sub.archive, self.settings.to_json(), sub.seed, key=key,
+                                        resources=self._resources(), pure=False, retries=0)
+            self.in_flight[key] = (sub.id, attempt, future)

@@ -1,0 +1,286 @@
+"""What the service does with its tables (db.py). Every function takes a sessionmaker and keeps to one short
+transaction, so the web application, the dispatcher and the staff commands can share one database.
+
+Guarantees:
+- a submission is stored (row + archive) and committed before `add_submission` returns, so an acknowledged upload
+  survives a crash of anything afterwards;
+- a job is claimed with its attempt number, and its result is recorded only by the attempt that holds the claim
+  (`finish` is a conditional UPDATE): a re-queued job whose first worker comes back late is graded once;
+- tokens are stored as SHA-256 digests and compared in constant time.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import hashlib
+import hmac
+import io
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import sessionmaker
+
+from convbench.core.errors import UsageError
+from convbench.service.db import Event, Submission, Team, now
+
+TEAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+STATES = ("queued", "running", "done", "failed")
+
+
+class Refused(UsageError):
+    """A request the service turns down: `status` is the HTTP status the web application answers with."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------------------ teams
+
+def add_team(sessions: sessionmaker, name: str, staff: bool = False) -> str:
+    """A new team (or staff account); its token, shown once (only its digest is kept)."""
+    if not TEAM_NAME.fullmatch(name):
+        raise UsageError(f"team name {name!r}: use 1-64 letters, digits, '_', '.', '-' (starting with a letter or "
+                         "digit)")
+    token = secrets.token_urlsafe(24)
+    with sessions.begin() as s:
+        if s.scalar(select(Team).where(Team.name == name)) is not None:
+            raise UsageError(f"team {name} exists already; choose another name")
+        s.add(Team(name=name, token_sha256=digest(token), staff=staff, banned=False))
+    return token
+
+
+def team_for_token(sessions: sessionmaker, token: str | None) -> Team | None:
+    if not token:
+        return None
+    wanted = digest(token)
+    with sessions() as s:
+        team = s.scalar(select(Team).where(Team.token_sha256 == wanted))
+    if team is None or not hmac.compare_digest(team.token_sha256, wanted):
+        return None
+    return team
+
+
+def teams(sessions: sessionmaker) -> list[Team]:
+    with sessions() as s:
+        return list(s.scalars(select(Team).order_by(Team.name)))
+
+
+def set_banned(sessions: sessionmaker, name: str, banned: bool) -> None:
+    with sessions.begin() as s:
+        team = s.scalar(select(Team).where(Team.name == name))
+        if team is None:
+            raise Refused(f"no team {name}", 404)
+        team.banned = banned
+
+
+# ------------------------------------------------------------------------------------------------------ submissions
+
+def add_submission(sessions: sessionmaker, team: Team, filename: str, archive: bytes, milestone: str,
+                   deadline: datetime.datetime | None, rate_limit_s: float) -> Submission:
+    """Store an upload as a queued submission (committed before this returns). Refused (429) within rate_limit_s
+    of the team's last submission, (403) for a banned team."""
+    if team.banned:
+        raise Refused(f"team {team.name} may not submit (banned by the staff)", 403)
+    with sessions.begin() as s:
+        if not team.staff and rate_limit_s > 0:
+            last = s.scalar(select(func.max(Submission.created)).where(Submission.team_id == team.id))
+            if last is not None:
+                last = last if last.tzinfo else last.replace(tzinfo=datetime.timezone.utc)
+                wait = rate_limit_s - (now() - last).total_seconds()
+                if wait > 0:
+                    raise Refused(f"one submission per {rate_limit_s:g} s per team: try again in {wait:.0f} s", 429)
+        created = now()
+        sub = Submission(team_id=team.id, filename=filename, archive=archive,
+                         sha256=hashlib.sha256(archive).hexdigest(), milestone=milestone,
+                         late=deadline is not None and created > deadline, hidden=False, state="queued", attempts=0,
+                         seed=secrets.randbelow(2**31), created=created, ranked=False)
+        s.add(sub)
+        s.flush()
+        s.add(Event(submission_id=sub.id, what="queued" + (" (late)" if sub.late else "")))
+    return sub
+
+
+def get(sessions: sessionmaker, sub_id: int) -> Submission | None:
+    with sessions() as s:
+        return s.get(Submission, sub_id)
+
+
+def team_name(sessions: sessionmaker, team_id: int) -> str:
+    with sessions() as s:
+        return s.get(Team, team_id).name
+
+
+def events(sessions: sessionmaker, sub_id: int) -> list[Event]:
+    with sessions() as s:
+        return list(s.scalars(select(Event).where(Event.submission_id == sub_id).order_by(Event.id)))
+
+
+def position(sessions: sessionmaker, sub: Submission) -> int:
+    """0 while it runs or when it is over; else 1 + the submissions ahead of it (queued earlier, or running)."""
+    if sub.state != "queued":
+        return 0
+    with sessions() as s:
+        ahead = s.scalar(select(func.count()).select_from(Submission).where(
+            (Submission.state == "running") | ((Submission.state == "queued") & (Submission.id < sub.id))))
+    return int(ahead) + 1
+
+
+def queued(sessions: sessionmaker, limit: int) -> list[Submission]:
+    with sessions() as s:
+        return list(s.scalars(select(Submission).where(Submission.state == "queued").order_by(Submission.id)
+                              .limit(limit)))
+
+
+def claim(sessions: sessionmaker, sub_id: int) -> int | None:
+    """queued -> running, with a new attempt number (returned); None when another dispatcher took it."""
+    with sessions.begin() as s:
+        sub = s.get(Submission, sub_id, with_for_update=True)
+        if sub is None or sub.state != "queued":
+            return None
+        sub.state, sub.attempts, sub.started = "running", sub.attempts + 1, now()
+        s.add(Event(submission_id=sub_id, what=f"sent to the cluster (attempt {sub.attempts})"))
+        return sub.attempts
+
+
+def finish(sessions: sessionmaker, sub_id: int, attempt: int, result: dict) -> bool:
+    """Record a grade: only the attempt holding the claim can (False: a stale or repeated result, ignored)."""
+    grade = result.get("grade") or {}
+    with sessions.begin() as s:
+        changed = s.execute(update(Submission).where(
+            Submission.id == sub_id, Submission.state == "running", Submission.attempts == attempt).values(
+            state="done", finished=now(), verdict=grade.get("verdict"), worker=result.get("worker"),
+            gpu=(result.get("machine") or {}).get("kind"), op_time_s=result.get("op_time_s"),
+            ranked=bool(result.get("ranked")), result=result)).rowcount
+        if changed:
+            s.add(Event(submission_id=sub_id, what=f"graded on {result.get('worker')}: {grade.get('verdict')}"))
+    return bool(changed)
+
+
+def fail(sessions: sessionmaker, sub_id: int, attempt: int, why: str) -> bool:
+    """The job itself failed (the cluster gave up on it), not the submission's code: state failed, a message."""
+    with sessions.begin() as s:
+        changed = s.execute(update(Submission).where(
+            Submission.id == sub_id, Submission.state == "running", Submission.attempts == attempt).values(
+            state="failed", finished=now(), verdict="error", result={"error": why})).rowcount
+        if changed:
+            s.add(Event(submission_id=sub_id, what=f"failed: {why}"))
+    return bool(changed)
+
+
+def requeue(sessions: sessionmaker, sub_id: int, why: str, only_running: bool = False) -> bool:
+    with sessions.begin() as s:
+        sub = s.get(Submission, sub_id, with_for_update=True)
+        if sub is None or (only_running and sub.state != "running"):
+            return False
+        sub.state, sub.started, sub.finished = "queued", None, None
+        s.add(Event(submission_id=sub_id, what=f"re-queued: {why}"))
+    return True
+
+
+def requeue_running(sessions: sessionmaker, why: str) -> list[int]:
+    """Every running job back in the queue (a server restart: their futures died with the old process)."""
+    with sessions() as s:
+        ids = list(s.scalars(select(Submission.id).where(Submission.state == "running")))
+    return [i for i in ids if requeue(sessions, i, why, only_running=True)]
+
+
+def set_hidden(sessions: sessionmaker, sub_id: int, hidden: bool) -> None:
+    with sessions.begin() as s:
+        sub = s.get(Submission, sub_id)
+        if sub is None:
+            raise Refused(f"no submission {sub_id}", 404)
+        sub.hidden = hidden
+        s.add(Event(submission_id=sub_id, what="hidden by the staff" if hidden else "shown again by the staff"))
+
+
+def history(sessions: sessionmaker, team_id: int) -> list[Submission]:
+    with sessions() as s:
+        return list(s.scalars(select(Submission).where(Submission.team_id == team_id).order_by(Submission.id)))
+
+
+def counts(sessions: sessionmaker) -> dict[str, int]:
+    with sessions() as s:
+        rows = s.execute(select(Submission.state, func.count()).group_by(Submission.state)).all()
+    return {state: int(n) for state, n in rows}
+
+
+# ------------------------------------------------------------------------------------------------------ leaderboard
+
+@dataclass
+class Row:
+    rank: int
+    team: str
+    gpu: str
+    op_time_s: float
+    spread: tuple[float, float]  # the fastest and slowest Σ Op Time of the ranked run's repeats
+    correctness: float | None
+    submission: int
+    latest: int  # the team's newest submission (any verdict)
+    latest_verdict: str | None
+    late: bool
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "team": self.team, "gpu": self.gpu, "op_time_s": self.op_time_s,
+                "spread_s": list(self.spread), "correctness": self.correctness, "submission": self.submission,
+                "latest": self.latest, "latest_verdict": self.latest_verdict, "late": self.late}
+
+
+def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[str, list[Row]]:
+    """Per GPU kind: each team's best ranked submission (fastest Σ Op Time at the largest size), fastest first.
+    Teams whose timing spreads overlap share a rank (neither is measurably faster)."""
+    with sessions() as s:
+        query = (select(Submission, Team.name).join(Team, Team.id == Submission.team_id)
+                 .where(Team.banned.is_(False), Submission.hidden.is_(False)))
+        if milestone:
+            query = query.where(Submission.milestone == milestone)
+        rows = s.execute(query.order_by(Submission.id)).all()
+    best: dict[tuple[str, str], Submission] = {}
+    latest: dict[str, Submission] = {}
+    for sub, name in rows:
+        latest[name] = sub
+        if sub.state == "done" and sub.ranked and sub.op_time_s is not None and sub.gpu:
+            key = (sub.gpu, name)
+            if key not in best or sub.op_time_s < best[key].op_time_s:
+                best[key] = sub
+    boards: dict[str, list[Row]] = {}
+    for (gpu, name), sub in sorted(best.items(), key=lambda kv: (kv[0][0], kv[1].op_time_s)):
+        result = sub.result or {}
+        spread = tuple(result.get("spread_s") or (sub.op_time_s, sub.op_time_s))
+        correctness = (result.get("grade") or {}).get("correctness", {})
+        largest = str(max((int(n) for n in correctness), default=0)) if correctness else None
+        board = boards.setdefault(gpu, [])
+        rank = len(board) + 1
+        if board and spread[0] <= board[-1].spread[1]:  # overlaps the one above: a tie
+            rank = board[-1].rank
+        board.append(Row(rank, name, gpu, sub.op_time_s, spread, correctness.get(largest) if largest else None,
+                         sub.id, latest[name].id, latest[name].verdict, sub.late))
+    return boards
+
+
+def gradebook(sessions: sessionmaker, milestone: str, full_ms: float, zero_ms: float) -> str:
+    """CSV: per team its best on-time ranked Σ Op Time (any GPU kind: the fastest) and a score, the course's kind of
+    rubric: 100 at or under full_ms, falling linearly to 0 at zero_ms; no ranked submission scores 0."""
+    with sessions() as s:
+        rows = s.execute(select(Team.name, func.min(Submission.op_time_s)).join(
+            Submission, (Submission.team_id == Team.id) & (Submission.milestone == milestone)
+            & Submission.ranked.is_(True) & Submission.late.is_(False) & Submission.hidden.is_(False), isouter=True)
+            .where(Team.staff.is_(False)).group_by(Team.name).order_by(Team.name)).all()
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["team", "milestone", "best_op_time_ms", "score"])
+    for name, best in rows:
+        if best is None:
+            w.writerow([name, milestone, "", 0])
+            continue
+        ms = best * 1000
+        score = 100.0 if ms <= full_ms else max(0.0, 100.0 * (zero_ms - ms) / (zero_ms - full_ms))
+        w.writerow([name, milestone, f"{ms:.3f}", f"{score:.1f}"])
+    return out.getvalue()

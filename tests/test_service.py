@@ -1,0 +1,373 @@
+"""The grading service (src/convbench/service): its store on both databases it supports (SQLite, and the real
+PostgreSQL server scripts/services.sh starts), the upload archive's checks, the web application's rules (who sees
+what, the 4xx answers) through its real ASGI app, and `convbench serve` + `convbench submit` end to end in their own
+processes: a submission graded once even when the server or a worker is killed mid-job."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import tarfile
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from servicehelp import CONVBENCH, Server, add_team, database_url
+
+pytest.importorskip("fastapi", reason="the service extra is not installed: pip install -e '.[test,service]'")
+
+from alembic.autogenerate import compare_metadata  # noqa: E402
+from alembic.migration import MigrationContext  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from convbench.core.errors import UsageError  # noqa: E402
+from convbench.service import archive, db, store, web  # noqa: E402
+
+GOOD = "import torch.nn.functional as F\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
+DATABASES = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=DATABASES)
+def url(request, tmp_path):
+    return database_url(request.param, tmp_path)
+
+
+@pytest.fixture
+def sessions(url):
+    return db.connect(url)
+
+
+def packed(tmp_path, name="good.py", text=GOOD) -> bytes:
+    path = tmp_path / name
+    path.write_text(text)
+    return archive.pack(path, 1 << 20)[0]
+
+
+# ----------------------------------------------------------------------------------------------------------- store
+
+def test_the_migrations_make_the_models_schema(url, sessions):
+    engine = db.engine_for(url)
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), db.Base.metadata) == []
+    db.connect(url)  # a second start on the same database: already at head, nothing to do
+
+
+def test_tokens_are_kept_as_digests(sessions):
+    token = store.add_team(sessions, "alpha")
+    (team,) = store.teams(sessions)
+    assert token not in team.token_sha256 and team.token_sha256 == store.digest(token)
+    assert store.team_for_token(sessions, token).name == "alpha"
+    assert store.team_for_token(sessions, token + "x") is None and store.team_for_token(sessions, "") is None
+    with pytest.raises(UsageError, match="exists already"):
+        store.add_team(sessions, "alpha")
+    with pytest.raises(UsageError, match="team name"):
+        store.add_team(sessions, "../etc")
+
+
+def test_a_job_is_claimed_and_recorded_once(sessions, tmp_path):
+    store.add_team(sessions, "alpha")
+    (team,) = store.teams(sessions)
+    first = store.add_submission(sessions, team, "good.py", packed(tmp_path), "final", None, 0)
+    second = store.add_submission(sessions, team, "good.py", packed(tmp_path), "final", None, 0)
+    assert store.get(sessions, first.id).state == "queued"  # committed before add_submission returned
+    assert (store.position(sessions, first), store.position(sessions, second)) == (1, 2)
+    attempt = store.claim(sessions, first.id)
+    assert attempt == 1 and store.claim(sessions, first.id) is None  # one claim
+    assert store.position(sessions, second) == 2  # the running one is still ahead
+    result = {"grade": {"verdict": "ok"}, "machine": {"kind": "GPU X"}, "op_time_s": 0.01, "ranked": True}
+    assert not store.finish(sessions, first.id, attempt + 1, result)  # not the claim's attempt: ignored
+    assert store.finish(sessions, first.id, attempt, result)
+    assert not store.finish(sessions, first.id, attempt, result)  # a second report of the same attempt: ignored
+    done = store.get(sessions, first.id)
+    assert (done.state, done.verdict, done.gpu, done.ranked) == ("done", "ok", "GPU X", True)
+    graded = [e.what for e in store.events(sessions, first.id) if e.what.startswith("graded")]
+    assert len(graded) == 1
+    # a server restart: what was running goes back to the queue, with a new attempt when claimed again
+    attempt = store.claim(sessions, second.id)
+    assert store.requeue_running(sessions, "restart") == [second.id]
+    assert store.claim(sessions, second.id) == attempt + 1
+    assert not store.finish(sessions, second.id, attempt, result)  # the old attempt's late result
+
+
+def test_rate_limit_ban_and_deadline(sessions, tmp_path):
+    store.add_team(sessions, "alpha")
+    store.add_team(sessions, "boss", staff=True)
+    alpha, boss = sorted(store.teams(sessions), key=lambda t: t.name)
+    past = datetime.now(timezone.utc) - timedelta(hours=1)
+    late = store.add_submission(sessions, alpha, "good.py", packed(tmp_path), "m1", past, 30)
+    assert late.late
+    with pytest.raises(store.Refused, match=r"one submission per 30 s per team: try again in \d+ s") as e:
+        store.add_submission(sessions, alpha, "good.py", packed(tmp_path), "m1", None, 30)
+    assert e.value.status == 429
+    store.add_submission(sessions, boss, "good.py", packed(tmp_path), "m1", None, 30)  # staff: no limit
+    store.add_submission(sessions, boss, "good.py", packed(tmp_path), "m1", None, 30)
+    store.set_banned(sessions, "alpha", True)
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    with pytest.raises(store.Refused, match="banned") as e:
+        store.add_submission(sessions, alpha, "good.py", packed(tmp_path), "m1", None, 0)
+    assert e.value.status == 403
+
+
+def _graded(sessions, team, tmp_path, gpu: str, total: float, spread: tuple[float, float], ranked=True):
+    sub = store.add_submission(sessions, team, "good.py", packed(tmp_path), "final", None, 0)
+    attempt = store.claim(sessions, sub.id)
+    store.finish(sessions, sub.id, attempt, {
+        "grade": {"verdict": "ok" if ranked else "wrong answer", "correctness": {"10": 0.9}},
+        "machine": {"kind": gpu}, "op_time_s": total, "spread_s": list(spread), "ranked": ranked})
+    return sub
+
+
+def test_leaderboard_best_per_team_per_gpu_ties_and_gradebook(sessions, tmp_path):
+    for name in ("alpha", "beta", "gamma"):
+        store.add_team(sessions, name)
+    alpha, beta, gamma = sorted(store.teams(sessions), key=lambda t: t.name)
+    _graded(sessions, alpha, tmp_path, "H100", 0.030, (0.030, 0.031))
+    best = _graded(sessions, alpha, tmp_path, "H100", 0.020, (0.020, 0.021))
+    _graded(sessions, alpha, tmp_path, "H100", 0.001, (0.001, 0.001), ranked=False)  # flagged: not ranked
+    _graded(sessions, beta, tmp_path, "H100", 0.0205, (0.0205, 0.0215))  # overlaps alpha's spread: a tie
+    _graded(sessions, gamma, tmp_path, "H100", 0.040, (0.040, 0.041))
+    _graded(sessions, gamma, tmp_path, "H200", 0.015, (0.015, 0.016))
+    boards = store.leaderboard(sessions)
+    h100 = [(r.team, r.rank, r.submission) for r in boards["H100"]]
+    assert h100 == [("alpha", 1, best.id), ("beta", 1, h100[1][2]), ("gamma", 3, h100[2][2])]
+    assert [r.team for r in boards["H200"]] == ["gamma"]
+    assert boards["H100"][0].latest_verdict == "wrong answer"  # the team's newest, beside its best
+    store.set_hidden(sessions, best.id, True)
+    assert store.leaderboard(sessions)["H100"][0].op_time_s == 0.0205
+    rows = list(csv_rows(store.gradebook(sessions, "final", full_ms=20.0, zero_ms=40.0)))
+    assert rows == [["team", "milestone", "best_op_time_ms", "score"], ["alpha", "final", "30.000", "50.0"],
+                    ["beta", "final", "20.500", "97.5"], ["gamma", "final", "15.000", "100.0"]]
+
+
+def csv_rows(text: str):
+    import csv
+
+    return csv.reader(io.StringIO(text))
+
+
+# --------------------------------------------------------------------------------------------------------- archive
+
+def test_archive_round_trip_and_limits(tmp_path):
+    folder = tmp_path / "sub"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "new-forward.cu").write_text("// a")
+    (folder / "inner" / "matmul.cu").write_text("// b")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text("secret")
+    (folder / "build.o").write_bytes(b"\0")
+    data, name = archive.pack(folder, 1 << 20)
+    out = tmp_path / "out"
+    out.mkdir()
+    top = archive.unpack(data, out)
+    assert name == "sub" and top == out / "sub"
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "sub/inner/matmul.cu", "sub/new-forward.cu"]
+    with pytest.raises(UsageError, match="more than the server's 10"):
+        archive.pack(folder, 10)
+
+
+def _tar(*members: tarfile.TarInfo) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for m in members:
+            tar.addfile(m, io.BytesIO(b"x" * m.size) if m.isfile() else None)
+    return buffer.getvalue()
+
+
+def _member(name: str, kind=tarfile.REGTYPE, size: int = 1, link: str = "") -> tarfile.TarInfo:
+    m = tarfile.TarInfo(name)
+    m.type, m.size, m.linkname = kind, size if kind == tarfile.REGTYPE else 0, link
+    return m
+
+
+@pytest.mark.parametrize("data, fragment", [
+    (_tar(_member("../evil.py")), "outside its folder"),
+    (_tar(_member("/etc/evil.py")), "outside its folder"),
+    (_tar(_member("a/.hidden")), "hidden"),
+    (_tar(_member("a/link", tarfile.SYMTYPE, link="/etc/passwd")), "not a regular file"),
+    (_tar(_member("a/big", size=archive.MAX_UNPACKED + 1)), "unpacks to more than"),
+    (_tar(_member("a.py"), _member("b.py")), "2 top-level entries"),
+    (b"not a tar", "not a gzip'd tar"),
+], ids=["dotdot", "absolute", "hidden", "symlink", "bomb", "two-tops", "garbage"])
+def test_unsafe_archives_are_refused(tmp_path, data, fragment):
+    with pytest.raises(UsageError, match=fragment):
+        archive.unpack(data, tmp_path)
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+# ------------------------------------------------------------------------------------------- the web application
+
+@pytest.fixture
+def app(sessions):
+    tokens = {name: store.add_team(sessions, name) for name in ("alpha", "beta")}
+    tokens["boss"] = store.add_team(sessions, "boss", staff=True)
+    policy = web.Policy(max_upload_bytes=4096, rate_limit_s=30)
+    return TestClient(web.create_app(sessions, policy)), tokens
+
+
+def _auth(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_api_rules(app):
+    client, tokens = app
+    upload = {"file": ("good.py", GOOD.encode(), "text/x-python")}
+    assert client.post("/api/submissions", files=upload).status_code == 401
+    assert client.post("/api/submissions", files=upload, headers=_auth("wrong")).status_code == 401
+    reply = client.post("/api/submissions", files=upload, headers=_auth(tokens["alpha"]))
+    assert reply.status_code == 202 and reply.json()["position"] == 1
+    sub_id = reply.json()["id"]
+    again = client.post("/api/submissions", files=upload, headers=_auth(tokens["alpha"]))
+    assert again.status_code == 429 and "try again in" in again.json()["error"]
+    assert client.post("/api/submissions", files={"file": ("big.py", b"#" * 5000)},
+                       headers=_auth(tokens["beta"])).status_code == 413
+    assert client.post("/api/submissions", files={"file": ("notes.txt", b"hi")},
+                       headers=_auth(tokens["beta"])).status_code == 415
+    # a team sees its own submission; another team gets 404 (not even its existence); staff sees it and its seed
+    mine = client.get(f"/api/submissions/{sub_id}", headers=_auth(tokens["alpha"])).json()
+    assert mine["team"] == "alpha" and mine["state"] == "queued" and mine["seed"] is None
+    assert client.get(f"/api/submissions/{sub_id}", headers=_auth(tokens["beta"])).status_code == 404
+    assert isinstance(client.get(f"/api/submissions/{sub_id}", headers=_auth(tokens["boss"])).json()["seed"], int)
+    assert client.get("/api/teams/alpha", headers=_auth(tokens["beta"])).status_code == 403
+    # staff only
+    assert client.post(f"/api/admin/submissions/{sub_id}/hide", headers=_auth(tokens["alpha"])).status_code == 403
+    assert client.post(f"/api/admin/submissions/{sub_id}/hide", headers=_auth(tokens["boss"])).json()["hidden"]
+    assert client.post("/api/admin/teams/beta/ban", headers=_auth(tokens["boss"])).status_code == 200
+    banned = client.post("/api/submissions", files=upload, headers=_auth(tokens["beta"]))
+    assert banned.status_code == 403 and "banned" in banned.json()["error"]
+    book = client.get("/api/admin/gradebook.csv?milestone=final", headers=_auth(tokens["boss"]))
+    assert book.status_code == 200 and book.text.splitlines()[0] == "team,milestone,best_op_time_ms,score"
+    # pages: public leaderboard, sign-in by cookie, the error page for another team's submission
+    assert client.get("/").status_code == 200
+    assert client.post("/login", data={"token": "nope"}).text.count('id="failed"') == 1
+    client.post("/login", data={"token": tokens["alpha"]}, follow_redirects=False)
+    assert client.get(f"/submissions/{sub_id}").status_code == 200
+    client.cookies.clear()
+    client.post("/login", data={"token": tokens["beta"]}, follow_redirects=False)
+    assert client.get(f"/submissions/{sub_id}").status_code == 404
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+
+SLOW = ("import time\nimport torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.4)\n"
+        "    return F.conv2d(x, k)\n")
+
+
+@pytest.fixture(params=DATABASES)
+def served(request, tmp_path):
+    url = database_url(request.param, tmp_path)
+    token = add_team(url, "alpha")
+    server = Server(url, tmp_path)
+    yield server, token, tmp_path
+    server.kill()
+
+
+def _submit_no_wait(server: Server, token: str, path) -> int:
+    out = subprocess.run([*CONVBENCH, "submit", str(path), "--server", server.url, "--token", token, "--no-wait"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip())
+
+
+def test_submit_follows_the_grade(served):
+    server, token, folder = served
+    server.start()
+    path = folder / "good.py"
+    path.write_text(GOOD)
+    out = subprocess.run([*CONVBENCH, "submit", str(path), "--server", server.url, "--token", token],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "submission #1: ok" in out.stdout and "ranked: Σ Op Time" in out.stdout
+    assert "position 1 in the queue" in out.stderr and "Traceback" not in out.stderr
+    board = server.get("/api/leaderboard").json()
+    (rows,) = board.values()
+    assert [r["team"] for r in rows] == ["alpha"] and rows[0]["submission"] == 1
+    bad = subprocess.run([*CONVBENCH, "submit", str(path), "--server", server.url, "--token", "nope"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.startswith("convbench: error: the server refused (401)")
+
+
+def test_a_server_killed_mid_job_grades_it_once_after_restart(served):
+    server, token, folder = served
+    server.start()
+    path = folder / "slow.py"
+    path.write_text(SLOW)
+    sub_id = _submit_no_wait(server, token, path)
+    server.wait_for(sub_id, token, ("running",))
+    time.sleep(2)
+    server.kill()  # the server, its scheduler and its workers, mid-job
+    server.start()
+    done = server.wait_for(sub_id, token, ("done", "failed"))
+    assert (done["state"], done["verdict"], done["attempts"]) == ("done", "ok", 2), done
+    events = [e["what"] for e in done["events"]]
+    assert any(e.startswith("re-queued: the server restarted") for e in events), events
+    assert sum(e.startswith("graded") for e in events) == 1, events
+
+
+def test_a_worker_killed_mid_job_is_rescheduled_and_graded_once(served):
+    psutil = pytest.importorskip("psutil")
+    server, token, folder = served
+    server.start()
+    path = folder / "slow.py"
+    path.write_text(SLOW)
+    sub_id = _submit_no_wait(server, token, path)
+    server.wait_for(sub_id, token, ("running",))
+    time.sleep(3)
+    serve = psutil.Process(server.proc.pid)
+    workers = [p for p in serve.children(recursive=True)
+               if "spawn_main" in " ".join(p.cmdline()) and p.ppid() == serve.pid]
+    assert workers, [p.cmdline() for p in serve.children(recursive=True)]
+    for p in workers:
+        os.kill(p.pid, signal.SIGKILL)  # the Dask worker process; its nanny starts a new one
+    done = server.wait_for(sub_id, token, ("done", "failed"))
+    assert (done["state"], done["verdict"], done["attempts"]) == ("done", "ok", 1), done
+    assert sum(e["what"].startswith("graded") for e in done["events"]) == 1
+    assert json.dumps(done).count("Traceback") == 0
+
+
+ESCAPES = {  # what a hostile kernel tries first thing, and what the sandbox must answer
+    "network.py": ("import socket\ndef conv_forward(x, k):\n    socket.create_connection(('127.0.0.1', {port}), "
+                   "timeout=3)\n", r"ConnectionRefusedError|OSError|Network is unreachable"),
+    "database.py": ("def conv_forward(x, k):\n    open({db!r}, 'rb').read(16)\n", r"FileNotFoundError"),
+    "server_files.py": ("import os\ndef conv_forward(x, k):\n    print(os.listdir({folder!r}))\n"
+                        "    open(os.path.join({folder!r}, 'serve.log')).read()\n", r"FileNotFoundError"),
+    "write_outside.py": ("def conv_forward(x, k):\n    open('/etc/convbench-was-here', 'w').write('x')\n",
+                         r"OSError|PermissionError|Read-only file system"),
+}
+
+
+@pytest.mark.parametrize("kind", ["sqlite"])
+def test_hostile_kernels_are_denied_and_the_service_goes_on(kind, tmp_path):
+    from convbench.user.worker import bwrap_works
+
+    if not bwrap_works():
+        from servicehelp import absent
+
+        absent("bubblewrap cannot create namespaces here: kernels run in a plain child process (README: Sandbox)")
+    url = database_url(kind, tmp_path)
+    token = add_team(url, "mallory")
+    server = Server(url, tmp_path).start()
+    try:
+        ids = {}
+        for name, (body, _) in ESCAPES.items():
+            path = tmp_path / "uploads" / name
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(body.format(port=server.port, db=str(tmp_path / "service.db"), folder=str(tmp_path)))
+            ids[name] = _submit_no_wait(server, token, path)
+        good = tmp_path / "uploads" / "good.py"
+        good.write_text(GOOD)
+        ids["good.py"] = _submit_no_wait(server, token, good)
+        for name, sub_id in ids.items():
+            done = server.wait_for(sub_id, token, ("done", "failed"))
+            if name == "good.py":
+                assert done["verdict"] == "ok", done  # the service kept working
+                continue
+            detail = done["result"]["grade"]["detail"]
+            assert done["verdict"] == "crash" and re.search(ESCAPES[name][1], detail), (name, detail)
+        assert not os.path.exists("/etc/convbench-was-here")
+    finally:
+        server.kill()
