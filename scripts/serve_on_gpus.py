@@ -72,6 +72,7 @@ def one_pass(paths: list[Path], workers: int, args) -> dict:
                     if body["state"] in ("done", "failed"):
                         done[i] = body
             time.sleep(1)
+            print(f"  {workers} worker(s): {len(done)}/{len(ids)} graded at {time.time() - start:.0f} s", flush=True)
         wall = time.time() - start
         board = httpx.get(f"{url}/api/leaderboard", timeout=30).json()
     finally:
@@ -115,6 +116,7 @@ def main() -> int:
         start = time.time()
         prebuild(args.paths, 16)
         summary.append(f"prebuild of {len(args.paths)} submissions: {time.time() - start:.0f} s")
+        print(summary[-1], flush=True)
     for workers in (int(w) for w in args.workers.split(",")):
         result = one_pass(args.paths, workers, args)
         (args.out / f"service-{workers}.json").write_text(json.dumps(result, indent=1))
@@ -123,6 +125,7 @@ def main() -> int:
                        f"{result['wall_s']:.0f} s ({result['per_minute']:.2f} per minute); jobs per GPU "
                        f"{result['jobs_per_gpu']}; verdicts {dict(verdicts)}")
         print(summary[-1], flush=True)
+        (args.out / "service-summary.txt").write_text("\n".join(summary) + "\n")  # after each pass: a cut run keeps it
     (args.out / "service-summary.txt").write_text("\n".join(summary) + "\n")
     return 0
 

@@ -86,7 +86,7 @@ def _local_cluster(device: str, workers: int | None):
     else:
         specs = {f"cpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "resources": {jobs.CPU_RESOURCE: 1}}}
                  for i in range(workers or 1)}
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": None, "host": "127.0.0.1"}},
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"}},
                        workers=specs, silence_logs=40), len(specs)
 
 

@@ -30,6 +30,7 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from convbench.core.errors import UsageError
@@ -39,6 +40,18 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 
 def now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """A moment in UTC, read back aware on every database (SQLite keeps no zone: it is put back)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value, dialect):
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=datetime.timezone.utc)
+        return value
 
 
 class Base(DeclarativeBase):
@@ -52,7 +65,7 @@ class Team(Base):
     token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     staff: Mapped[bool] = mapped_column(Boolean, default=False)
     banned: Mapped[bool] = mapped_column(Boolean, default=False)
-    created: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now)
+    created: Mapped[datetime.datetime] = mapped_column(UTCDateTime, default=now)
 
 
 class Submission(Base):
@@ -68,9 +81,9 @@ class Submission(Base):
     state: Mapped[str] = mapped_column(String(16), default="queued", index=True)  # queued running done failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     seed: Mapped[int] = mapped_column(Integer)  # the random shapes' seed: secret, staff only
-    created: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now, index=True)
-    started: Mapped[datetime.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished: Mapped[datetime.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created: Mapped[datetime.datetime] = mapped_column(UTCDateTime, default=now, index=True)
+    started: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    finished: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
     gpu: Mapped[str | None] = mapped_column(String(128), nullable=True)  # the GPU kind it ran on (or the CPU)
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
@@ -83,7 +96,7 @@ class Event(Base):
     __tablename__ = "events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
-    at: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), default=now)
+    at: Mapped[datetime.datetime] = mapped_column(UTCDateTime, default=now)
     what: Mapped[str] = mapped_column(Text)
 
 

@@ -22,7 +22,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,9 +130,20 @@ def grade_job(data: bytes, settings: dict, seed: int) -> dict:
     grade = g.to_json()
     grade["path"] = grade["path"].replace(folder, "").lstrip("/")
     ranked = bool(g.correct and spread is not None and not flags)
-    return {"grade": grade, "machine": before, "after": machine(device), "worker": before["host"],
+    worker = _worker_name() or before["host"]
+    return {"grade": grade, "machine": before, "after": machine(device), "worker": worker,
             "spread_s": list(spread) if spread else None, "op_time_s": spread[0] if spread else None,
             "flags": flags, "ranked": ranked, "seconds": time.time() - started, "settings": settings}
+
+
+def _worker_name() -> str | None:
+    """The Dask worker's name (host-gpu0, gpu1, ...), when running on one."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except (ImportError, ValueError):
+        return None
 
 
 @dataclass
@@ -167,15 +177,23 @@ class Dispatcher:
         while not self._stop.is_set():
             try:
                 self._tick()
-            except Exception:  # noqa: BLE001 - the dispatcher must outlive a database hiccup
-                ui.note("serve: dispatcher: " + traceback.format_exc().strip().splitlines()[-1])
+            except Exception as e:  # noqa: BLE001 - the dispatcher must outlive a database hiccup; it retries
+                first = str(e).strip().splitlines()
+                ui.note(f"serve: dispatcher: {type(e).__name__}: {first[0] if first else ''}")
             self._stop.wait(self.poll_s)
+
+    def slots(self) -> int:
+        """Graders of the kind the jobs need, on the cluster now (each takes one job at a time)."""
+        name = next(iter(self._resources()))
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        return int(sum(w.get("resources", {}).get(name, 0) for w in workers.values()))
 
     def _tick(self) -> None:
         for key, (sub_id, attempt, future) in list(self.in_flight.items()):
             if not future.done():
                 continue
-            del self.in_flight[key]
+            # recorded first, forgotten after: a database error leaves it here for the next tick (finish is a
+            # conditional UPDATE, so trying again is safe)
             if future.status == "finished":
                 store.finish(self.sessions, sub_id, attempt, future.result())
             elif future.status == "cancelled":
@@ -183,11 +201,17 @@ class Dispatcher:
             else:
                 error = future.exception()
                 store.fail(self.sessions, sub_id, attempt, f"{type(error).__name__}: {str(error)[:300]}")
-        for sub in store.queued(self.sessions, limit=64):
+            del self.in_flight[key]
+        free = self.slots() - len(self.in_flight)  # only as many as can start: the rest keep their queue position
+        for sub in store.queued(self.sessions, limit=max(0, free)):
             attempt = store.claim(self.sessions, sub.id)
             if attempt is None:
                 continue
             key = f"grade-{sub.id}-{attempt}"
-            future = self.client.submit(grade_job, sub.archive, self.settings.to_json(), sub.seed, key=key,
-                                        resources=self._resources(), pure=False, retries=0)
+            try:
+                future = self.client.submit(grade_job, sub.archive, self.settings.to_json(), sub.seed, key=key,
+                                            resources=self._resources(), pure=False, retries=0)
+            except Exception:
+                store.requeue(self.sessions, sub.id, "the cluster did not take it", only_running=True)
+                raise
             self.in_flight[key] = (sub.id, attempt, future)

@@ -93,7 +93,6 @@ def add_submission(sessions: sessionmaker, team: Team, filename: str, archive: b
         if not team.staff and rate_limit_s > 0:
             last = s.scalar(select(func.max(Submission.created)).where(Submission.team_id == team.id))
             if last is not None:
-                last = last if last.tzinfo else last.replace(tzinfo=datetime.timezone.utc)
                 wait = rate_limit_s - (now() - last).total_seconds()
                 if wait > 0:
                     raise Refused(f"one submission per {rate_limit_s:g} s per team: try again in {wait:.0f} s", 429)
