@@ -545,3 +545,15 @@ def test_gpu_an_error_the_file_ignores_is_reported_not_fatal(tmp_path, cache, mo
     # CUDA 13 answers a block of 4096 threads with cudaErrorInvalidValue; older runtimes said InvalidConfiguration
     assert re.match(r"conv_forward_gpu_prolog: cudaError(InvalidValue|InvalidConfiguration) \(",
                     impl.last_times["ignored_error"]), impl.last_times
+
+
+@needs_nvcc
+def test_the_same_submission_elsewhere_reuses_its_build(tmp_path, cache):
+    """A grading job unpacks each upload into a fresh temporary folder: the build is found by content, not path."""
+    example = EXAMPLES / "minidnn" / "matmul-folder"  # a folder, its own header beside it
+    built = []
+    for where in ("first", "second"):
+        copy = tmp_path / where / "sub"
+        shutil.copytree(example, copy)
+        built.append(minidnn.build(copy, ARCH, cache / "shared-builds"))
+    assert built[0] == built[1]

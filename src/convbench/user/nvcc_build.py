@@ -150,7 +150,8 @@ class Build:
 
 
 def _folder_headers(folders: list[Path]) -> str:
-    """The headers directly in the submission's own folders, for the cache key: an edited matmul.h rebuilds."""
+    """The headers directly in the submission's own folders (names and contents), for the cache key: an edited
+    matmul.h rebuilds."""
     parts = []
     for folder in folders:
         try:
@@ -158,7 +159,7 @@ def _folder_headers(folders: list[Path]) -> str:
         except OSError:
             continue
         for path in names[:FOLDER_HEADERS_HASHED]:
-            parts.append(f"{path}\0{_source.read_text(path)}")
+            parts.append(f"{path.name}\0{_source.read_text(path)}")
     return "\0".join(parts)
 
 
@@ -176,7 +177,10 @@ def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
     real = Path(compiler).resolve()
     key = hashlib.sha256("\0".join([
         *(f"{name}\0{text}" for name, text in sorted(files.items())), " ".join(flags), " ".join(spec.units),
-        " ".join(spec.include), f"{real}:{real.stat().st_mtime_ns}", _folder_headers(absolute)]).encode())
+        # the submission's own folder by what it holds, not where it is: the same files unpacked elsewhere (a
+        # grading job's temporary folder) reuse the build
+        " ".join("<folder>" if Path(i).is_absolute() else i for i in spec.include),
+        f"{real}:{real.stat().st_mtime_ns}", _folder_headers(absolute)]).encode())
     if cache is None:
         cache = cache_dir() / "user-kernels"
     folder = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)[:40]}-{key.hexdigest()[:16]}"
