@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,6 +26,7 @@ import httpx
 
 from convbench.measure.grade import prebuild
 from convbench.service import archive
+from convbench.service.process import ServeProcess
 
 CONVBENCH = [sys.executable, "-m", "convbench"]
 
@@ -40,21 +39,13 @@ def one_pass(paths: list[Path], workers: int, args) -> dict:
         out = subprocess.run([*CONVBENCH, "teams", "add", f"team{i:02d}", "--db", db], capture_output=True,
                              text=True, check=True)
         tokens[i] = out.stdout.strip()
-    port = 8500 + workers
-    log = open(folder / "serve.log", "w")
-    serve = subprocess.Popen([*CONVBENCH, "serve", "--db", db, "--port", str(port), "--device", args.device, "--workers",
-                              str(workers), "--sizes", args.sizes, "--shapes", str(args.shapes), "--repeats",
-                              str(args.repeats), "--rate-limit", "0", "--max-upload-kib", "4096"]
-                             + (["--course-weights", args.course_weights] if args.course_weights else []),
-                             cwd=folder, stdout=log, stderr=log, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    serve = ServeProcess(db, folder, ["--device", args.device, "--workers", str(workers), "--sizes", args.sizes,
+                                      "--shapes", str(args.shapes), "--repeats", str(args.repeats), "--rate-limit",
+                                      "0", "--max-upload-kib", "4096"]
+                         + (["--course-weights", args.course_weights] if args.course_weights else []))
+    url = serve.url
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
+        serve.start(timeout=300)
         start = time.time()
         ids = {}
         for i, path in enumerate(paths):
@@ -76,11 +67,7 @@ def one_pass(paths: list[Path], workers: int, args) -> dict:
         wall = time.time() - start
         board = httpx.get(f"{url}/api/leaderboard", timeout=30).json()
     finally:
-        os.killpg(serve.pid, signal.SIGTERM)
-        try:
-            serve.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
+        serve.stop()
     rows = []
     for i, path in enumerate(paths):
         body = done.get(i)
@@ -94,7 +81,7 @@ def one_pass(paths: list[Path], workers: int, args) -> dict:
     per_gpu = collections.Counter(r["gpu_index"] for r in rows if r["state"] == "done")
     return {"workers": workers, "submitted": len(paths), "graded": len(done), "wall_s": wall,
             "per_minute": 60 * len(done) / wall, "jobs_per_gpu": dict(per_gpu), "rows": rows, "leaderboard": board,
-            "log_tail": (folder / "serve.log").read_text()[-3000:]}
+            "log_tail": serve.tail()}
 
 
 def main() -> int:

@@ -3,47 +3,64 @@ server scripts/services.sh starts, emptied first), and a real `convbench serve` 
 
 from __future__ import annotations
 
+import importlib
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
+import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 
-CONVBENCH = [sys.executable, "-m", "convbench"]
+try:  # the service extra: where it is missing, the tests that need it skip (absent) instead of failing to import
+    import httpx
 
+    from convbench.service.process import CONVBENCH, ServeProcess
+except ImportError:  # pragma: no cover - a machine without the service extra
+    httpx = None
+    CONVBENCH, ServeProcess = [], object
 
 def absent(reason: str):
+    """Skip with the reason; in CI (CI=true) fail: a service test that skips there is a service untested."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}; in CI the service tests must run, not skip", pytrace=False)
     pytest.skip(reason)
 
 
+def service(*names: str) -> list[str]:
+    """The values of the environment variables naming a service; absent() where one is unset."""
+    missing = [name for name in names if not os.environ.get(name)]
+    if missing:
+        absent(f"{', '.join(missing)} unset: start the services first (bash scripts/services.sh start)")
+    return [os.environ[name] for name in names]
+
+
+def package(name: str):
+    """A package of the test or service extras; absent() where it is not installed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        absent(f"{name} is not installed ({e}): pip install -e '.[test,service]'")
+
+
 def database_url(kind: str, tmp_path: Path) -> str:
-    """A fresh, empty database of `kind` (sqlite | postgresql)."""
+    """A fresh, empty database of `kind` (sqlite | postgresql). On PostgreSQL a schema of its own (the service's
+    tables go there through search_path): another run on the same server (a second checkout's tests) never meets
+    this one's tables."""
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'service.db'}"
-    url = os.environ.get("CONVBENCH_TEST_POSTGRES")
-    if not url:
-        absent("CONVBENCH_TEST_POSTGRES unset: start the services first (bash scripts/services.sh start)")
+    (url,) = service("CONVBENCH_TEST_POSTGRES")
+    package("psycopg")
     import sqlalchemy
+    from sqlalchemy.engine import make_url
 
+    schema = f"t_{uuid.uuid4().hex[:16]}"
     engine = sqlalchemy.create_engine(url)
-    meta = sqlalchemy.MetaData()
-    meta.reflect(engine)
-    meta.drop_all(engine)  # every table, alembic_version included: the service migrates an empty database itself
+    with engine.begin() as connection:
+        connection.execute(sqlalchemy.text(f'CREATE SCHEMA "{schema}"'))
     engine.dispose()
-    return url
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return make_url(url).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(
+        hide_password=False)
 
 
 def add_team(db: str, name: str, staff: bool = False) -> str:
@@ -52,55 +69,26 @@ def add_team(db: str, name: str, staff: bool = False) -> str:
     return out.stdout.strip()
 
 
-class Server:
-    """`convbench serve` on a free port, CPU graders, the fastest grading settings; its own process group."""
+class Server(ServeProcess):
+    """`convbench serve` with CPU graders and the fastest grading settings."""
 
     def __init__(self, db: str, folder: Path, *extra: str, workers: int = 1):
-        self.db, self.folder, self.extra, self.workers = db, folder, extra, workers
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-        self.log = folder / "serve.log"
+        super().__init__(db, folder, ["--device", "cpu", "--workers", str(workers), "--sizes", "10", "--shapes", "1",
+                                      "--repeats", "1", "--rate-limit", "0", *extra])
 
     def start(self, timeout: float = 120) -> Server:
-        log = open(self.log, "a")
-        self.proc = subprocess.Popen(
-            [*CONVBENCH, "serve", "--db", self.db, "--port", str(self.port), "--device", "cpu", "--workers",
-             str(self.workers), "--sizes", "10", "--shapes", "1", "--repeats", "1", "--rate-limit", "0", *self.extra],
-            cwd=self.folder, stdout=log, stderr=log, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"serve did not answer in {timeout} s: {self.log.read_text()[-2000:]}")
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """The whole process group: the server, its Dask scheduler and workers."""
-        if self.proc is None:
-            return
         try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
-        self.proc = None
+            super().start(timeout)
+        except RuntimeError as e:
+            raise AssertionError(str(e)) from None
+        return self
 
-    def stop(self) -> None:
-        self.kill(signal.SIGTERM)
+    def api(self, method: str, path: str, token: str | None = None, **kwargs) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.request(method, f"{self.url}{path}", headers=headers, timeout=30, **kwargs)
 
     def get(self, path: str, token: str | None = None) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.get(f"{self.url}{path}", headers=headers, timeout=30)
+        return self.api("GET", path, token)
 
     def wait_for(self, sub_id: int, token: str, states: tuple[str, ...], timeout: float = 300) -> dict:
         deadline = time.monotonic() + timeout
@@ -109,5 +97,4 @@ class Server:
             if body["state"] in states:
                 return body
             time.sleep(0.5)
-        raise AssertionError(f"submission {sub_id} not {states} in {timeout} s: {body}; "
-                             f"{self.log.read_text()[-2000:]}")
+        raise AssertionError(f"submission {sub_id} not {states} in {timeout} s: {body}; {self.tail(2000)}")

@@ -5,34 +5,10 @@ absent its test skips with the reason, except in CI (CI=true), where a service t
 """
 
 import http.server
-import importlib
-import os
 import threading
 import uuid
 
-import pytest
-
-
-def _absent(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason}; in CI the service tests must run, not skip", pytrace=False)
-    pytest.skip(reason)
-
-
-def service(*names: str) -> list[str]:
-    """The values of the environment variables naming a service; skip (fail in CI) where one is unset."""
-    missing = [name for name in names if not os.environ.get(name)]
-    if missing:
-        _absent(f"{', '.join(missing)} unset: start the services first (bash scripts/services.sh start)")
-    return [os.environ[name] for name in names]
-
-
-def package(name: str):
-    """A package of the test or service extras; skip (fail in CI) where it is not installed."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as e:
-        _absent(f"{name} is not installed ({e}): pip install -e '.[test,service]'")
+from servicehelp import package, service
 
 
 def test_postgresql_through_sqlalchemy():

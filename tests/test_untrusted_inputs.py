@@ -11,6 +11,9 @@ import math
 import os
 import pickle
 import struct
+import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -692,3 +695,20 @@ def test_data_build_into_an_unwritable_cache_fails_first(capsys, tmp_path, monke
     assert_usage_error(rc, out, err, f"cannot write to the cache folder {blocker / 'cache'} (Not a directory)",
                        "CONVBENCH_CACHE", stdout_empty=False)  # stdout: where the data is, printed first
     assert "Building" not in err
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux) for a small private tmpfs")
+def test_numba_cache_on_a_full_disk_is_one_line_not_damage(tmp_path):
+    """numba's cache write fails (a full disk): one line naming the folder and the reason, exit 2; not 'damaged'."""
+    full = tmp_path / "full"
+    full.mkdir()
+    script = (f"mount -t tmpfs -o size=64k tmpfs {full} && dd if=/dev/zero of={full}/fill bs=4k count=64 "
+              f"2>/dev/null; env -u NUMBA_CACHE_DIR CONVBENCH_CACHE={full}/cache {sys.executable} -m convbench verify "
+              "--impl cpu-parallel --shapes 1")
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=600)
+    if "mount" in done.stderr and "permission denied" in done.stderr.lower():
+        pytest.skip("this machine does not allow a private mount namespace")
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and "damaged" not in done.stderr
+    assert re.search(r"convbench: error: numba could not write its compiled-code cache in \S+ \(No space left on "
+                     r"device\); free some space or set \$CONVBENCH_CACHE", done.stderr), done.stderr

@@ -464,3 +464,21 @@ def test_full_disk_on_stdout_is_one_line(argv):
     want = "convbench: error: cannot write the output (No space left on device); free some space or write it elsewhere"
     assert lines == [want], p.stderr
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr
+
+
+def test_report_out_under_a_file_is_one_line(capsys, tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    rc, out, err = cli(capsys, "report", "--results", CPU_BENCH, "--out", blocker / "rep")
+    assert_usage_error(rc, out, err, "cannot check it (Not a directory)")
+
+
+def test_bench_with_an_unwritable_cache_measures_and_notes(capsys, tmp_path, monkeypatch):
+    """The ceilings cache cannot be written: a note, and the bench goes on (next time they are measured again)."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    monkeypatch.setenv("CONVBENCH_CACHE", str(blocker / "cache"))
+    rc, out, err = cli(capsys, "bench", "--impls", "cpu-naive", "--sizes", "2", "--reps", "1", "--net", "sp19")
+    assert rc == 0 and "Traceback" not in err, err
+    assert "note: could not cache the ceilings in" in err and "(Not a directory)" in err
+    assert "cpu-naive" in out

@@ -7,12 +7,14 @@ rung's setup (its first compile and call): a failure raised while numba reads it
 with a note, and compiles again, once.
 """
 
+import errno
 import functools
 import os
 import shutil
 from pathlib import Path
 
 from convbench.core import ui
+from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
 os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
@@ -22,6 +24,8 @@ import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 __all__ = ["numba", "numba_cache_dir", "retry_on_corrupt_cache"]
 
 _CACHING = os.path.join("numba", "core", "caching.py")
+# a failed write of the cache, not a damaged cache: discarding it would not help
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
 
 
 def numba_cache_dir() -> Path:
@@ -53,6 +57,10 @@ def retry_on_corrupt_cache(setup):
         except Exception as e:
             if not _raised_reading_cache(e):
                 raise
+            if isinstance(e, OSError) and e.errno in _WRITE_ERRORS:  # the cache is fine; the disk is not
+                raise UsageError(f"numba could not write its compiled-code cache in {numba_cache_dir()} "
+                                 f"({e.strerror}); free some space or set $CONVBENCH_CACHE to a writable folder") \
+                    from None
             first = (str(e).strip().splitlines() or [""])[0][:120]
             ui.note(f"note: numba's compiled-code cache {numba_cache_dir()} is damaged ({type(e).__name__}: {first}); "
                     "discarding it and compiling again")

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 
 from convbench.core import ui
+from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 from convbench.core.precision import ARITHMETICS as TABLE
 from convbench.core.timing import median_time
@@ -181,6 +182,11 @@ def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
         except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged or changed: measure again
             ui.note(f"note: the cached ceilings {path} are not usable ({str(e)[:120]}); measuring them again")
     ceilings = measure(device)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")
+    except (OSError, UsageError) as e:  # a cache that cannot be written costs a measurement next time, nothing more
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        ui.note(f"note: could not cache the ceilings in {path.parent} ({why}); they are measured again next time "
+                "(set $CONVBENCH_CACHE to a writable folder)")
     return ceilings, True

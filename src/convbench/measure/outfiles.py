@@ -57,7 +57,7 @@ def _check_target(p: Path, what: str) -> None:
     except OSError as e:
         raise UsageError(f"{what} {str(p)!r}: cannot check it ({e.strerror}); name another file") from None
     if not stat.S_ISREG(mode):
-        fix = "name a file inside it" if stat.S_ISDIR(mode) else "remove it or name a new regular file"
+        fix = "name a file inside it" if stat.S_ISDIR(mode) else "name a new file instead"
         raise UsageError(f"{what} {str(p)!r} is {_kind(mode)}; convbench only replaces regular files: {fix}")
 
 
@@ -135,6 +135,9 @@ def check_output_dir(path: str | os.PathLike, what: str = "report --out") -> Pat
         mode = os.lstat(p).st_mode
     except FileNotFoundError:
         mode = None
+    except OSError as e:  # a parent that is a file (ENOTDIR), a folder we may not search, ...
+        raise UsageError(f"{what} {str(p)!r}: cannot check it ({e.strerror or e}); name a folder in one you can "
+                         "write to") from None
     if mode is not None and not stat.S_ISDIR(mode):
         raise UsageError(f"{what} {str(p)!r} is {_kind(mode) if not stat.S_ISREG(mode) else 'an existing file'}; "
                          "name a folder (it is created if absent)")

@@ -1,0 +1,207 @@
+"""The grading service's loop as a student lives it, in a real browser (headless Chromium through Selenium) against a
+real `convbench serve` (its own process group, a local Dask cluster of one CPU grader), once on SQLite and once on
+PostgreSQL: a team made with `convbench teams add`, sign in with its token, upload a kernel file through the form,
+watch the submission page go from queued/running to done with verdict ok, find the team on the leaderboard (the page
+and /api/leaderboard agree). Also: a wrong token is refused on /login, and another team cannot open the submission.
+
+One server per database, shared by the tests of this module (a module-scoped fixture); one browser for all. Where
+PostgreSQL, Chromium or chromedriver is absent (scripts/services.sh start) the tests skip with the reason, except in
+CI (CI=true), where that is a failure. About a minute per database on 2 cores, most of it the one grade.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+import servicehelp as sh
+
+pytestmark = pytest.mark.slow
+
+GOOD = "import torch.nn.functional as F\n\n\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
+GRADE_TIMEOUT_S = 180
+
+
+class Service:
+    """A running server, its two teams' tokens and what the tests found out (the graded submission's number)."""
+
+    def __init__(self, kind: str, server: sh.Server, tokens: dict[str, str], folder: Path):
+        self.kind, self.server, self.tokens, self.folder = kind, server, tokens, folder
+        self.submission: int | None = None
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def service(request, tmp_path_factory):
+    sh.package("sqlalchemy")
+    kind = request.param
+    folder = tmp_path_factory.mktemp(f"service-{kind}")
+    db = sh.database_url(kind, folder)
+    server = sh.Server(db, folder)
+    try:
+        tokens = {name: sh.add_team(db, name) for name in ("alpha", "bravo")}
+        server.start()
+        yield Service(kind, server, tokens, folder)
+    finally:
+        server.stop()
+
+
+# ----------------------------------------------------------------------------------------------------------- browser
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, chromedriver = sh.service("CONVBENCH_TEST_CHROMIUM", "CONVBENCH_TEST_CHROMEDRIVER")
+    webdriver = sh.package("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service as DriverService
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.binary_location = chromium
+    driver = webdriver.Chrome(options=options, service=DriverService(executable_path=chromedriver))
+    try:
+        driver.set_page_load_timeout(60)
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def driver(browser, service):
+    """The browser, signed out (cookies are per host, not per port: both servers' would meet)."""
+    browser.get(f"{service.server.url}/api/health")
+    browser.delete_all_cookies()
+    return browser
+
+
+def _sign_in(driver, service: Service, token: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(f"{service.server.url}/login")
+    field = driver.find_element(By.ID, "token")
+    field.clear()
+    field.send_keys(token)
+    driver.find_element(By.ID, "signin-button").click()
+    # signed in: redirected to the upload form; refused: the form again, with #failed
+    WebDriverWait(driver, 30).until(lambda d: d.current_url.rstrip("/").endswith("/upload")
+                                    or d.find_elements(By.ID, "failed"))
+
+
+def _text(driver, css: str) -> str | None:
+    """The text of the first element matching css, or None (absent, or the page reloading under us)."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    try:
+        return driver.find_element(By.CSS_SELECTOR, css).text.strip()
+    except WebDriverException:  # NoSuchElement, StaleElementReference, ...: not there now
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------------- tests
+
+def test_wrong_token_is_refused_on_login(driver, service):
+    from selenium.webdriver.common.by import By
+
+    _sign_in(driver, service, "not-a-token-of-any-team")
+    assert driver.current_url.rstrip("/").endswith("/login")
+    failed = driver.find_element(By.ID, "failed")
+    assert failed.is_displayed() and "no team" in failed.text
+    assert driver.get_cookie("convbench_token") is None
+    driver.get(f"{service.server.url}/upload")  # still signed out: the upload form sends us back to /login
+    assert driver.current_url.rstrip("/").endswith("/login")
+
+
+def test_upload_grade_and_leaderboard(driver, service):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base = service.server.url
+    assert service.server.api("GET", "/api/leaderboard").json() == {}  # an empty database: nobody ranked yet
+    driver.get(f"{base}/")
+    assert driver.find_elements(By.ID, "empty") and not driver.find_elements(By.CSS_SELECTOR, "tr.row")
+
+    _sign_in(driver, service, service.tokens["alpha"])
+    assert driver.current_url.rstrip("/").endswith("/upload"), driver.page_source[:2000]
+    assert "team alpha" in driver.find_element(By.TAG_NAME, "h1").text
+
+    kernel = service.folder / "good.py"
+    kernel.write_text(GOOD)
+    driver.find_element(By.ID, "file").send_keys(str(kernel))
+    milestone = driver.find_element(By.ID, "milestone")
+    assert milestone.get_attribute("value") == "final"
+    driver.find_element(By.ID, "submit-button").click()
+    WebDriverWait(driver, 30).until(lambda d: re.search(r"/submissions/\d+$", d.current_url))
+    sub_id = int(driver.current_url.rsplit("/", 1)[1])
+    service.submission = sub_id
+    first = WebDriverWait(driver, 10).until(lambda d: _text(d, "b#state"))
+    assert first in ("queued", "running"), driver.page_source[:2000]
+    assert "good.py" in driver.find_element(By.TAG_NAME, "h1").text
+
+    # the page refreshes itself every 2 s while queued or running: wait on it, not on the API
+    deadline = time.monotonic() + GRADE_TIMEOUT_S
+    seen = {first}
+    state = first
+    while time.monotonic() < deadline:
+        state = _text(driver, "b#state")
+        if state:
+            seen.add(state)
+        if state in ("done", "failed"):
+            break
+        time.sleep(0.5)
+    body = service.server.api("GET", f"/api/submissions/{sub_id}", service.tokens["alpha"]).json()
+    assert state == "done", (f"submission {sub_id} on {service.kind}: state {state!r} after {GRADE_TIMEOUT_S} s "
+                             f"(seen {sorted(s for s in seen if s)}); API: {body}\nserver log:\n"
+                             f"{service.server.tail()}")
+    assert _text(driver, "b#verdict") == "ok", driver.page_source[:3000]
+    assert driver.find_elements(By.ID, "layers")  # the grade's table: Correctness and Op Times per size
+
+    assert body["state"] == "done" and body["verdict"] == "ok" and body["ranked"] is True, body
+    assert body["team"] == "alpha" and body["filename"] == "good.py" and body["milestone"] == "final"
+    graded = [e["what"] for e in body["events"] if e["what"].startswith("graded")]
+    assert len(graded) == 1, body["events"]
+
+    driver.get(f"{base}/")
+    rows = driver.find_elements(By.CSS_SELECTOR, 'tr.row[data-team="alpha"]')
+    assert len(rows) == 1, driver.page_source[:3000]
+    cells = [td.text.strip() for td in rows[0].find_elements(By.TAG_NAME, "td")]
+    assert cells[0] == "1" and cells[1] == "alpha", cells
+    assert float(cells[2]) == pytest.approx(body["op_time_s"] * 1000, abs=1e-3), cells
+    assert cells[5] == f"#{sub_id}" and cells[6] == f"#{sub_id} ok", cells
+    assert not driver.find_elements(By.CSS_SELECTOR, 'tr.row[data-team="bravo"]')  # bravo never submitted
+
+    boards = service.server.api("GET", "/api/leaderboard").json()
+    rows = [r for board in boards.values() for r in board if r["team"] == "alpha"]
+    assert len(rows) == 1, boards
+    row = rows[0]
+    assert row["rank"] == 1 and row["submission"] == sub_id and row["latest"] == sub_id, row
+    assert row["latest_verdict"] == "ok" and row["gpu"] == body["gpu"] and row["op_time_s"] == body["op_time_s"]
+    assert [r["team"] for board in boards.values() for r in board] == ["alpha"], boards
+
+
+def test_another_team_cannot_open_the_submission(driver, service):
+    from selenium.webdriver.common.by import By
+
+    sub_id = service.submission
+    if sub_id is None:  # run on its own (-k): a submission of alpha's through the API, no need to wait for its grade
+        reply = service.server.api("POST", "/api/submissions", service.tokens["alpha"],
+                                   files={"file": ("good.py", GOOD.encode(), "text/x-python")})
+        assert reply.status_code == 202, reply.text
+        sub_id = service.submission = reply.json()["id"]
+
+    _sign_in(driver, service, service.tokens["bravo"])
+    assert driver.current_url.rstrip("/").endswith("/upload")
+    driver.get(f"{service.server.url}/submissions/{sub_id}")
+    error = driver.find_element(By.ID, "error")
+    assert f"no submission {sub_id}" in error.text and "alpha" not in driver.page_source, driver.page_source[:2000]
+    assert driver.title == "404"
+    assert not driver.find_elements(By.ID, "state") and "good.py" not in driver.page_source
+
+    reply = service.server.api("GET", f"/api/submissions/{sub_id}", service.tokens["bravo"])
+    assert reply.status_code == 404 and "alpha" not in reply.text, reply.text
+    reply = service.server.api("GET", f"/api/submissions/{sub_id}")  # nobody signed in
+    assert reply.status_code == 401, reply.text
+    reply = service.server.api("GET", f"/api/submissions/{sub_id}", service.tokens["alpha"])  # its own team: yes
+    assert reply.status_code == 200 and reply.json()["team"] == "alpha", reply.text
