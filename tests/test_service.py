@@ -289,6 +289,12 @@ def test_submit_follows_the_grade(served):
     bad = subprocess.run([*CONVBENCH, "submit", str(path), "--server", server.url, "--token", "nope"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("convbench: error: the server refused (401)")
+    # the staff re-times the top of the board on one grader: graded again (a second attempt), still once each
+    staff = add_team(server.db, "boss", staff=True)
+    assert server.api("POST", "/api/admin/retime?top=1", staff).json() == {"queued": [1]}
+    again = server.wait_for(1, token, ("done", "failed"))
+    assert (again["state"], again["verdict"], again["attempts"]) == ("done", "ok", 2), again
+    assert sum(e["what"].startswith("graded") for e in again["events"]) == 2
 
 
 def test_a_server_killed_mid_job_grades_it_once_after_restart(served):
@@ -371,3 +377,38 @@ def test_hostile_kernels_are_denied_and_the_service_goes_on(kind, tmp_path):
         assert not os.path.exists("/etc/convbench-was-here")
     finally:
         server.kill()
+
+
+def test_an_older_database_is_upgraded_in_place(url, tmp_path):
+    """A deployment at the first schema keeps its rows when a newer convbench starts on it."""
+    from alembic import command
+    from alembic.config import Config
+
+    engine = db.engine_for(url)
+    config = Config()
+    config.set_main_option("script_location", str(db.MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    with engine.begin() as connection:
+        connection.exec_driver_sql("INSERT INTO teams (name, token_sha256, staff, banned, created) "
+                                   "VALUES ('old', 'abc', false, false, CURRENT_TIMESTAMP)")
+    sessions = db.connect(url)  # upgrades to head
+    assert [t.name for t in store.teams(sessions)] == ["old"]
+    with engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), db.Base.metadata) == []
+
+
+def test_retime_pins_the_top_of_every_board_to_one_grader(sessions, tmp_path):
+    for name in ("alpha", "beta", "gamma"):
+        store.add_team(sessions, name)
+    alpha, beta, gamma = sorted(store.teams(sessions), key=lambda t: t.name)
+    a = _graded(sessions, alpha, tmp_path, "H100", 0.010, (0.010, 0.010))
+    b = _graded(sessions, beta, tmp_path, "H100", 0.020, (0.020, 0.020))
+    _graded(sessions, gamma, tmp_path, "H100", 0.030, (0.030, 0.030))
+    c = _graded(sessions, gamma, tmp_path, "H200", 0.005, (0.005, 0.005))
+    assert sorted(store.retime(sessions, 2)) == sorted([a.id, b.id, c.id])
+    for sub_id in (a.id, b.id, c.id):
+        sub = store.get(sessions, sub_id)
+        assert (sub.state, sub.pinned_worker) == ("queued", store.ONE_GRADER)
+        assert store.events(sessions, sub_id)[-1].what.startswith("re-queued: re-timed by the staff (top 2")

@@ -85,6 +85,9 @@ class Submission(Base):
     started: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     finished: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
     worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # "one grader": the next run goes to a single worker the dispatcher picks, the same for every pinned job (a
+    # board's re-timing); a worker's address once picked
+    pinned_worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
     gpu: Mapped[str | None] = mapped_column(String(128), nullable=True)  # the GPU kind it ran on (or the CPU)
     verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)
     op_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # Σ Op Time at the largest size, when ranked

@@ -188,6 +188,14 @@ class Dispatcher:
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         return int(sum(w.get("resources", {}).get(name, 0) for w in workers.values()))
 
+    def _pinned_worker(self) -> str | None:
+        """The grader every pinned job goes to: the first (by name) with the jobs' resource."""
+        name = next(iter(self._resources()))
+        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        able = sorted((str(w.get("name")), address) for address, w in workers.items()
+                      if w.get("resources", {}).get(name))
+        return able[0][1] if able else None
+
     def _tick(self) -> None:
         for key, (sub_id, attempt, future) in list(self.in_flight.items()):
             if not future.done():
@@ -208,9 +216,11 @@ class Dispatcher:
             if attempt is None:
                 continue
             key = f"grade-{sub.id}-{attempt}"
+            pinned = self._pinned_worker() if sub.pinned_worker else None
             try:
                 future = self.client.submit(grade_job, sub.archive, self.settings.to_json(), sub.seed, key=key,
-                                            resources=self._resources(), pure=False, retries=0)
+                                            resources=self._resources(), pure=False, retries=0,
+                                            workers=[pinned] if pinned else None, allow_other_workers=False)
             except Exception:
                 store.requeue(self.sessions, sub.id, "the cluster did not take it", only_running=True)
                 raise

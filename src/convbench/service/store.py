@@ -191,6 +191,21 @@ def requeue_running(sessions: sessionmaker, why: str) -> list[int]:
     return [i for i in ids if requeue(sessions, i, why, only_running=True)]
 
 
+ONE_GRADER = "one grader"
+
+
+def retime(sessions: sessionmaker, top: int) -> list[int]:
+    """The top `top` of every board graded again, all on one grader (pinned; the dispatcher picks it), so the places
+    that decide marks are timed on the same GPU before a board freezes. Their ids."""
+    ids = [row.submission for rows in leaderboard(sessions).values() for row in rows[:top]]
+    for sub_id in ids:
+        with sessions.begin() as s:
+            sub = s.get(Submission, sub_id, with_for_update=True)
+            sub.pinned_worker = ONE_GRADER
+        requeue(sessions, sub_id, f"re-timed by the staff (top {top}, one grader)")
+    return ids
+
+
 def set_hidden(sessions: sessionmaker, sub_id: int, hidden: bool) -> None:
     with sessions.begin() as s:
         sub = s.get(Submission, sub_id)

@@ -150,6 +150,13 @@ def create_app(sessions: sessionmaker, policy: Policy, describe: dict | None = N
             raise store.Refused(f"no submission {sub_id}", 404)
         return {"id": sub_id, "state": "queued"}
 
+    @app.post("/api/admin/retime")
+    def admin_retime(request: Request, top: int = 3):
+        need(request, staff=True)
+        if not 1 <= top <= 100:
+            raise store.Refused("give top from 1 to 100")
+        return {"queued": store.retime(sessions, top)}
+
     @app.post("/api/admin/submissions/{sub_id}/hide")
     def admin_hide(request: Request, sub_id: int, hidden: bool = True):
         need(request, staff=True)
