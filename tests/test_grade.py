@@ -105,3 +105,23 @@ def test_reduced_precision_is_judged_by_a_close_correctness(capsys, tmp_path):
     assert abs(g["correctness"]["1000"] - g["reference"]["1000"]) <= 0.005
     assert re.search(r"reduced precision \(error 4\.\de-03 .*; 1000 images: Correctness 0\.\d+ where the fp32 "
                      r"reference gives 0\.\d+", g["detail"]), g["detail"]
+
+
+def test_grade_on_staff_held_images(tmp_path):
+    """The service's --data-dir: Correctness from test images the students never saw (here: the first 120 test
+    images, their order reversed and labels rotated, so the answer differs from the usual set's)."""
+    from convbench.data import fashion_mnist as fm
+    from convbench.data.idx import write_idx
+    from convbench.measure.grade import grade_one
+
+    images, labels, _ = fm.load_split("t10k")
+    held = tmp_path / "held"
+    held.mkdir()
+    write_idx(held / "t10k-images-idx3-ubyte", images[:120][::-1].copy())
+    write_idx(held / "t10k-labels-idx1-ubyte", ((labels[:120][::-1] + 1) % 10).astype(labels.dtype))
+    kernel = tmp_path / "good.py"
+    kernel.write_text(GOOD)
+    usual = grade_one(kernel, [120], "cpu", 2, 3, None, None, {}, lambda _: None)
+    staff = grade_one(kernel, [120], "cpu", 2, 3, None, None, {}, lambda _: None, data_dir=held)
+    assert usual.verdict == staff.verdict == "ok", (usual.detail, staff.detail)
+    assert staff.correctness[120] == staff.reference[120] != usual.correctness[120]

@@ -103,6 +103,7 @@ def cmd_serve(args) -> int:
     device = args.device or ("cuda" if _has_gpu() else "cpu")
     settings = jobs.Settings(device=device, sizes=tuple(_sizes(args.sizes)), shapes=args.shapes, net=args.net,
                              course_weights=str(Path(args.course_weights).resolve()) if args.course_weights else None,
+                             data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
                              repeats=args.repeats)
     policy = web.Policy(max_upload_bytes=int(args.max_upload_kib * 1024), rate_limit_s=args.rate_limit,
                         deadlines=_deadlines(args.deadline), default_milestone=args.milestone)

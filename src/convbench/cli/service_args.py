@@ -31,6 +31,8 @@ def add_parsers(sub, positive_int) -> None:
     serve.add_argument("--shapes", type=positive_int, default=10, help="random verify shapes, secret seed (default 10)")
     serve.add_argument("--net", help="grade on this network (default: by the file's era, as grade does)")
     serve.add_argument("--course-weights", metavar="DIR", help="staff-held model files, on every worker")
+    serve.add_argument("--data-dir", metavar="DIR", help="staff-held test images (Fashion-MNIST ubyte files the "
+                       "students never saw), on every worker; default: the usual test set")
     serve.add_argument("--repeats", type=positive_int, default=REPEATS,
                        help=f"extra timed runs of the largest size for the spread (default {REPEATS})")
     serve.add_argument("--rate-limit", type=float, default=30.0, help="seconds between a team's submissions (30)")
