@@ -112,11 +112,12 @@ def test_rate_limit_ban_and_deadline(sessions, tmp_path):
     assert e.value.status == 403
 
 
-def _graded(sessions, team, tmp_path, gpu: str, total: float, spread: tuple[float, float], ranked=True):
+def _graded(sessions, team, tmp_path, gpu: str, total: float, spread: tuple[float, float], ranked=True,
+            net: str = ""):
     sub = store.add_submission(sessions, team, "good.py", packed(tmp_path), "final", None, 0)
     attempt = store.claim(sessions, sub.id)
     store.finish(sessions, sub.id, attempt, {
-        "grade": {"verdict": "ok" if ranked else "wrong answer", "correctness": {"10": 0.9}},
+        "grade": {"verdict": "ok" if ranked else "wrong answer", "correctness": {"10": 0.9}, "net": net},
         "machine": {"kind": gpu}, "op_time_s": total, "spread_s": list(spread), "ranked": ranked})
     return sub
 
@@ -141,6 +142,9 @@ def test_leaderboard_best_per_team_per_gpu_ties_and_gradebook(sessions, tmp_path
     rows = list(csv_rows(store.gradebook(sessions, "final", full_ms=20.0, zero_ms=40.0)))
     assert rows == [["team", "milestone", "best_op_time_ms", "score"], ["alpha", "final", "30.000", "50.0"],
                     ["beta", "final", "20.500", "97.5"], ["gamma", "final", "15.000", "100.0"]]
+    _graded(sessions, beta, tmp_path, "H100", 0.001, (0.001, 0.001), net="sp19")  # another network: its own board
+    boards = store.leaderboard(sessions)
+    assert [r.team for r in boards["sp19 on H100"]] == ["beta"] and boards["H100"][0].op_time_s == 0.0205
 
 
 def csv_rows(text: str):

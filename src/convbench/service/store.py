@@ -247,9 +247,16 @@ class Row:
                 "latest": self.latest, "latest_verdict": self.latest_verdict, "late": self.late}
 
 
+def board_name(sub: Submission) -> str:
+    """The board a graded submission is ranked on: its network (a semester's) and its GPU kind; times of different
+    networks or cards are not compared."""
+    net = ((sub.result or {}).get("grade") or {}).get("net")
+    return f"{net} on {sub.gpu}" if net else str(sub.gpu)
+
+
 def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[str, list[Row]]:
-    """Per GPU kind: each team's best ranked submission (fastest Σ Op Time at the largest size), fastest first.
-    Teams whose timing spreads overlap share a rank (neither is measurably faster)."""
+    """Per network and GPU kind: each team's best ranked submission (fastest Σ Op Time at the largest size),
+    fastest first. Teams whose timing spreads overlap share a rank (neither is measurably faster)."""
     with sessions() as s:
         query = (select(Submission, Team.name).join(Team, Team.id == Submission.team_id)
                  .where(Team.banned.is_(False), Submission.hidden.is_(False)))
@@ -261,20 +268,20 @@ def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[st
     for sub, name in rows:
         latest[name] = sub
         if sub.state == "done" and sub.ranked and sub.op_time_s is not None and sub.gpu:
-            key = (sub.gpu, name)
+            key = (board_name(sub), name)
             if key not in best or sub.op_time_s < best[key].op_time_s:
                 best[key] = sub
     boards: dict[str, list[Row]] = {}
-    for (gpu, name), sub in sorted(best.items(), key=lambda kv: (kv[0][0], kv[1].op_time_s)):
+    for (name_of_board, name), sub in sorted(best.items(), key=lambda kv: (kv[0][0], kv[1].op_time_s)):
         result = sub.result or {}
         spread = tuple(result.get("spread_s") or (sub.op_time_s, sub.op_time_s))
         correctness = (result.get("grade") or {}).get("correctness", {})
         largest = str(max((int(n) for n in correctness), default=0)) if correctness else None
-        board = boards.setdefault(gpu, [])
+        board = boards.setdefault(name_of_board, [])
         rank = len(board) + 1
         if board and spread[0] <= board[-1].spread[1]:  # overlaps the one above: a tie
             rank = board[-1].rank
-        board.append(Row(rank, name, gpu, sub.op_time_s, spread, correctness.get(largest) if largest else None,
+        board.append(Row(rank, name, sub.gpu, sub.op_time_s, spread, correctness.get(largest) if largest else None,
                          sub.id, latest[name].id, latest[name].verdict, sub.late))
     return boards
 
