@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tarfile
 import time
 from datetime import datetime, timedelta, timezone
@@ -416,3 +417,12 @@ def test_retime_pins_the_top_of_every_board_to_one_grader(sessions, tmp_path):
         sub = store.get(sessions, sub_id)
         assert (sub.state, sub.pinned_worker) == ("queued", store.ONE_GRADER)
         assert store.events(sessions, sub_id)[-1].what.startswith("re-queued: re-timed by the staff (top 2")
+
+
+def test_without_the_service_extra_a_service_command_is_one_line():
+    code = ("import sys; sys.modules['fastapi'] = None; from convbench.cli.main import main; "
+            "sys.exit(main(['teams', 'list']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("convbench: error: the grading service needs the package fastapi, which is not "
+                                  "installed; install the service extra: pip install -e '.[service]'")

@@ -18,8 +18,13 @@ from pathlib import Path
 from convbench.cli.grade import _sizes
 from convbench.core import ui
 from convbench.core.errors import UsageError
-from convbench.service import DEFAULT_DB, archive, db, jobs, store, web
 from convbench.user.worker import HIDE_ENV
+
+try:
+    from convbench.service import DEFAULT_DB, archive, db, jobs, store, web
+except ImportError as e:  # the service extra is missing: one line, as for any other bad set-up
+    raise UsageError(f"the grading service needs the package {e.name or e}, which is not installed; install the "
+                     "service extra: pip install -e '.[service]'") from None
 
 
 
