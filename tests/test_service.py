@@ -288,6 +288,10 @@ def test_submit_follows_the_grade(served):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "submission #1: ok" in out.stdout and "ranked: Σ Op Time" in out.stdout
     assert "position 1 in the queue" in out.stderr and "Traceback" not in out.stderr
+    for plot in ("/submissions/1/layers.png", "/teams/alpha/history.png"):  # the pages' plots
+        image = server.get(plot, token)
+        assert image.status_code == 200 and image.content.startswith(b"\x89PNG"), (plot, image.status_code)
+    assert server.get("/submissions/1/layers.png").status_code == 401
     board = server.get("/api/leaderboard").json()
     (rows,) = board.values()
     assert [r["team"] for r in rows] == ["alpha"] and rows[0]["submission"] == 1

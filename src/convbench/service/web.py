@@ -222,6 +222,14 @@ def create_app(sessions: sessionmaker, policy: Policy, describe: dict | None = N
         sub, team = visible(request, sub_id)
         return page(request, "submission.html", s=submission_json(sub, team))
 
+    @app.get("/submissions/{sub_id}/layers.png")
+    def submission_plot(request: Request, sub_id: int):
+        sub, _ = visible(request, sub_id)
+        grade = (sub.result or {}).get("grade") or {}
+        if not grade.get("op_times"):
+            raise store.Refused(f"submission {sub_id} has no timed runs to plot", 404)
+        return Response(_layers_png(sub_id, grade), media_type="image/png")
+
     @app.get("/teams/{name}", response_class=HTMLResponse)
     def team_page(request: Request, name: str):
         return page(request, "team.html", history=api_team(request, name))
@@ -232,6 +240,33 @@ def create_app(sessions: sessionmaker, policy: Policy, describe: dict | None = N
         return Response(_history_png(history), media_type="image/png")
 
     return app
+
+
+def _layers_png(sub_id: int, grade: dict) -> bytes:
+    """Op Time and Layer Time of each conv layer at each size (log scale: sizes span 100x)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=100)
+    sizes = sorted(grade["op_times"], key=int)
+    layers = max(len(grade["op_times"][n]) for n in sizes)
+    width = 0.8 / max(1, 2 * layers)
+    for i in range(layers):
+        for j, (label, key) in enumerate((("Op Time", "op_times"), ("Layer Time", "layer_times"))):
+            values = [(grade.get(key, {}).get(n) or [0] * layers)[i] * 1000 for n in sizes]
+            ax.bar([k + (2 * i + j) * width for k in range(len(sizes))], values, width,
+                   label=f"conv{i + 1} {label}")
+    ax.set_xticks([k + (layers - 0.5) * width for k in range(len(sizes))], [f"{n} images" for n in sizes])
+    ax.set_yscale("log")
+    ax.set_ylabel("ms")
+    ax.set_title(f"submission #{sub_id}: per conv layer")
+    ax.legend(fontsize=7)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    return buffer.getvalue()
 
 
 def _history_png(history: dict) -> bytes:
