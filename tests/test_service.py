@@ -430,3 +430,40 @@ def test_without_the_service_extra_a_service_command_is_one_line():
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("convbench: error: the grading service needs the package fastapi, which is not "
                                   "installed; install the service extra: pip install -e '.[service]'")
+
+
+def test_serve_on_an_existing_scheduler_with_a_convbench_worker(tmp_path):
+    """The deployment shape: a `dask scheduler` of its own, `convbench worker` joining it (another machine's GPUs;
+    here one CPU grader), `convbench serve --scheduler` feeding it. The grade comes from that worker."""
+    from convbench.service.process import free_port
+
+    url = database_url("sqlite", tmp_path)
+    token = add_team(url, "alpha")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    started = []
+    try:
+        with open(tmp_path / "scheduler.log", "w") as log:
+            started.append(subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                                            stdout=log, stderr=log, start_new_session=True))
+        with open(tmp_path / "worker.log", "w") as log:
+            started.append(subprocess.Popen([*CONVBENCH, "worker", "--scheduler", address, "--device", "cpu"],
+                                            stdout=log, stderr=log, start_new_session=True))
+        server = Server(url, tmp_path, "--scheduler", address)
+        started_server = server.start()
+        path = tmp_path / "good.py"
+        path.write_text(GOOD)
+        sub_id = _submit_no_wait(server, token, path)
+        done = server.wait_for(sub_id, token, ("done", "failed"))
+        assert (done["state"], done["verdict"]) == ("done", "ok"), done
+        assert done["result"]["worker"].endswith("-cpu0"), done["result"]["worker"]  # the joined worker's name
+        assert "joined " + address in (tmp_path / "worker.log").read_text()
+        started_server.kill()
+    finally:
+        for proc in started:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(30)
