@@ -230,6 +230,9 @@ def test_api_rules(app):
     assert again.status_code == 429 and "try again in" in again.json()["error"]
     assert client.post("/api/submissions", files={"file": ("big.py", b"#" * 5000)},
                        headers=_auth(tokens["beta"])).status_code == 413
+    huge = client.post("/api/submissions", content=b"x" * 10, headers={**_auth(tokens["beta"]),
+                       "Content-Length": str(1 << 30), "Content-Type": "multipart/form-data; boundary=x"})
+    assert huge.status_code == 413  # refused on its declared length, before the body is read
     assert client.post("/api/submissions", files={"file": ("notes.txt", b"hi")},
                        headers=_auth(tokens["beta"])).status_code == 415
     # a team sees its own submission; another team gets 404 (not even its existence); staff sees it and its seed

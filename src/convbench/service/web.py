@@ -24,6 +24,7 @@ from convbench.service.db import Submission, Team
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 COOKIE = "convbench_token"
+FORM_OVERHEAD = 64 << 10  # multipart boundaries and fields around the file
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,20 @@ def create_app(sessions: sessionmaker, policy: Policy, describe: dict | None = N
         if sub is None or (sub.team_id != team.id and not team.staff):
             raise store.Refused(f"no submission {sub_id} of team {team.name}", 404)  # others' are not even named
         return sub, team
+
+    @app.middleware("http")
+    async def bounded_bodies(request: Request, call_next):
+        """A body over the upload limit is refused before it is read (the form parser would otherwise spool all of
+        it to disk first); a POST must say its length."""
+        if request.method == "POST":
+            length = request.headers.get("content-length")
+            limit = policy.max_upload_bytes + FORM_OVERHEAD
+            if length is None or not length.isdigit():
+                return JSONResponse({"error": "send the upload with a Content-Length header"}, status_code=411)
+            if int(length) > limit:
+                return JSONResponse({"error": f"the upload is over the {policy.max_upload_bytes} bytes a "
+                                              "submission may have"}, status_code=413)
+        return await call_next(request)
 
     @app.exception_handler(UsageError)
     async def refused(request: Request, e: UsageError):
