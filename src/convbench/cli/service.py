@@ -79,11 +79,7 @@ def _local_cluster(device: str, workers: int | None):
     from distributed import Nanny, Scheduler, SpecCluster
 
     if device == "cuda":
-        import torch
-
-        count = torch.cuda.device_count()
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [v for v in visible.split(",") if v] if visible else [str(i) for i in range(count)]
+        ids = _visible_gpus()
         ids = ids[: workers or len(ids)]
         specs = {f"gpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "resources": {jobs.GPU_RESOURCE: 1},
                                                          "env": {"CUDA_VISIBLE_DEVICES": gpu}}}
@@ -133,6 +129,14 @@ def cmd_serve(args) -> int:
         if cluster is not None:
             cluster.close()
     return 0
+
+
+def _visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries: one grader each."""
+    import torch
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return [v for v in visible.split(",") if v] if visible else [str(i) for i in range(torch.cuda.device_count())]
 
 
 def _has_gpu() -> bool:
@@ -224,11 +228,8 @@ def cmd_worker(args) -> int:
 
     device = args.device or ("cuda" if _has_gpu() else "cpu")
     if device == "cuda":
-        import torch
-
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        ids = [v for v in visible.split(",") if v] if visible else [str(i) for i in range(torch.cuda.device_count())]
-        specs = [({jobs.GPU_RESOURCE: 1}, {"CUDA_VISIBLE_DEVICES": i}, f"{socket.gethostname()}-gpu{i}") for i in ids]
+        specs = [({jobs.GPU_RESOURCE: 1}, {"CUDA_VISIBLE_DEVICES": i}, f"{socket.gethostname()}-gpu{i}")
+                 for i in _visible_gpus()]
     else:
         specs = [({jobs.CPU_RESOURCE: 1}, {}, f"{socket.gethostname()}-cpu{i}") for i in range(args.workers or 1)]
 

@@ -60,14 +60,17 @@ class ConvInput:
         return (B, C, H, W, M, K)
 
     @property
-    def flop(self) -> int:
+    def problem_shape(self) -> problem.ConvShape:
         B, C, H, W, M, K = self.shape
-        return 2 * B * M * (H - K + 1) * (W - K + 1) * C * K * K
+        return problem.ConvShape(B, C, M, H, W, K)
+
+    @property
+    def flop(self) -> int:
+        return self.problem_shape.flop
 
     @property
     def nbytes(self) -> int:
-        B, C, H, W, M, K = self.shape
-        return 4 * (self.x.numel() + self.k.numel() + B * M * (H - K + 1) * (W - K + 1))
+        return self.problem_shape.nbytes
 
 
 def conv_inputs(net: str, images, device: str) -> list[ConvInput]:

@@ -138,12 +138,13 @@ def course_weights(net: str, folder: Path | None) -> tuple[Weights, str]:
     return load_weights("own", net), "convbench's own"
 
 
-def _course_shapes(net: str) -> list[problem.ConvShape]:
+def course_shapes(net: str, batches: tuple[int, ...] = COURSE_BATCHES) -> list[problem.ConvShape]:
+    """The network's conv layers at each batch size, layer by layer."""
     shapes = []
     for info in get_network(net).conv_layers:
         C, H, W = info.in_shape
         M, _, K, _ = info.params[f"{info.name}.weight"]
-        shapes += [problem.ConvShape(B, C, M, H, W, K) for B in COURSE_BATCHES]
+        shapes += [problem.ConvShape(B, C, M, H, W, K) for B in batches]
     return shapes
 
 
@@ -216,7 +217,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     first: tuple[str, list[str]] | None = None
     for candidate in candidates:
         try:
-            failures, worst = _verify(impl, device, _course_shapes(candidate), seed)
+            failures, worst = _verify(impl, device, course_shapes(candidate), seed)
         except SandboxError as e:  # a file written for another semester's shapes may crash on these
             if e.verdict != "crash" or len(candidates) == 1:
                 raise

@@ -37,7 +37,7 @@ def require() -> None:
                          "(or run without --plot)")
 
 
-def _figure(width: float, height: float):
+def figure(width: float, height: float):
     """A Figure on the Agg canvas: no display, no pyplot state shared between figures."""
     require()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -64,7 +64,7 @@ def optime_figure(rows: list[dict], title: str = "") -> Figure:
     nets = list(dict.fromkeys(s["net"] for s in sums))
     impls = _impl_order(rows)
     colors = _colors(impls)
-    fig = _figure(5.2 * max(1, len(nets)) + 2.2, 4.6)
+    fig = figure(5.2 * max(1, len(nets)) + 2.2, 4.6)
     axes = fig.subplots(1, max(1, len(nets)), squeeze=False)[0]
     for ax, net in zip(axes, nets):
         for impl in impls:
@@ -89,7 +89,7 @@ def ratio_figure(rows: list[dict], reference: str, title: str = "") -> Figure:
     nets = list(dict.fromkeys(s["net"] for s in sums))
     largest = {net: max(s["images"] for s in sums if s["net"] == net) for net in nets}
     impls = _impl_order(rows)
-    fig = _figure(max(6.0, 0.5 * len(impls) + 2), 4.8)
+    fig = figure(max(6.0, 0.5 * len(impls) + 2), 4.8)
     ax = fig.subplots()
     width = 0.8 / max(1, len(nets))
     for j, net in enumerate(nets):
@@ -136,7 +136,7 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
     points = [r for r in rows if r["images"] == largest[r["net"]]]
     impls = _impl_order(points)
     colors = _colors(impls)
-    fig = _figure(8.5, 5.5)
+    fig = figure(8.5, 5.5)
     ax = fig.subplots()
     markers = "osD^v<>ph*"
     layer_names = sorted({f"{r['net']} {r['layer']}" for r in points})
@@ -172,8 +172,12 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
     return fig
 
 
-def save(fig: Figure, path) -> None:
-    """PNG, written atomically."""
+def png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    outfiles.write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def save(fig: Figure, path) -> None:
+    """PNG, written atomically."""
+    outfiles.write_bytes(path, png(fig))

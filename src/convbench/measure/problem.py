@@ -32,6 +32,17 @@ class ConvShape:
     def out(self) -> tuple[int, int, int, int]:
         return (self.B, self.M, self.H - self.K + 1, self.W - self.K + 1)
 
+    @property
+    def flop(self) -> int:
+        """2 per multiply-add."""
+        _, M, Ho, Wo = self.out
+        return 2 * self.B * M * Ho * Wo * self.C * self.K * self.K
+
+    @property
+    def nbytes(self) -> int:
+        """float32: x read once, k read once, y written once (what the floor counts)."""
+        return 4 * (self.B * self.C * self.H * self.W + self.M * self.C * self.K * self.K + math.prod(self.out))
+
     def __str__(self) -> str:
         return f"B={self.B} C={self.C} M={self.M} H={self.H} W={self.W} K={self.K}"
 

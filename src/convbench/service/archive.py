@@ -67,7 +67,11 @@ def _safe_name(name: str) -> PurePosixPath:
 
 def top_name(data: bytes) -> str:
     """The one top-level entry (the submitted file or folder) of an archive, checked as unpack checks it."""
-    tops = {_safe_name(m.name).parts[0] for m in _members(data)}
+    return _top(_members(data))
+
+
+def _top(members: list[tarfile.TarInfo]) -> str:
+    tops = {_safe_name(m.name).parts[0] for m in members}
     if len(tops) != 1:
         raise UsageError(f"the archive holds {len(tops)} top-level entries; submit one file or one folder")
     return tops.pop()
@@ -93,7 +97,7 @@ def _members(data: bytes) -> list[tarfile.TarInfo]:
 def unpack(data: bytes, into: Path) -> Path:
     """Unpack into `into` (an empty folder); the path of the submitted file or folder."""
     members = _members(data)
-    top = top_name(data)
+    top = _top(members)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for m in members:
             target = into / _safe_name(m.name)

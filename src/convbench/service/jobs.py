@@ -29,11 +29,10 @@ from sqlalchemy.orm import sessionmaker
 
 from convbench.core import ui
 from convbench.core.precision import ARITHMETICS
-from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
 from convbench.measure import ceilings
 from convbench.measure.environment import cpu_model
-from convbench.measure.grade import course_weights, grade_one, sandboxed
+from convbench.measure.grade import course_shapes, course_weights, grade_one, sandboxed
 from convbench.network.model import Network
 from convbench.service import REPEATS, archive, store
 
@@ -88,15 +87,10 @@ def _floor_flags(grade, device: str) -> list[str]:
     fastest = min(ARITHMETICS, key=lambda a: 1 / ceil.flop_per_s(a))
     flags = []
     for n, times in grade.op_times.items():
-        for info, t in zip(get_network(grade.net).conv_layers, times):
-            C, H, W = info.in_shape
-            M, _, K, _ = info.params[f"{info.name}.weight"]
-            Ho, Wo = H - K + 1, W - K + 1
-            flop = 2.0 * n * M * C * K * K * Ho * Wo
-            nbytes = 4.0 * (n * C * H * W + M * C * K * K + n * M * Ho * Wo)
-            floor = ceil.floor_s(flop, nbytes, fastest)
+        for i, (shape, t) in enumerate(zip(course_shapes(grade.net, (n,)), times), 1):
+            floor = ceil.floor_s(shape.flop, shape.nbytes, fastest)
             if t < floor:
-                flags.append(f"{info.name} at {n} images: Op Time {t:.3g} s is under this machine's floor "
+                flags.append(f"conv{i} at {n} images: Op Time {t:.3g} s is under this machine's floor "
                              f"{floor:.3g} s")
     return flags
 
@@ -184,19 +178,21 @@ class Dispatcher:
                 ui.note(f"serve: dispatcher: {type(e).__name__}: {first[0] if first else ''}")
             self._stop.wait(self.poll_s)
 
-    def slots(self) -> int:
-        """Graders of the kind the jobs need, on the cluster now (each takes one job at a time)."""
-        name = next(iter(self._resources()))
+    def _graders(self) -> list[tuple[str, str, int]]:
+        """(name, address, slots) of each worker on the cluster now with the resource the jobs need."""
+        resource = next(iter(self._resources()))
         workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
-        return int(sum(w.get("resources", {}).get(name, 0) for w in workers.values()))
+        return sorted((str(w.get("name")), address, int(w.get("resources", {}).get(resource, 0)))
+                      for address, w in workers.items() if w.get("resources", {}).get(resource))
+
+    def slots(self) -> int:
+        """Jobs the cluster can run at once (each grader takes one at a time)."""
+        return sum(n for _, _, n in self._graders())
 
     def _pinned_worker(self) -> str | None:
-        """The grader every pinned job goes to: the first (by name) with the jobs' resource."""
-        name = next(iter(self._resources()))
-        workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
-        able = sorted((str(w.get("name")), address) for address, w in workers.items()
-                      if w.get("resources", {}).get(name))
-        return able[0][1] if able else None
+        """The grader every pinned job goes to: the first by name."""
+        graders = self._graders()
+        return graders[0][1] if graders else None
 
     def _tick(self) -> None:
         for key, (sub_id, attempt, future) in list(self.in_flight.items()):

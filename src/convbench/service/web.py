@@ -9,7 +9,6 @@ size and to one per team per rate-limit period; a refused request gets a 4xx sta
 from __future__ import annotations
 
 import datetime
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import sessionmaker
 
 from convbench.core.errors import UsageError
+from convbench.measure import plots
 from convbench.service import archive, store
 from convbench.service.db import Submission, Team
 
@@ -259,12 +259,8 @@ def create_app(sessions: sessionmaker, policy: Policy, describe: dict | None = N
 
 def _layers_png(sub_id: int, grade: dict) -> bytes:
     """Op Time and Layer Time of each conv layer at each size (log scale: sizes span 100x)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=100)
+    fig = plots.figure(7, 3.2)
+    ax = fig.add_subplot()
     sizes = sorted(grade["op_times"], key=int)
     layers = max(len(grade["op_times"][n]) for n in sizes)
     width = 0.8 / max(1, 2 * layers)
@@ -278,20 +274,14 @@ def _layers_png(sub_id: int, grade: dict) -> bytes:
     ax.set_ylabel("ms")
     ax.set_title(f"submission #{sub_id}: per conv layer")
     ax.legend(fontsize=7)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
+    return plots.png(fig)
 
 
 def _history_png(history: dict) -> bytes:
-    """Σ Op Time of each graded submission over time, one series per GPU kind (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.2), dpi=100)
+    """Σ Op Time of each graded submission over time, one series per GPU kind (Agg figures: the pages are served
+    from several threads, and pyplot's state is not theirs to share)."""
+    fig = plots.figure(7, 3.2)
+    ax = fig.add_subplot()
     series: dict[str, list[tuple[datetime.datetime, float]]] = {}
     for s in history["submissions"]:
         if s["op_time_s"] is not None:
@@ -304,7 +294,4 @@ def _history_png(history: dict) -> bytes:
     if series:
         ax.legend(fontsize=8)
     fig.autofmt_xdate()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
-    plt.close(fig)
-    return buffer.getvalue()
+    return plots.png(fig)
