@@ -31,7 +31,7 @@ from convbench.service.process import ServeProcess
 CONVBENCH = [sys.executable, "-m", "convbench"]
 
 
-def one_pass(paths: list[Path], workers: int, args) -> dict:
+def one_pass(paths: list[Path], workers: int, deadline: float, args) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"serve-{workers}-"))
     db = f"sqlite:///{folder / 'service.db'}"
     tokens = {}
@@ -55,7 +55,7 @@ def one_pass(paths: list[Path], workers: int, args) -> dict:
             reply.raise_for_status()
             ids[i] = reply.json()["id"]
         done: dict[int, dict] = {}
-        while len(done) < len(ids) and time.time() - start < args.deadline:
+        while len(done) < len(ids) and time.time() - start < deadline:
             for i, sub_id in ids.items():
                 if i not in done:
                     body = httpx.get(f"{url}/api/submissions/{sub_id}", timeout=30,
@@ -93,7 +93,8 @@ def main() -> int:
     p.add_argument("--shapes", type=int, default=3)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--course-weights")
-    p.add_argument("--deadline", type=float, default=480, help="stop waiting for a pass after this many s")
+    p.add_argument("--deadline", default="480", help="stop waiting for a pass after this many s: one number, or one "
+                   "per pass (e.g. 200,330)")
     p.add_argument("--no-prebuild", action="store_true")
     p.add_argument("--device", default="cuda", help="cuda (default); cpu tries the script on a machine without one")
     args = p.parse_args()
@@ -104,8 +105,11 @@ def main() -> int:
         prebuild(args.paths, 16)
         summary.append(f"prebuild of {len(args.paths)} submissions: {time.time() - start:.0f} s")
         print(summary[-1], flush=True)
-    for workers in (int(w) for w in args.workers.split(",")):
-        result = one_pass(args.paths, workers, args)
+    passes = [int(w) for w in args.workers.split(",")]
+    deadlines = [float(d) for d in args.deadline.split(",")]
+    deadlines += deadlines[-1:] * (len(passes) - len(deadlines))
+    for workers, deadline in zip(passes, deadlines):
+        result = one_pass(args.paths, workers, deadline, args)
         (args.out / f"service-{workers}.json").write_text(json.dumps(result, indent=1))
         verdicts = collections.Counter(r["verdict"] for r in result["rows"])
         summary.append(f"{workers} GPU worker(s): {result['graded']}/{result['submitted']} graded in "

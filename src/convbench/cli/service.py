@@ -73,6 +73,13 @@ def _quiet_dask() -> None:
     os.environ.setdefault("DASK_DISTRIBUTED__WORKER__DAEMON", "False")  # graders start sandbox processes
 
 
+def _memory_share(graders: int) -> float:
+    """Each grader may use its share of the machine's memory. Dask's default share is by threads over cores (an
+    eighth of a 16-core machine for a one-thread grader), and a grader holding 10000 images and a CUDA context
+    passes it: Dask would pause the worker, then restart it mid-job."""
+    return 1.0 / graders
+
+
 def _local_cluster(device: str, workers: int | None):
     """One Dask worker process per visible GPU (CUDA_VISIBLE_DEVICES bound, resource GPU=1), or `workers` CPU
     graders; the scheduler on 127.0.0.1, no dashboard."""
@@ -87,6 +94,8 @@ def _local_cluster(device: str, workers: int | None):
     else:
         specs = {f"cpu{i}": {"cls": Nanny, "options": {"nthreads": 1, "resources": {jobs.CPU_RESOURCE: 1}}}
                  for i in range(workers or 1)}
+    for spec in specs.values():
+        spec["options"]["memory_limit"] = _memory_share(len(specs))
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"}},
                        workers=specs, silence_logs=40), len(specs)
 
@@ -234,7 +243,8 @@ def cmd_worker(args) -> int:
         specs = [({jobs.CPU_RESOURCE: 1}, {}, f"{socket.gethostname()}-cpu{i}") for i in range(args.workers or 1)]
 
     async def run() -> None:
-        nannies = [Nanny(args.scheduler, nthreads=1, resources=r, env=e, name=n, silence_logs=40)
+        nannies = [Nanny(args.scheduler, nthreads=1, resources=r, env=e, name=n, silence_logs=40,
+                         memory_limit=_memory_share(len(specs)))
                    for r, e, n in specs]
         await asyncio.gather(*nannies)
         ui.note(f"worker: {len(nannies)} {device} grader(s) joined {args.scheduler}")
