@@ -125,3 +125,6 @@ def test_grade_on_staff_held_images(tmp_path):
     staff = grade_one(kernel, [120], "cpu", 2, 3, None, None, {}, lambda _: None, data_dir=held)
     assert usual.verdict == staff.verdict == "ok", (usual.detail, staff.detail)
     assert staff.correctness[120] == staff.reference[120] != usual.correctness[120]
+    # where each grade's time went, step by step (the service shows it; a slow grader is found from it)
+    assert list(usual.seconds) == ["building", "course shapes", "random shapes", "run 120", "reference 120"]
+    assert all(s >= 0 for s in usual.seconds.values()) and sum(usual.seconds.values()) > 0

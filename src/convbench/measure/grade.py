@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class Grade:
     op_empty: bool = False  # the era's timed op did no measurable work (all of it in prolog)
     ignored_error: str = ""  # the first CUDA error the file's own calls returned and it went on from
     output: str = ""  # what the submission printed (the last 4000 characters)
+    seconds: dict[str, float] = field(default_factory=dict)  # step -> wall seconds (where a grade's time went)
 
     @property
     def correct(self) -> bool:
@@ -185,19 +187,30 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     images to run on (a folder of Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual set."""
     g = Grade(str(path))
     impl = None
+    began = [time.perf_counter(), ""]
+
+    def timed_step(what: str) -> None:
+        now = time.perf_counter()
+        if began[1]:
+            g.seconds[began[1]] = round(now - began[0], 3)
+        began[:] = [now, what]
+        if what:
+            step(what)
+
     try:
         g.kind = kind_of(path.resolve())
-        step("building")
+        timed_step("building")
         with sandboxed(path) as impl:
             g.name = impl.name
             impl.prepare()
-            _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references, step,
+            _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references, timed_step,
                          data_dir)
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
         g.verdict, g.detail = classify(str(e)), str(e)
     finally:
+        timed_step("")
         worker = getattr(impl.fn, "worker", None) if impl is not None else None
         if worker is not None:
             g.output = "".join(worker.captured)[-4000:]
@@ -258,6 +271,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
         g.ignored_error = g.ignored_error or seen.get("ignored_error", "")
         key = (g.net, g.weights, n, device, str(data_dir))
         if key not in references:
+            step(f"reference {n}")
             ref = Network(weights, get_impl(DEFAULT_IMPL[device]), device).infer(data.images, show_progress=False)
             references[key] = correctness(ref.predictions, data.labels)
         g.reference[n] = references[key]
