@@ -291,6 +291,11 @@ def test_submit_follows_the_grade(served):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "submission #1: ok" in out.stdout and "ranked: Σ Op Time" in out.stdout
     assert "position 1 in the queue" in out.stderr and "Traceback" not in out.stderr
+    result = server.get("/api/submissions/1", token).json()["result"]
+    # the extra timing run is in the same sandbox process, after the graded sizes; the grader has its share of cores
+    assert len(result["grade"]["retimed"]) == 1 and result["spread_s"][0] <= result["spread_s"][1]
+    assert list(result["grade"]["seconds"])[-1] == "re-time"
+    assert result["machine"]["threads"] == max(1, os.cpu_count() // 1)
     for plot in ("/submissions/1/layers.png", "/teams/alpha/history.png"):  # the pages' plots
         image = server.get(plot, token)
         assert image.status_code == 200 and image.content.startswith(b"\x89PNG"), (plot, image.status_code)

@@ -72,6 +72,7 @@ class Grade:
     op_empty: bool = False  # the era's timed op did no measurable work (all of it in prolog)
     ignored_error: str = ""  # the first CUDA error the file's own calls returned and it went on from
     output: str = ""  # what the submission printed (the last 4000 characters)
+    retimed: list[float] = field(default_factory=list)  # Σ Op Time of each extra run at the largest size
     seconds: dict[str, float] = field(default_factory=dict)  # step -> wall seconds (where a grade's time went)
 
     @property
@@ -182,9 +183,11 @@ def sandboxed(path: Path) -> Iterator[ConvImpl]:
 
 def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, seed: int, net: str | None,
               weights_folder: Path | None, references: dict, step: Callable[[str], None],
-              data_dir: Path | None = None) -> Grade:
+              data_dir: Path | None = None, retimes: int = 0) -> Grade:
     """Every step for one submission; never raises a UsageError (it becomes the verdict). `data_dir`: the test
-    images to run on (a folder of Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual set."""
+    images to run on (a folder of Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual set. `retimes`:
+    a correct submission runs the largest size that many times more, in the same process (g.retimed: the spread
+    the service's ties are decided by)."""
     g = Grade(str(path))
     impl = None
     began = [time.perf_counter(), ""]
@@ -203,8 +206,13 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
         with sandboxed(path) as impl:
             g.name = impl.name
             impl.prepare()
-            _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references, timed_step,
-                         data_dir)
+            built = _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references,
+                                 timed_step, data_dir)
+            if g.correct and retimes and built is not None:
+                timed_step("re-time")
+                for _ in range(retimes):
+                    result = Network(built[0], impl, device).infer(built[1], show_progress=False)
+                    g.retimed.append(sum(t.op_time for t in result.conv_timings))
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
@@ -222,8 +230,8 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
 
 def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random_shapes: int, seed: int,
                  net: str | None, weights_folder: Path | None, references: dict, step: Callable[[str], None],
-                 data_dir: Path | None = None) -> None:
-    """Steps 2 to 4 for a built submission, into g."""
+                 data_dir: Path | None = None) -> tuple[Weights, np.ndarray] | None:
+    """Steps 2 to 4 for a built submission, into g; the weights and the largest size's images (for re-timing)."""
     step("course shapes")
     candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
     tolerance = max(impl.tolerance, 1e-5)
@@ -245,7 +253,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     if not g.net:
         g.net = first[0]
         g.verdict, g.detail = "wrong answer", f"on the course's layers of {g.net}: {first[1][0]}"
-        return
+        return None
     step("random shapes")
     try:
         rand, _ = _verify(impl, device, problem.shapes(random_shapes, seed), seed)
@@ -258,9 +266,12 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
         rand = [r for r in rand if "error " not in r or float(r.rsplit("error ", 1)[1].rstrip(")")) >= REDUCED]
     weights, g.weights = course_weights(g.net, weights_folder)
     wrong, moved = "", []  # moved: reduced precision's Correctness within REDUCED_CORRECTNESS of the reference's
+    largest = None
     for n in sizes:
         step(f"run {n}")
         data = load_dataset(weights.spec.input_size, data_dir=data_dir, count=n, quiet=True)
+        if n == max(sizes):
+            largest = data.images
         checked = LayerCheck(tolerance)
         result = Network(weights, impl, device).infer(data.images, show_progress=False, observe=checked)
         g.correctness[n] = correctness(result.predictions, data.labels)
@@ -286,7 +297,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
                 wrong = wrong or differs
     if wrong:
         g.verdict, g.detail = "wrong answer", "; ".join(filter(None, [wrong, g.detail]))
-        return
+        return None
     g.verdict = "unsupported shape" if rand else "ok"
     notes = [g.detail] if g.detail else []
     notes += moved
@@ -294,6 +305,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     g.detail = "; ".join(notes)
     if g.op_empty:
         g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
+    return weights, largest
 
 
 def prebuild(paths: list[Path], jobs: int) -> None:

@@ -2,8 +2,8 @@
 
 The job (`grade_job`) gets the submission's archive, not a path (a worker on another machine cannot see the
 server's disk), unpacks it in a temporary folder and grades it exactly as `convbench grade` does (measure/grade.py:
-every call of the student's code in its sandbox process), then times the largest size again REPEATS times for a
-spread. convbench times the calls; nothing the submission prints counts. A result under the hardware floor
+every call of the student's code in its sandbox process), then times the largest size again REPEATS times (in the same sandbox
+process) for a spread. convbench times the calls; nothing the submission prints counts. A result under the hardware floor
 (measure/ceilings.py: bytes at the copy rate, FLOPs at the fastest arithmetic's rate) is flagged and not ranked.
 It reports where it ran: host, GPU, driver, SM clock and temperature before and after.
 
@@ -25,15 +25,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from sqlalchemy.orm import sessionmaker
 
 from convbench.core import ui
 from convbench.core.precision import ARITHMETICS
-from convbench.data.fashion_mnist import load_dataset
 from convbench.measure import ceilings
 from convbench.measure.environment import cpu_model
-from convbench.measure.grade import course_shapes, course_weights, grade_one, sandboxed
-from convbench.network.model import Network
+from convbench.measure.grade import course_shapes, grade_one
 from convbench.service import REPEATS, archive, store
 
 GPU_RESOURCE, CPU_RESOURCE = "GPU", "CPUGRADER"
@@ -70,7 +69,7 @@ def _smi(index: str | None) -> dict:
 
 def machine(device: str) -> dict:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0] or None
-    info = {"host": socket.gethostname(), "device": device, "cpu": cpu_model()}
+    info = {"host": socket.gethostname(), "device": device, "cpu": cpu_model(), "threads": torch.get_num_threads()}
     if device == "cuda":
         info.update(_smi(visible))
         info["gpu_index"] = visible
@@ -106,22 +105,12 @@ def grade_job(data: bytes, settings: dict, seed: int) -> dict:
         sizes = [int(n) for n in settings["sizes"]]
         data_dir = Path(settings["data_dir"]) if settings.get("data_dir") else None
         g = grade_one(path, sizes, device, int(settings["shapes"]), seed, settings.get("net"), weights_folder, {},
-                      lambda _what: None, data_dir)
+                      lambda _what: None, data_dir, retimes=int(settings.get("repeats", REPEATS)))
         spread = None
         flags: list[str] = []
         if g.correct and g.op_total(max(sizes)) is not None:
-            largest = max(sizes)
-            retime_started = time.time()
-            totals = [g.op_total(largest)]
-            weights, _ = course_weights(g.net, weights_folder)
-            images = load_dataset(weights.spec.input_size, data_dir=data_dir, count=largest, quiet=True).images
-            with sandboxed(path) as impl:
-                impl.prepare()
-                for _ in range(int(settings.get("repeats", REPEATS))):
-                    result = Network(weights, impl, device).infer(images, show_progress=False)
-                    totals.append(sum(t.op_time for t in result.conv_timings))
+            totals = [g.op_total(max(sizes)), *g.retimed]
             spread = (min(totals), max(totals))
-            g.seconds["re-time"] = round(time.time() - retime_started, 3)
             flags = _floor_flags(g, device)
             if g.op_empty:
                 flags.append("its timed call made no GPU work (the Op Time measured nothing)")
