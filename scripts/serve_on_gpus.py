@@ -6,7 +6,7 @@ throughput of one GPU against several in one run.
 
 Before the passes every CUDA submission is built once (measure.grade.prebuild, into the shared $CONVBENCH_CACHE), so
 no pass pays for nvcc and the passes compare grading alone. Each pass: a fresh SQLite database, `convbench serve
---workers W`, `convbench teams add` per submission, every upload at once through the API, then the wait until every
+--workers W`, a team per submission, every upload at once through the API, then the wait until every
 one is graded (or --deadline seconds). Written to DIR: service-W.json per pass (every submission's state, verdict,
 worker, GPU index, Σ Op Time, seconds per grading step; the leaderboard; per-GPU job counts; the wall time),
 rewritten every second so a cut run keeps what it saw, and service-summary.txt. The queue grades in upload order, so
@@ -20,7 +20,6 @@ import collections
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,10 +28,9 @@ from pathlib import Path
 import httpx
 
 from convbench.measure.grade import prebuild
-from convbench.service import archive
+from convbench.service import archive, store
+from convbench.service.db import connect
 from convbench.service.process import ServeProcess
-
-CONVBENCH = [sys.executable, "-m", "convbench"]
 
 
 def _poll(client: httpx.Client, url: str, ids: dict, tokens: dict, done: dict, start: float) -> list[float]:
@@ -84,15 +82,12 @@ def prefix_times(rows: list[dict]) -> list[float | None]:
 def one_pass(paths: list[Path], workers: int, deadline: float, args) -> dict:
     folder = Path(tempfile.mkdtemp(prefix=f"serve-{workers}-"))
     db = f"sqlite:///{folder / 'service.db'}"
-    tokens = {}
-    for i, _ in enumerate(paths):
-        out = subprocess.run([*CONVBENCH, "teams", "add", f"team{i:02d}", "--db", db], capture_output=True,
-                             text=True, check=True)
-        tokens[i] = out.stdout.strip()
+    sessions = connect(db)  # what `convbench teams add` does, without a process (and an import of torch) per team
+    tokens = {i: store.add_team(sessions, f"team{i:02d}") for i, _ in enumerate(paths)}
     serve = ServeProcess(db, folder, ["--device", args.device, "--workers", str(workers), "--sizes", args.sizes,
                                       "--shapes", str(args.shapes), "--repeats", str(args.repeats), "--rate-limit",
                                       "0", "--max-upload-kib", "4096"]
-                         + (["--course-weights", args.course_weights] if args.course_weights else []))
+                         + (["--course-weights", str(args.course_weights.resolve())] if args.course_weights else []))
     url = serve.url
     done: dict[int, dict] = {}
     start = time.time()
@@ -148,7 +143,7 @@ def main() -> int:
     p.add_argument("--sizes", default="100,1000,10000")
     p.add_argument("--shapes", type=int, default=3)
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--course-weights")
+    p.add_argument("--course-weights", type=Path)
     p.add_argument("--deadline", default="480", help="stop waiting for a pass after this many s: one number, or one "
                    "per pass (e.g. 200,330)")
     p.add_argument("--no-prebuild", action="store_true")

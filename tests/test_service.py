@@ -440,6 +440,22 @@ def test_without_the_service_extra_a_service_command_is_one_line():
                                   "installed; install the service extra: pip install -e '.[service]'")
 
 
+def test_staff_files_that_are_not_there_are_an_error_not_our_own_weights(tmp_path):
+    """serve --course-weights / --data-dir that does not exist: one line, exit 2, no database written; a grader on
+    another machine without the folder fails the job with a message instead of grading on convbench's own."""
+    from convbench.service import jobs
+
+    url = f"sqlite:///{tmp_path / 'service.db'}"
+    done = subprocess.run([*CONVBENCH, "serve", "--db", url, "--device", "cpu", "--course-weights",
+                           str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"convbench: error: --course-weights {tmp_path / 'nowhere'}: no such folder")
+    assert not (tmp_path / "service.db").exists()
+    settings = jobs.Settings(device="cpu", sizes=(10,), shapes=1, data_dir=str(tmp_path / "nowhere")).to_json()
+    with pytest.raises(FileNotFoundError, match=r"serve --data-dir .*nowhere: no such folder on the grader"):
+        jobs.grade_job(b"", settings, 1)
+
+
 def test_serve_on_an_existing_scheduler_with_a_convbench_worker(tmp_path):
     """The deployment shape: a `dask scheduler` of its own, `convbench worker` joining it (another machine's GPUs;
     here one CPU grader), `convbench serve --scheduler` feeding it. The grade comes from that worker."""

@@ -115,7 +115,10 @@ def cmd_serve(args) -> int:
     import uvicorn
     from distributed import Client
 
-
+    for option, value in (("--course-weights", args.course_weights), ("--data-dir", args.data_dir)):
+        if value and not args.scheduler and not Path(value).is_dir():  # the local graders read it from here
+            raise UsageError(f"{option} {value}: no such folder; give the folder of the staff's files (for "
+                             "--course-weights: minidnn/weights-86.bin, mxnet/<net>-*.params)")
     sessions = _sessions(args)
     folder = db.local_folder(_db_url(args))
     if folder is not None:  # kernels graded by the local cluster must not read the database file

@@ -104,6 +104,12 @@ def grade_job(data: bytes, settings: dict, seed: int) -> dict:
     started = time.time()
     device = settings["device"]
     before = machine(device)
+    for option, key in (("--course-weights", "course_weights"), ("--data-dir", "data_dir")):
+        # a grader without the staff's files must not grade on convbench's own weights or images instead
+        if settings.get(key) and not Path(settings[key]).is_dir():
+            raise FileNotFoundError(f"serve {option} {settings[key]}: no such folder on the grader "
+                                    f"{_worker_name() or before['host']}; put it there (the same path on every "
+                                    "worker)")
     with tempfile.TemporaryDirectory(prefix="convbench-job-") as folder:
         path = archive.unpack(data, Path(folder))
         weights_folder = Path(settings["course_weights"]) if settings.get("course_weights") else None
