@@ -482,3 +482,21 @@ def test_bench_with_an_unwritable_cache_measures_and_notes(capsys, tmp_path, mon
     assert rc == 0 and "Traceback" not in err, err
     assert "note: could not cache the ceilings in" in err and "(Not a directory)" in err
     assert "cpu-naive" in out
+
+
+def test_the_finite_check_counts_exactly_when_the_sum_is_not_finite():
+    """The check reads y once (its sum); a finite y whose sum overflows is not flagged, one Inf or NaN is."""
+    from types import SimpleNamespace
+
+    from convbench.network.model import Network
+
+    me = SimpleNamespace(impl=SimpleNamespace(name="probe"))
+    big = torch.full((4, 1, 8, 8), 3e38)
+    found: list[dict] = []
+    Network._check_finite(me, "conv1", big, found)
+    assert found == []
+    for bad in (float("inf"), float("nan")):
+        y = torch.randn(4, 2, 8, 8)
+        y[3, 1, 7, 7] = bad
+        Network._check_finite(me, "conv1", y, found)
+        assert found[-1] == {"layer": "conv1", "impl": "probe", "nonfinite": 1, "of": y.numel()}
