@@ -1,39 +1,18 @@
 """cpu-direct — direct convolution with register blocking: a tile of outputs lives in SIMD registers for the whole
 C*K*K reduction, so each load feeds several FMAs and each output is written once, straight into y.
 
-What changes relative to cpu-unroll: no unrolled matrix and no library GEMM. The reduction index r = (c, p, q) runs
-innermost over a tile of outputs held in registers (an outer-product micro-kernel, as inside a GEMM, but reading x
-in place through a table of offsets, offs[r] = c*H*W + p*W + q). Two shapes of tile, chosen per layer from a menu
-of ten by a cycle model (`plan`):
-
-  pixels in lanes (the C = 1 layers, fa19 conv2):  acc[m][v] += splat(k[m, r]) * x[row + offs[r] + v*VW : +VW]
-      NA maps x NV vectors of VW columns of one output row (sp18 conv1: 6 maps x 4 zmm = 64 columns, 24
-      accumulators): per r, NV unaligned vector loads and NA broadcasts feed NA*NV FMAs.
-  maps in lanes (the other C > 1 layers):          acc[j][v] += splat(x[row + offs[r] + j]) * kT[r, v*VW : +VW]
-      NA columns x all maps (sp19 conv2: 18 columns x 16 maps = one zmm a column): per r one weight vector feeds NA
-      FMAs whose x operand is a broadcast from memory, as oneDNN's direct convolution does. The tile is transposed
-      in registers (log2(VW) stages of shuffles) into rows of y, and y's lines are prefetched for writing when the
-      tile starts, so the read-for-ownership overlaps the reduction.
-
-The micro-kernel is LLVM IR written through numba's `@intrinsic` (llvmlite's builder): the accumulators are
-<VW x float> SSA values, registers by construction (numba's own loops gave scalar code: LLVM's SLP vectorizer does
-not bundle loop-carried accumulators). Stores are masked, so ragged edges (rows of 18, 29 or 66 columns, 50 maps)
-need no scalar tail and no scratch copy. One numba kernel per blocking (closure constants), cached on disk.
-Parallel over (image, map block) or (image, output row) tasks with prange; numba threads = the cores this process
-may use, torch's threads idle during the call. Each output sums r in order in fp32 with FMAs (cpu-naive's order,
-one rounding a term instead of two): ~3e-7 relative to float64 on the course's layers, 2e-6 at C*K*K = 588.
+What changes relative to cpu-unroll: no unrolled matrix and no library GEMM. The reduction r = (c, p, q) runs
+innermost over a tile of outputs held in registers, an outer-product micro-kernel as inside a GEMM, but reading x in
+place through a table of offsets. Two tile shapes, chosen per layer by a cycle model (`plan`): pixels in lanes (maps
+x vectors of one output row; the C = 1 layers) or maps in lanes (columns x all maps; the other C > 1 layers).
 
 Why faster: cpu-unroll writes and re-reads a K*K-times larger matrix (fa19 conv2: 1 MB an image) and feeds a GEMM
-only M = 16-24 rows tall; here x is read in place from L1/L2 (an image is 2-50 KB) and y is written once. Against
-oneDNN: on C = 1 it has no good kernel (~10-15 GFLOP/s here), and on C > 1 its direct kernel writes a blocked
-layout that it then reorders to NCHW; here the transpose is in registers.
-What bounds it (napkin math): the FMA units, one zmm FMA (16 fp32 multiply-adds) a cycle a core on Zen 4: measured
-~51 G multiply-adds/s on one core in the bare micro-kernel (~3.2 GHz), ~92 on two. fa19 conv2 at 1000 images is
-6.06 G MACs at 29 of 32 lanes useful -> ~73 ms at that peak; sp19 conv2 0.78 G MACs, all lanes useful -> ~8.5 ms,
-+ ~10 % for the transposes and stores. The C = 1 layers are short reductions (K*K = 25 or 49 terms an output) and
-write much: y is 12-50x larger than x (fa19 conv1: 209 MB at 1000 images, ~13 ms at the measured copy ceiling),
-so memory, not the FMAs, sets their pace. Lanes are wasted where a row or the map count is not a multiple of the
-tile (sp19 conv1: 44 columns in 48 lanes; fa17 conv1: 50 maps in blocks of 8).
+only M = 16-24 rows tall; here x is read from L1/L2 (an image is 2-50 KB) and y is written once. oneDNN has no good
+kernel for C = 1 (~10-15 GFLOP/s here) and, for C > 1, reorders its blocked output layout to NCHW afterwards.
+What bounds it: the FMA units, one zmm FMA (16 multiply-adds) a cycle a core on Zen 4 (~51 G/s a core measured in
+the bare micro-kernel): fa19 conv2 at 1000 images, 6.06 G multiply-adds, ~73 ms on one core's peak. The C = 1
+layers are short reductions that write much (y is 12-50x larger than x: fa19 conv1 209 MB at 1000 images, ~13 ms
+at the measured copy ceiling), so memory sets their pace. Design notes below the imports.
 """
 
 from __future__ import annotations
@@ -52,6 +31,29 @@ from convbench.core.jit import numba, retry_on_corrupt_cache
 # numba's extension API, through the module core/jit.py imported (after it set the disk cache's folder)
 types, cgutils, intrinsic = numba.types, numba.core.cgutils, numba.extending.intrinsic
 RequireLiteralValue = numba.core.errors.RequireLiteralValue
+
+
+# Design notes.
+#
+# The two tiles:
+#   pixels in lanes (the C = 1 layers, fa19 conv2):  acc[m][v] += splat(k[m, r]) * x[row + offs[r] + v*VW : +VW]
+#       NA maps x NV vectors of VW columns of one output row (sp18 conv1: 6 maps x 4 zmm = 64 columns, 24
+#       accumulators): per r, NV unaligned vector loads and NA broadcasts feed NA*NV FMAs.
+#   maps in lanes (the other C > 1 layers):          acc[j][v] += splat(x[row + offs[r] + j]) * kT[r, v*VW : +VW]
+#       NA columns x all maps (sp19 conv2: 18 columns x 16 maps = one zmm a column): per r one weight vector feeds
+#       NA FMAs whose x operand is a broadcast from memory, as oneDNN's direct convolution does. The tile is
+#       transposed in registers (log2(VW) stages of shuffles) into rows of y, and y's lines are prefetched for
+#       writing when the tile starts, so the read-for-ownership overlaps the reduction.
+# offs[r] = c*H*W + p*W + q. The micro-kernel is LLVM IR written through numba's `@intrinsic` (llvmlite's builder):
+# the accumulators are <VW x float> SSA values, registers by construction (numba's own loops gave scalar code:
+# LLVM's SLP vectorizer does not bundle loop-carried accumulators). Stores are masked, so ragged edges (rows of 18,
+# 29 or 66 columns, 50 maps) need no scalar tail and no scratch copy. One numba kernel per blocking (closure
+# constants), cached on disk. Parallel over (image, map block) or (image, output row) tasks with prange; numba
+# threads = the cores this process may use, torch's threads idle during the call.
+# Accuracy: each output sums r in order in fp32 with FMAs (cpu-naive's order, one rounding a term instead of two):
+# ~3e-7 relative to float64 on the course's layers, 2e-6 at C*K*K = 588.
+# Wasted lanes: where a row or the map count is not a multiple of the tile (sp19 conv1: 44 columns in 48 lanes;
+# fa17 conv1: 50 maps in blocks of 8).
 
 MAPS_IN_LANES, PIXELS_IN_LANES = 0, 1
 REGISTERS = 32  # zmm0-31 with AVX-512; AVX2 machines have 16 and spill (still correct)

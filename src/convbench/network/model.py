@@ -107,6 +107,7 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
     convolution that `fusable` finds together with the activation and pool after it (name: conv1+tanh+pool1)."""
     groups = {i: (end, name, act, pool) for i, end, name, act, pool in fusable(spec)} if fused is not None else {}
     skip_until = 0
+    given = x  # the caller's tensor is never written; a layer's output, outside autograd, may be
     for i, info in enumerate(spec.layer_info):
         layer = info.layer
         if i < skip_until:
@@ -117,7 +118,8 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
         elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = ops.activation(x, layer.fn)
+            x = ops.activation(x, layer.fn, in_place=x is not given and not (torch.is_grad_enabled()
+                                                                            and x.requires_grad))
         elif isinstance(layer, Pool):
             x = ops.pool(x, layer)
         elif isinstance(layer, Flatten):
