@@ -17,10 +17,8 @@ at the measured copy ceiling), so memory sets their pace. Design notes below the
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
-import sys
 
 import torch
 from llvmlite import ir
@@ -54,6 +52,10 @@ RequireLiteralValue = numba.core.errors.RequireLiteralValue
 # ~3e-7 relative to float64 on the course's layers, 2e-6 at C*K*K = 588.
 # Wasted lanes: where a row or the map count is not a multiple of the tile (sp19 conv1: 44 columns in 48 lanes;
 # fa17 conv1: 50 maps in blocks of 8).
+# y's pages: a fresh output is first touched inside the call. 2 MB pages (madvise MADV_HUGEPAGE) halve that in a
+# loop that frees and re-allocates the same size, but a one-off large output is backed from big free blocks that a
+# VM's host releases (free page reporting): on the 2-core VM, fa19 conv1 in a one-shot `run` took 0.39 s with them
+# and 0.09 s without at 1000 images, 2.7 s and 0.9 s at 10000. So y gets the ordinary 4 KB pages.
 
 MAPS_IN_LANES, PIXELS_IN_LANES = 0, 1
 REGISTERS = 32  # zmm0-31 with AVX-512; AVX2 machines have 16 and spill (still correct)
@@ -302,25 +304,6 @@ def threads() -> int:
     return min(cores, numba.config.NUMBA_NUM_THREADS)
 
 
-HUGE_PAGE = 2 << 20
-_MADV_HUGEPAGE = 14
-_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def _huge_pages(y: torch.Tensor) -> None:
-    """Ask Linux to back y's whole 2 MB pages with huge pages (madvise; THP is "madvise" on most machines, as here).
-    A fresh output is first touched inside the call: 4 KB page faults on fa19 conv1's 209 MB (1000 images) cost
-    ~90 ms on this machine, more than the convolution; 2 MB pages ~25 ms (PyTorch's THP_MEM_ALLOC_ENABLE does the
-    same for its own allocations). A no-op where it fails or y is small."""
-    nbytes = y.numel() * 4
-    if _libc is None or nbytes < 4 * HUGE_PAGE:
-        return
-    start = (y.data_ptr() + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
-    end = (y.data_ptr() + nbytes) & ~(HUGE_PAGE - 1)
-    if end > start:
-        _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), _MADV_HUGEPAGE)
-
-
 def _prepare(x: torch.Tensor, k: torch.Tensor, blocking=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
@@ -361,6 +344,5 @@ def conv_forward(x, k, y):
     n = threads()
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
-    _huge_pages(y)
     _kernel((mode, na, nv, vw))(x.view(-1).numpy(), xlast.numpy(), wts.numpy(), offs.numpy(), y.numpy(), H, W,
                                 n * TASKS_PER_THREAD)
