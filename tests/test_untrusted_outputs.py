@@ -500,3 +500,21 @@ def test_the_finite_check_counts_exactly_when_the_sum_is_not_finite():
         y[3, 1, 7, 7] = bad
         Network._check_finite(me, "conv1", y, found)
         assert found[-1] == {"layer": "conv1", "impl": "probe", "nonfinite": 1, "of": y.numel()}
+
+
+def test_in_place_activations_leave_the_callers_tensors_and_autograd_alone():
+    """forward(in_place=True) overwrites only the layer outputs it made: the same answer as plain PyTorch, the
+    input unchanged, and under autograd nothing in place (gradients flow)."""
+    from convbench.network.model import forward
+    from convbench.network.weights import load_weights
+
+    w = load_weights("own", "sp19")
+    x = torch.rand(3, 1, w.spec.input_size, w.spec.input_size) * 255
+    before = x.clone()
+    with torch.no_grad():
+        plain = forward(w.spec, w.params, x)
+        fast = forward(w.spec, w.params, x, in_place=True)
+    assert torch.equal(plain, fast) and torch.equal(x, before)
+    params = {n: t.clone().requires_grad_(True) for n, t in w.params.items()}
+    forward(w.spec, params, x, logits=True, in_place=True).sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in params.values())

@@ -101,10 +101,12 @@ def fusable(spec: NetSpec) -> list[tuple[int, int, str, str | None, Pool | None]
 
 def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
             conv: Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor] = lambda name, x, k: F.conv2d(x, k),
-            logits: bool = False, fused: FusedConv | None = None) -> torch.Tensor:
+            logits: bool = False, fused: FusedConv | None = None, in_place: bool = False) -> torch.Tensor:
     """The network's layers in order; `conv(name, x, k)` computes each convolution. `logits` stops before the
     softmax (training's cross-entropy wants it so). `fused(name, x, k, act, pool)`, where given, computes each
-    convolution that `fusable` finds together with the activation and pool after it (name: conv1+tanh+pool1)."""
+    convolution that `fusable` finds together with the activation and pool after it (name: conv1+tanh+pool1).
+    `in_place`: activations overwrite the layer output they follow (never `x` itself, never under autograd), as
+    convbench's inference does; off, this is the network as plain PyTorch computes it (the eager baseline)."""
     groups = {i: (end, name, act, pool) for i, end, name, act, pool in fusable(spec)} if fused is not None else {}
     skip_until = 0
     given = x  # the caller's tensor is never written; a layer's output, outside autograd, may be
@@ -118,8 +120,8 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
         elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = ops.activation(x, layer.fn, in_place=x is not given and not (torch.is_grad_enabled()
-                                                                            and x.requires_grad))
+            x = ops.activation(x, layer.fn, in_place=in_place and x is not given
+                               and not (torch.is_grad_enabled() and x.requires_grad))
         elif isinstance(layer, Pool):
             x = ops.pool(x, layer)
         elif isinstance(layer, Flatten):
@@ -170,7 +172,7 @@ class Network:
             self._tell_reported(name, told)
             return y
 
-        probabilities = forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None)
+        probabilities = forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None, in_place=True)
         return Inference(probabilities, timings, nonfinite)
 
     def _tell_reported(self, name: str, told: set) -> None:
