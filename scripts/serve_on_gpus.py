@@ -41,7 +41,8 @@ def _poll(client: httpx.Client, url: str, ids: dict, tokens: dict, done: dict, s
             continue
         asked = time.time()
         try:
-            body = client.get(f"{url}/api/submissions/{sub_id}", headers={"Authorization": f"Bearer {tokens[i]}"}).json()
+            body = client.get(f"{url}/api/submissions/{sub_id}",
+                              headers={"Authorization": f"Bearer {tokens[i]}"}).json()
         except httpx.HTTPError as e:
             print(f"  poll #{sub_id}: {type(e).__name__} after {time.time() - asked:.1f} s", flush=True)
             continue

@@ -491,3 +491,55 @@ def test_serve_on_an_existing_scheduler_with_a_convbench_worker(tmp_path):
             except ProcessLookupError:
                 pass
             proc.wait(30)
+
+
+STATEFUL = """import torch.nn.functional as F
+seen = [0]
+def conv_forward(x, k):
+    # right while graded (conv1 of the 37-image run: a 4-image warm-up and the 37, whole or in slices), another
+    # answer after that (the re-time)
+    if x.shape[0] <= 37 and x.shape[2] == 86:
+        seen[0] += x.shape[0]
+        if seen[0] > 41:
+            return -F.conv2d(x, k)
+    return F.conv2d(x, k)
+"""
+
+
+def test_a_re_time_with_other_answers_is_not_ranked(tmp_path):
+    """The extra timing runs share the graded run's process, so a file that keeps state between calls could be
+    ranked on a run nothing checked: each run must give the graded run's answers, else the grade keeps its verdict
+    but is flagged, not ranked, and the run's time is not used."""
+    from convbench.service import jobs
+
+    (tmp_path / "stateful.py").write_text(STATEFUL)
+    data, _ = archive.pack(tmp_path / "stateful.py", 1 << 20)
+    settings = jobs.Settings(device="cpu", sizes=(37,), shapes=1, repeats=2).to_json()
+    result = jobs.grade_job(data, settings, 5)
+    assert result["grade"]["verdict"] == "ok" and result["grade"]["retimed"] == []
+    assert result["grade"]["retime_problem"] == "re-time 1: other answers than the graded run"
+    assert result["flags"] == ["re-time 1: other answers than the graded run"] and not result["ranked"]
+    (tmp_path / "steady.py").write_text(GOOD)
+    steady = jobs.grade_job(archive.pack(tmp_path / "steady.py", 1 << 20)[0], settings, 5)
+    assert len(steady["grade"]["retimed"]) == 2 and steady["ranked"], steady["flags"]
+    totals = [sum(steady["grade"]["op_times"]["37"]), *map(sum, steady["grade"]["retimed"])]
+    assert steady["spread_s"] == [min(totals), max(totals)] and steady["op_time_s"] == min(totals)
+
+
+def test_floor_flags_a_time_no_machine_could_reach_with_a_margin():
+    """An Op Time under half the time at this machine's measured ceilings is flagged (a timer that lies); one at
+    0.6x the floor is not (the ceilings are what a library reaches, and a good kernel beats them), nor are the
+    re-runs' times unless they are that short too."""
+    from convbench.core.precision import ARITHMETICS
+    from convbench.measure import ceilings
+    from convbench.measure.grade import Grade, course_shapes
+    from convbench.service import jobs
+
+    ceil, _ = ceilings.load("cpu")
+    fastest = min(ARITHMETICS, key=lambda a: 1 / ceil.flop_per_s(a))
+    floors = [ceil.floor_s(s.flop, s.nbytes, fastest) for s in course_shapes("sp19", (100,))]
+    fine = Grade("x", net="sp19", op_times={100: [0.6 * f for f in floors]}, retimed=[[0.6 * f for f in floors]])
+    assert jobs._floor_flags(fine, "cpu") == []
+    lying = Grade("x", net="sp19", op_times={100: [0.6 * floors[0], 1e-9]}, retimed=[[1e-9, 0.6 * floors[1]]])
+    flags = jobs._floor_flags(lying, "cpu")
+    assert [f.split(":")[0] for f in flags] == ["conv2 at 100 images", "conv1 at 100 images (re-time 1)"]

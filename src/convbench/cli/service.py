@@ -74,18 +74,20 @@ def _quiet_dask() -> None:
 
 
 def _memory_share(graders: int) -> float:
-    """Each grader may use its share of the machine's memory. Dask's default share is by threads over cores (an
-    eighth of a 16-core machine for a one-thread grader), and a grader holding 10000 images and a CUDA context
+    """Each grader may use its share of the machine's memory. Dask's default share is by threads over cores (a
+    sixteenth of a 16-core machine for a one-thread grader), and a grader holding 10000 images and a CUDA context
     passes it: Dask would pause the worker, then restart it mid-job."""
     return 1.0 / graders
 
 
 def _thread_share(graders: int) -> dict[str, str]:
-    """Each grader's share of the cores for PyTorch's host work (the network's layers between the convolutions,
-    the copies), in the environment its worker and sandbox processes start with. Dask starts workers with one
+    """Each grader's share of the cores this process may use, for PyTorch's host work (the network's layers
+    between the convolutions, the copies) and numba's kernels (a CPU grader's), in the environment its worker and
+    sandbox processes start with. Dask starts workers with one
     thread for OpenMP and BLAS, which doubles a 10000-image grade's time on a GPU machine."""
-    threads = str(max(1, (os.cpu_count() or 1) // graders))
-    return {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    threads = str(max(1, len(os.sched_getaffinity(0)) // graders))
+    return {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                       "NUMBA_NUM_THREADS")}
 
 
 def _local_cluster(device: str, workers: int | None):

@@ -3,16 +3,18 @@ C*K*K reduction, so each load feeds several FMAs and each output is written once
 
 What changes relative to cpu-unroll: no unrolled matrix and no library GEMM. The reduction r = (c, p, q) runs
 innermost over a tile of outputs held in registers, an outer-product micro-kernel as inside a GEMM, but reading x in
-place through a table of offsets. Two tile shapes, chosen per layer by a cycle model (`plan`): pixels in lanes (maps
-x vectors of one output row; the C = 1 layers) or maps in lanes (columns x all maps; the other C > 1 layers).
+place through a table of offsets. Two tile shapes, chosen per layer by a cycle model (`plan`): pixels in lanes
+(maps x vectors of one output row; the C = 1 layers, fa19 conv2) or maps in lanes (columns x all maps; the other
+C > 1 layers).
 
 Why faster: cpu-unroll writes and re-reads a K*K-times larger matrix (fa19 conv2: 1 MB an image) and feeds a GEMM
 only M = 16-24 rows tall; here x is read from L1/L2 (an image is 2-50 KB) and y is written once. oneDNN has no good
 kernel for C = 1 (~10-15 GFLOP/s here) and, for C > 1, reorders its blocked output layout to NCHW afterwards.
 What bounds it: the FMA units, one zmm FMA (16 multiply-adds) a cycle a core on Zen 4 (~51 G/s a core measured in
-the bare micro-kernel): fa19 conv2 at 1000 images, 6.06 G multiply-adds, ~73 ms on one core's peak. The C = 1
-layers are short reductions that write much (y is 12-50x larger than x: fa19 conv1 209 MB at 1000 images, ~13 ms
-at the measured copy ceiling), so memory sets their pace. Design notes below the imports.
+the bare micro-kernel, ~92 on two): fa19 conv2 at 1000 images, 6.06 G multiply-adds at 29 of 32 lanes useful, is
+~73 ms at the two cores' peak. The C = 1 layers are short reductions that write much (y is 12-50x larger than x:
+fa19 conv1 209 MB at 1000 images, ~13 ms at the measured copy ceiling, more to fault in fresh pages), so memory
+sets their pace. Design notes below the imports.
 """
 
 from __future__ import annotations

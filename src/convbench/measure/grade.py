@@ -72,7 +72,8 @@ class Grade:
     op_empty: bool = False  # the era's timed op did no measurable work (all of it in prolog)
     ignored_error: str = ""  # the first CUDA error the file's own calls returned and it went on from
     output: str = ""  # what the submission printed (the last 4000 characters)
-    retimed: list[float] = field(default_factory=list)  # Σ Op Time of each extra run at the largest size
+    retimed: list[list[float]] = field(default_factory=list)  # per-layer Op Times of each accepted extra run
+    retime_problem: str = ""  # why an extra run was not accepted (then the grade is not ranked)
     seconds: dict[str, float] = field(default_factory=dict)  # step -> wall seconds (where a grade's time went)
 
     @property
@@ -210,9 +211,7 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
                                  timed_step, data_dir)
             if g.correct and retimes and built is not None:
                 timed_step("re-time")
-                for _ in range(retimes):
-                    result = Network(built[0], impl, device).infer(built[1], show_progress=False)
-                    g.retimed.append(sum(t.op_time for t in result.conv_timings))
+                _retime(g, impl, device, retimes, *built)
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
@@ -228,10 +227,29 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     return g
 
 
+def _retime(g: Grade, impl: ConvImpl, device: str, times: int, weights: Weights, images: np.ndarray,
+            predictions: np.ndarray) -> None:
+    """The largest size `times` more, in the same process (the spread the service's ties are decided by). A run
+    counts only if it gives the graded run's answers with finite outputs: a file that keeps state between calls
+    must not be ranked on a run nothing checked. A failure here leaves the verdict and says why in
+    g.retime_problem."""
+    try:
+        for i in range(times):
+            result = Network(weights, impl, device).infer(images, show_progress=False)
+            if result.nonfinite or not np.array_equal(result.predictions, predictions):
+                g.retime_problem = (f"re-time {i + 1}: " + ("non-finite outputs" if result.nonfinite else
+                                    "other answers than the graded run"))
+                return
+            g.retimed.append([t.op_time for t in result.conv_timings])
+    except (SandboxError, UsageError) as e:
+        g.retime_problem = f"re-time {len(g.retimed) + 1}: {e}"
+
+
 def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random_shapes: int, seed: int,
                  net: str | None, weights_folder: Path | None, references: dict, step: Callable[[str], None],
-                 data_dir: Path | None = None) -> tuple[Weights, np.ndarray] | None:
-    """Steps 2 to 4 for a built submission, into g; the weights and the largest size's images (for re-timing)."""
+                 data_dir: Path | None = None) -> tuple[Weights, np.ndarray, np.ndarray] | None:
+    """Steps 2 to 4 for a built submission, into g; for re-timing, the weights and the largest size's images and
+    predictions (None where there is nothing to re-time)."""
     step("course shapes")
     candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
     tolerance = max(impl.tolerance, 1e-5)
@@ -270,11 +288,11 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     for n in sizes:
         step(f"run {n}")
         data = load_dataset(weights.spec.input_size, data_dir=data_dir, count=n, quiet=True)
-        if n == max(sizes):
-            largest = data.images
         checked = LayerCheck(tolerance)
         result = Network(weights, impl, device).infer(data.images, show_progress=False, observe=checked)
         g.correctness[n] = correctness(result.predictions, data.labels)
+        if n == max(sizes):
+            largest = (data.images, result.predictions)
         g.op_times[n] = [t.op_time for t in result.conv_timings]
         g.layer_times[n] = [t.layer_time for t in result.conv_timings]
         seen = getattr(impl, "last_times", None) or {}
@@ -305,7 +323,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     g.detail = "; ".join(notes)
     if g.op_empty:
         g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
-    return weights, largest
+    return (weights, *largest) if largest is not None else None
 
 
 def prebuild(paths: list[Path], jobs: int) -> None:

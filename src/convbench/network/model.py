@@ -120,7 +120,8 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
         elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = ops.activation(x, layer.fn, in_place=in_place and x is not given
+            x = ops.activation(x, layer.fn, in_place=in_place and x.is_floating_point()
+                               and x.untyped_storage().data_ptr() != given.untyped_storage().data_ptr()
                                and not (torch.is_grad_enabled() and x.requires_grad))
         elif isinstance(layer, Pool):
             x = ops.pool(x, layer)
