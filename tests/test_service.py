@@ -314,14 +314,20 @@ def test_submit_follows_the_grade(served):
     assert sum(e["what"].startswith("graded") for e in again["events"]) == 2
 
 
-def test_a_server_killed_mid_job_grades_it_once_after_restart(served):
+def _slow_job_running(served, settle_s: float) -> tuple[Server, str, int]:
+    """The server started, a slow submission sent and seen running for `settle_s` seconds."""
     server, token, folder = served
     server.start()
     path = folder / "slow.py"
     path.write_text(SLOW)
     sub_id = _submit_no_wait(server, token, path)
     server.wait_for(sub_id, token, ("running",))
-    time.sleep(2)
+    time.sleep(settle_s)
+    return server, token, sub_id
+
+
+def test_a_server_killed_mid_job_grades_it_once_after_restart(served):
+    server, token, sub_id = _slow_job_running(served, 2)
     server.kill()  # the server, its scheduler and its workers, mid-job
     server.start()
     done = server.wait_for(sub_id, token, ("done", "failed"))
@@ -333,13 +339,7 @@ def test_a_server_killed_mid_job_grades_it_once_after_restart(served):
 
 def test_a_worker_killed_mid_job_is_rescheduled_and_graded_once(served):
     psutil = pytest.importorskip("psutil")
-    server, token, folder = served
-    server.start()
-    path = folder / "slow.py"
-    path.write_text(SLOW)
-    sub_id = _submit_no_wait(server, token, path)
-    server.wait_for(sub_id, token, ("running",))
-    time.sleep(3)
+    server, token, sub_id = _slow_job_running(served, 3)
     serve = psutil.Process(server.proc.pid)
     workers = [p for p in serve.children(recursive=True)
                if "spawn_main" in " ".join(p.cmdline()) and p.ppid() == serve.pid]

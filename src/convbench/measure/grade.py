@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -191,15 +192,11 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     the service's ties are decided by)."""
     g = Grade(str(path))
     impl = None
-    began = [time.perf_counter(), ""]
+    marks: list[tuple[str, float]] = []  # (step, when it began); g.seconds from them at the end
 
     def timed_step(what: str) -> None:
-        now = time.perf_counter()
-        if began[1]:
-            g.seconds[began[1]] = round(now - began[0], 3)
-        began[:] = [now, what]
-        if what:
-            step(what)
+        marks.append((what, time.perf_counter()))
+        step(what)
 
     try:
         g.kind = kind_of(path.resolve())
@@ -217,7 +214,8 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     except UsageError as e:
         g.verdict, g.detail = classify(str(e)), str(e)
     finally:
-        timed_step("")
+        marks.append(("", time.perf_counter()))
+        g.seconds = {what: round(end - began, 3) for (what, began), (_, end) in itertools.pairwise(marks)}
         worker = getattr(impl.fn, "worker", None) if impl is not None else None
         if worker is not None:
             g.output = "".join(worker.captured)[-4000:]

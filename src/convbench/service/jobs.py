@@ -5,8 +5,8 @@ server's disk), unpacks it in a temporary folder and grades it exactly as `convb
 every call of the student's code in its sandbox process), then times the largest size again REPEATS times (in the
 same sandbox process, each run's answers checked against the graded run's) for a spread. convbench times the calls;
 nothing the submission prints counts. A result under the hardware floor (measure/ceilings.py: bytes at the copy
-rate, FLOPs at the fastest arithmetic's rate, with a margin), or a re-run that was not accepted, is flagged and not ranked. It
-reports where it ran: host, GPU, driver, SM clock and temperature before and after.
+rate, FLOPs at the fastest arithmetic's rate, with a margin), or a re-run that was not accepted, is flagged and not
+ranked. It reports where it ran: host, GPU, driver, SM clock and temperature before and after.
 
 The dispatcher (`Dispatcher`, a thread in `convbench serve`) sends queued submissions to the cluster, each as a
 task needing one GPU (resource GPU=1; a CPU-only cluster's workers declare CPUGRADER=1 instead), keyed by
