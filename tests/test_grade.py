@@ -128,3 +128,35 @@ def test_grade_on_staff_held_images(tmp_path):
     # where each grade's time went, step by step (the service shows it; a slow grader is found from it)
     assert list(usual.seconds) == ["building", "course shapes", "random shapes", "run 120", "reference 120"]
     assert all(s >= 0 for s in usual.seconds.values()) and sum(usual.seconds.values()) > 0
+
+
+@pytest.mark.gpu
+def test_gpu_warm_up_on_the_first_images():
+    """Network(warmup_images=n) on the GPU warms each conv layer on the batch's first n images, then times the whole
+    batch once (grade's choice for a sandboxed submission: a full-size warm-up is a second round trip of every layer
+    through the sandbox); without it the warm-up takes the whole batch."""
+    import numpy as np
+    import torch.nn.functional as F
+
+    from convbench.core.contract import ConvImpl
+    from convbench.network.model import Network
+    from convbench.network.weights import load_weights
+
+    def run(warmup_images):
+        seen = []
+
+        def conv(x, k):
+            seen.append(x.shape[0])
+            return F.conv2d(x, k)
+
+        impl = ConvImpl("batches", "cuda", "records its batches", "a test", conv, writes_into=False)
+        weights = load_weights("own", "sp19")
+        size = weights.spec.input_size
+        images = np.random.default_rng(0).integers(0, 256, (37, size, size), dtype=np.uint8)
+        result = Network(weights, impl, "cuda", warmup_images=warmup_images).infer(images, show_progress=False)
+        return seen, result
+
+    slice_seen, sliced = run(5)
+    whole_seen, whole = run(None)
+    assert slice_seen == [5, 37, 5, 37] and whole_seen == [37, 37, 37, 37]
+    assert np.array_equal(sliced.predictions, whole.predictions)

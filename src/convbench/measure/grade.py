@@ -233,7 +233,7 @@ def _retime(g: Grade, impl: ConvImpl, device: str, times: int, weights: Weights,
     g.retime_problem."""
     try:
         for i in range(times):
-            result = Network(weights, impl, device).infer(images, show_progress=False)
+            result = Network(weights, impl, device, warmup_images=COURSE_BATCHES[0]).infer(images, show_progress=False)
             if result.nonfinite or not np.array_equal(result.predictions, predictions):
                 g.retime_problem = (f"re-time {i + 1}: " + ("non-finite outputs" if result.nonfinite else
                                     "other answers than the graded run"))
@@ -287,7 +287,8 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
         step(f"run {n}")
         data = load_dataset(weights.spec.input_size, data_dir=data_dir, count=n, quiet=True)
         checked = LayerCheck(tolerance)
-        result = Network(weights, impl, device).infer(data.images, show_progress=False, observe=checked)
+        result = Network(weights, impl, device, warmup_images=COURSE_BATCHES[0]).infer(
+            data.images, show_progress=False, observe=checked)
         g.correctness[n] = correctness(result.predictions, data.labels)
         if n == max(sizes):
             largest = (data.images, result.predictions)
