@@ -31,6 +31,7 @@ from convbench.core.spec import NETWORKS
 from convbench.data import fashion_mnist as fm
 from convbench.data.idx import write_idx
 from convbench.impls.registry import all_impls
+from convbench.measure import problem
 from convbench.network.weights import save_safetensors
 
 SP19_PARAMS = ("course", "mxnet", "sp19-ece408-0002.params")
@@ -289,7 +290,10 @@ def test_verify_all_cpu_impls_ok(capsys):
     for name in cpu:
         assert re.search(r"\s12\s.*\sok\s", rows[name]), rows[name]
         assert "FAIL" not in rows[name]
-    assert "seed 1" in err
+        # the wide-range case: the worst element within the limit, in units of fp32's error bound
+        wide = float(re.search(r"\s(\d+\.?\d*)\s+\W\s+ok\s", rows[name]).group(1))
+        assert 0 < wide <= problem.WIDE_LIMIT, rows[name]
+    assert "seed 1" in err and "12 also with wide-range inputs" in err
 
 
 def _leaves_last_column(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
@@ -310,8 +314,10 @@ def test_verify_catches_broken_impl(capsys, broken_impl):
     assert "Traceback" not in err
     rows = _verify_rows(out)
     assert list(rows) == ["broken"], rows
-    assert re.search(r"FAIL 4/4 \(4 NaN\)", rows["broken"]), rows["broken"]
-    assert "inf" in rows["broken"]  # the max relative error of an unwritten output
+    assert "FAIL 4/4" in rows["broken"] and "(4 NaN)" in out and re.search(r"│\s+\(wide\)\s+│", out), out
+    assert re.search(r"\sinf\s.*\sinf\s", rows["broken"])  # the max relative error and the wide range's units
+    rc, out, err = cli(capsys, "verify", "--impl", "broken", "--shapes", "4", "--seed", "3", "--wide-shapes", "0")
+    assert rc == 1 and not re.search(r"│\s+\(wide\)\s+│", out) and "–" in _verify_rows(out)["broken"]
 
 
 def test_verify_all_fails_with_broken_impl_registered(capsys, broken_impl):

@@ -98,6 +98,53 @@ def test_verify_runs_edge_and_random_shapes():
     assert len(results) == 15 and all(r.check.ok for r in results)
 
 
+def test_bound_ratio_counts_units_of_the_fp32_bound():
+    shape = problem.ConvShape(2, 3, 4, 9, 8, 3)
+    x, k = problem.generate_wide(shape, 5)
+    magnitudes = x.abs().log10()
+    assert magnitudes.min() >= -4 and magnitudes.max() <= 4 and magnitudes.max() - magnitudes.min() > 6
+    assert (x < 0).any() and (x > 0).any() and (k < 0).any()
+    ref = problem.reference(x, k)
+    assert problem.bound_ratio(ref.float(), x, k) <= 1  # rounding the exact answer to fp32
+    unit = problem.reference(x.abs(), k.abs())[0, 1, 2, 3] * problem.UNIT_ROUNDOFF * math.sqrt(3 * 3 * 3)
+    off = ref.clone()
+    off[0, 1, 2, 3] += 10 * unit
+    assert 9.9 < problem.bound_ratio(off.float(), x, k) < 11
+    off[1, 0, 0, 0] = float("nan")
+    assert problem.bound_ratio(off.float(), x, k) == math.inf
+
+
+def _split_fp16(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
+    """3xFP16 with a fixed scale chosen for raw pixels: values times 2^8 split into fp16 hi and lo halves (the scale
+    keeps small values' lo halves out of fp16's subnormals), the lo*lo product dropped. Accurate to ~1e-7 on
+    verify's ordinary inputs (pixels 0..255, unit normals); a value above 255.9 overflows fp16's hi half."""
+    import torch.nn.functional as F
+
+    def halves(t):
+        hi = (t * 256).half().float()
+        return hi, (t * 256 - hi).half().float()
+
+    (xh, xl), (kh, kl) = halves(x), halves(k)
+    y.copy_((F.conv2d(xh.double(), kh.double()) + F.conv2d(xh.double(), kl.double())
+             + F.conv2d(xl.double(), kh.double())) / 65536)
+
+
+def test_the_wide_range_case_catches_what_the_relative_error_hides():
+    impl = ConvImpl("split-fp16", "cpu", "3xFP16 without scaling", "a test", _split_fp16)
+    shapes = problem.edge_shapes()
+    results = list(verify_impl(impl, "cpu", shapes, seed=2, wide_shapes=len(shapes)))
+    assert all(r.check.ok for r in results)  # ordinary inputs: within 1e-5
+    assert all(r.wide is not None for r in results)
+    assert any(r.wide_failed for r in results) and max(r.wide for r in results) == math.inf
+    plain = list(verify_impl(get_impl("cpu-direct"), "cpu", shapes, seed=2, wide_shapes=len(shapes)))
+    assert all(r.check.ok and not r.wide_failed for r in plain)
+    assert max(r.wide for r in plain) <= problem.WIDE_LIMIT
+    # reduced precision reports its number and does not fail on it
+    half = ConvImpl("split-fp16", "cpu", "the same, declared fp16", "a test", _split_fp16, precision="fp16",
+                    tolerance=1e-2)
+    assert not any(r.wide_failed for r in verify_impl(half, "cpu", shapes[:4], seed=2, wide_shapes=4))
+
+
 def test_registry():
     names = [i.name for i in all_impls()]
     assert len(names) == len(set(names))
@@ -120,3 +167,13 @@ def test_output_shape_rejects_mismatched_channels():
 def test_gpu_impl_matches_reference(name, shape):
     result = run_checked(get_impl(name), shape, seed=17, device="cuda")
     assert result.ok, f"{name} on {shape}: {result}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [n for n in GPU_IMPLS if get_impl(n).precision == "fp32"])
+def test_gpu_fp32_impl_on_wide_range_inputs(name):
+    """Magnitudes 1e-4..1e4 with random signs: every element within WIDE_LIMIT units of fp32's error bound."""
+    shapes = problem.edge_shapes()
+    results = list(verify_impl(get_impl(name), "cuda", shapes, seed=23, wide_shapes=len(shapes)))
+    worst = max(results, key=lambda r: r.wide)
+    assert not worst.wide_failed, f"{name}: {worst.wide:.3g} units on {worst.shape}"

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--device", choices=("cpu", "cuda"), default=None, help="default: cpu, or the impl's device")
     verify.add_argument("--shapes", type=positive_int, default=50, help="how many shapes (default 50: edge cases, then random)")
     verify.add_argument("--seed", type=seed_value, help="random seed (default: a fresh one, printed)")
+    verify.add_argument("--wide-shapes", type=whole_number("a count", 0), metavar="N", help="how many of the "
+                        "shapes (the first) also run the wide-range inputs: magnitudes 1e-4..1e4, judged per element "
+                        "against fp32's error bound sqrt(C*K*K) * 2^-24 * sum |x||k| (default 12; 0: none)")
     verify.add_argument("--precision", choices=PRECISIONS, default="fp32", help="each impl's variant of this "
                         "precision (default fp32); with all: the impls of this precision")
 

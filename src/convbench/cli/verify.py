@@ -30,11 +30,12 @@ def cmd_verify(args) -> int:
         impls, device = resolve_many(args.impl, args.device, "--impl", precision)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     shapes = problem.shapes(args.shapes, seed)
+    wide_shapes = min(len(shapes), problem.WIDE_SHAPES if args.wide_shapes is None else args.wide_shapes)
     fused = [i for i in impls if i.fused is not None]
     also = (f"; fused ops of {', '.join(i.name for i in fused)} for {len(problem.fused_cases())} activation x pool "
             "cases each" if fused else "")
-    ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each, seed {seed} "
-            f"(repeat with --seed {seed}){also}")
+    ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each ({wide_shapes} also "
+            f"with wide-range inputs), seed {seed} (repeat with --seed {seed}){also}")
 
     reports = []
     with ui.progress_bar("verify", (len(impls) + len(fused)) * len(shapes), enabled=ui.err.is_terminal) as bar:
@@ -43,19 +44,23 @@ def cmd_verify(args) -> int:
                 if is_fused and impl.fused is None:
                     continue
                 results = []
-                for r in check(impl, device, shapes, seed):
+                for r in (check(impl, device, shapes, seed) if is_fused else
+                          verify_impl(impl, device, shapes, seed, wide_shapes)):
                     results.append(r)
                     bar.advance()
                 reports.append(ImplReport(impl, results, is_fused))
 
     table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
                         + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
-                  caption="FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote x): "
-                          "the call modified its input x (or k)"
-                  if any(not rep.ok for rep in reports) else None)
-    for col in ("impl", "prec.", "shapes", "max error", "tol.", "result", "worst shape"):
-        table.add_column(col, justify="right" if col in ("shapes", "max error", "tol.") else "left",
-                         no_wrap=col != "worst shape")
+                  caption="wide: inputs of magnitudes 1e-4..1e4 with random signs, the largest error of an element "
+                          "in units of fp32's bound sqrt(n) * 2^-24 * sum |x||k|, n = C*K*K (fp32-accurate impls fail "
+                          f"above {problem.WIDE_LIMIT:g})" + (
+                          "; FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote "
+                          "x): the call modified its input x (or k); (wide): over the limit on those inputs"
+                          if any(not rep.ok for rep in reports) else ""))
+    for col in ("impl", "prec.", "shapes", "max error", "tol.", "wide", "result", "worst shape"):
+        table.add_column(col, justify="right" if col in ("shapes", "max error", "tol.", "wide") else "left",
+                         no_wrap=col not in ("result", "worst shape"))
     for rep in reports:
         worst = rep.worst
         fails = rep.failures
@@ -63,10 +68,15 @@ def cmd_verify(args) -> int:
             unwritten = sum(1 for f in fails if f.check.unwritten)
             wrote = sorted({n for f in fails if f.check.wrote_inputs for n in f.check.wrote_inputs.split(", ")})
             verdict = (f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} NaN)" if unwritten else "")
-                       + (f" (wrote {', '.join(wrote)})" if wrote else ""))
+                       + (f" (wrote {', '.join(wrote)})" if wrote else "")
+                       + (" (wide)" if any(f.wide_failed for f in fails) else ""))
         else:
             verdict = "[green]ok"
+        wide = rep.worst_wide
+        if wide is not None and wide.wide_failed and worst.check.ok:
+            worst = wide  # the shape to look at is the one that failed
         table.add_row(rep.label, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
-                      f"{rep.impl.tolerance:.0e}", verdict, worst.where())
+                      f"{rep.impl.tolerance:.0e}", "–" if wide is None else f"{wide.wide:.3g}", verdict,
+                      worst.where())
     Console(highlight=False).print(table)
     return 0 if all(rep.ok for rep in reports) else 1

@@ -85,6 +85,49 @@ def generate(shape: ConvShape, seed: int, device: str = "cpu") -> tuple[torch.Te
     return x.to(device), k.to(device)
 
 
+# The wide-range case: inputs whose magnitudes span 1e-4..1e4 with random signs, where a relative norm hides what
+# matters (the large products dominate ||ref||) and a split into narrower formats (hi + lo halves in fp16 or tf32)
+# can lose the small values. Judged per element against fp32's error bound for a sum of n = C*K*K products,
+# sqrt(n) * u * sum |x||k| with u = 2^-24: rounding errors of an n-term sum grow like sqrt(n) (the worst case is n),
+# and rounding the exact answer to fp32 alone costs up to 1/sqrt(n) of it. fp32 convolutions (oneDNN, a plain loop)
+# reach about 1.7 of these units on verify's shapes; an fp32-accurate implementation must stay within WIDE_LIMIT,
+# a reduced-precision one reports its number.
+UNIT_ROUNDOFF = 2.0 ** -24
+WIDE_LIMIT = 4.0
+WIDE_DECADES = 4.0  # magnitudes 10^-4 .. 10^4
+WIDE_SHAPES = 12  # verify runs the case on its first shapes: the edge shapes, the course's layers among them
+WIDE_SEED = 7_919  # the wide case's inputs come from seed + WIDE_SEED + shape index: never the ordinary ones
+
+
+def generate_wide(shape: ConvShape, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """x and k with log-normal magnitudes (log10 |v| ~ N(0, 4/3), clipped to +-WIDE_DECADES) and random signs."""
+    g = torch.Generator().manual_seed(seed)
+
+    def wide(*size: int) -> torch.Tensor:
+        decades = (torch.randn(*size, generator=g, dtype=torch.float64) * WIDE_DECADES / 3).clamp(-WIDE_DECADES,
+                                                                                                 WIDE_DECADES)
+        signs = torch.randint(0, 2, size, generator=g, dtype=torch.float64) * 2 - 1
+        return (signs * 10.0 ** decades).float()
+
+    return wide(shape.B, shape.C, shape.H, shape.W), wide(shape.M, shape.C, shape.K, shape.K)
+
+
+def bound_ratio(y: torch.Tensor, x: torch.Tensor, k: torch.Tensor) -> float:
+    """The largest error of any element in units of its fp32 error bound: max |y - ref| / (sqrt(n) * u * sum
+    |x||k|), n = C*K*K, with ref and the bound in float64 on the CPU; inf when an element is NaN, Inf or unwritten,
+    or when one whose bound is 0 (every product 0) is not exactly 0."""
+    y64 = y.detach().cpu().double()
+    if not bool(torch.isfinite(y64).all()):
+        return math.inf
+    x, k = x.detach().cpu(), k.detach().cpu()
+    err = (y64 - reference(x, k)).abs()
+    bound = reference(x.abs(), k.abs()) * (UNIT_ROUNDOFF * math.sqrt(k[0].numel()))
+    zero = bound == 0
+    if bool((err[zero] > 0).any()):
+        return math.inf
+    return float((err[~zero] / bound[~zero]).max()) if bool((~zero).any()) else 0.0
+
+
 def poisoned_output(shape: ConvShape, device: str) -> torch.Tensor:
     """NaN everywhere: an element the implementation forgets to write fails the check."""
     return torch.full(shape.out, float("nan"), dtype=torch.float32, device=device)

@@ -6,6 +6,11 @@ An implementation with a fused op (ConvImpl.fused) is also checked as that op: p
 problem.fused_reference on the same shapes and inputs, for every activation x pooling of problem.fused_cases(); the
 fused function allocates its own output, so its allocations are poisoned instead (problem.poisoned_allocations);
 its error is relative to the convolution's norm (problem.fused_check says why).
+
+The wide-range case (`wide_shapes`, verify's default: the first problem.WIDE_SHAPES shapes): the same call on
+inputs whose magnitudes span 1e-4..1e4 with random signs (problem.generate_wide), judged per element in units of
+fp32's error bound u * sum |x||k| (problem.bound_ratio). An fp32-accurate implementation fails above
+problem.WIDE_LIMIT units; a reduced-precision one (tf32, fp16, bf16) reports its number.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class ShapeResult:
     shape: problem.ConvShape
     check: problem.Check
     case: problem.FusedCase | None = None  # the fused op's activation and pooling; None: the convolution alone
+    wide: float | None = None  # the wide-range case's error in units of the fp32 bound; None: not run on this shape
+    wide_failed: bool = False  # over problem.WIDE_LIMIT for an fp32-accurate implementation
 
     def where(self) -> str:
         return str(self.shape) + (f" ({self.case})" if self.case else "")
@@ -45,14 +52,22 @@ class ImplReport:
 
     @property
     def failures(self) -> list[ShapeResult]:
-        return [r for r in self.results if not r.check.ok]
+        return [r for r in self.results if not r.check.ok or r.wide_failed]
+
+    @property
+    def worst_wide(self) -> ShapeResult | None:
+        """The shape with the largest wide-range error; None when the case did not run."""
+        runs = [r for r in self.results if r.wide is not None]
+        return max(runs, key=lambda r: r.wide) if runs else None
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
 
-def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int) -> Iterator[ShapeResult]:
+def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int,
+                wide_shapes: int = 0) -> Iterator[ShapeResult]:
+    """Each shape's check; the first `wide_shapes` shapes also run the wide-range case."""
     impl.prepare()
     for i, shape in enumerate(shapes):
         x, k = problem.generate(shape, seed + i)
@@ -65,7 +80,16 @@ def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], se
         wrote = ", ".join(n for n, a, b in (("x", x, x_in), ("k", k, k_in)) if not problem.unchanged(a, b))
         if wrote:  # a convolution that modifies its inputs breaks the network it runs in, whatever its output
             result = dataclasses.replace(result, ok=False, wrote_inputs=wrote)
-        yield ShapeResult(shape, result)
+        if i >= wide_shapes:
+            yield ShapeResult(shape, result)
+            continue
+        x, k = problem.generate_wide(shape, seed + problem.WIDE_SEED + i)
+        y = problem.poisoned_output(shape, device)
+        impl(x.to(device), k.to(device), y)
+        synchronize(device)
+        wide = problem.bound_ratio(y, x, k)
+        yield ShapeResult(shape, result, wide=wide,
+                          wide_failed=impl.precision in ("fp32", "fp64") and not wide <= problem.WIDE_LIMIT)
 
 
 def verify_fused(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int,
