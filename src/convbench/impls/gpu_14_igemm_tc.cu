@@ -78,12 +78,10 @@ typedef unsigned int u32;
 __device__ __forceinline__ u32 tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
 
 // v = hi + lo exactly (Sterbenz: v - hi is exact), |lo| <= 2^-11 |v|. The tensor core reads only the top 19 bits
-// of a TF32 operand, so lo goes in with half a TF32 ulp added, rounded there rather than truncated: ~2^-22 |v|
-// lost instead of ~2^-21, which halves the largest error per element on inputs of a wide dynamic range.
-__device__ __forceinline__ u32 tf32_lo(float v, float hi) { return __float_as_uint(v - hi) + 0x1000u; }
+// of a TF32 operand, so lo goes in as it is (truncated there: ~2^-21 |v| lost, the CUTLASS fast-fp32 recipe).
 __device__ __forceinline__ void split_tf32(float v, u32 &hi, u32 &lo) {
     hi = tf32_round(v);
-    lo = tf32_lo(v, __uint_as_float(hi));
+    lo = __float_as_uint(v - __uint_as_float(hi));
 }
 
 // One TF32 operand (PREC 1): half an ulp added, the low bits left for the tensor core to drop.
@@ -459,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         const float v = (n < M && r < g.CKK) ? k[n * g.CKK + r] : 0.0f;
         const float hi = __uint_as_float(tf32_round(v));
         Ws[i] = SPLIT ? hi : v;
-        if (SPLIT) Ws[NT * 8 * g.KPS + i] = __uint_as_float(tf32_lo(v, hi));  // the lo plane, a TF32 operand
+        if (SPLIT) Ws[NT * 8 * g.KPS + i] = v - hi;  // the lo plane
         wlo |= v != hi;
     }
 #endif
@@ -532,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                 const float v = buf0[i];  // rows past the image are stale and feed only unstored pixels
                 const float hi = __uint_as_float(tf32_round(v));
                 XS[i] = hi;
-                XS[g.BUF + i] = __uint_as_float(tf32_lo(v, hi));
+                XS[g.BUF + i] = v - hi;
                 xlo |= v != hi;
             }
 #if SKIP
