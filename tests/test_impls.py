@@ -138,7 +138,7 @@ def test_the_wide_range_case_catches_what_the_relative_error_hides():
     assert any(r.wide_failed for r in results) and max(r.wide for r in results) == math.inf
     plain = list(verify_impl(get_impl("cpu-direct"), "cpu", shapes, seed=2, wide_shapes=len(shapes)))
     assert all(r.check.ok and not r.wide_failed for r in plain)
-    assert max(r.wide for r in plain) <= problem.WIDE_LIMIT
+    assert max(r.wide for r in plain) < 2
     # reduced precision reports its number and does not fail on it
     half = ConvImpl("split-fp16", "cpu", "the same, declared fp16", "a test", _split_fp16, precision="fp16",
                     tolerance=1e-2)
