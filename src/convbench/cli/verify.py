@@ -18,6 +18,14 @@ from convbench.measure import problem
 from convbench.measure.verify import ImplReport, verify_fused, verify_impl
 
 
+def units(n: float) -> str:
+    """A wide-range error in at most five characters: 0.296, 4.4, 37.2, 3.1e3, inf."""
+    if n < 1000 or n == float("inf"):
+        return f"{n:.3g}"
+    mantissa, exponent = f"{n:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def cmd_verify(args) -> int:
     apply_build_options(args)
     precision = getattr(args, "precision", None) or "fp32"
@@ -56,11 +64,12 @@ def cmd_verify(args) -> int:
                           "in units of fp32's bound sqrt(n) * 2^-24 * sum |x||k|, n = C*K*K (fp32-accurate impls fail "
                           f"above {problem.WIDE_LIMIT:g})" + (
                           "; FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote "
-                          "x): the call modified its input x (or k); (wide): over the limit on those inputs"
+                          "x): the call modified its input x (or k); (wide): over the limit on those inputs only"
                           if any(not rep.ok for rep in reports) else ""))
-    for col in ("impl", "prec.", "shapes", "max error", "tol.", "wide", "result", "worst shape"):
-        table.add_column(col, justify="right" if col in ("shapes", "max error", "tol.", "wide") else "left",
-                         no_wrap=col not in ("result", "worst shape"))
+    # the shape count is in the note above and in FAIL n/m: no column for it, so the table fits 80 columns
+    for col in ("impl", "prec.", "max error", "tol.", "wide", "result", "worst shape"):
+        table.add_column(col, justify="right" if col in ("max error", "tol.", "wide") else "left",
+                         no_wrap=col != "worst shape")
     for rep in reports:
         worst = rep.worst
         fails = rep.failures
@@ -69,14 +78,13 @@ def cmd_verify(args) -> int:
             wrote = sorted({n for f in fails if f.check.wrote_inputs for n in f.check.wrote_inputs.split(", ")})
             verdict = (f"[red]FAIL {len(fails)}/{len(rep.results)}" + (f" ({unwritten} NaN)" if unwritten else "")
                        + (f" (wrote {', '.join(wrote)})" if wrote else "")
-                       + (" (wide)" if any(f.wide_failed for f in fails) else ""))
+                       + (" (wide)" if any(f.wide_failed and f.check.ok for f in fails) else ""))
         else:
             verdict = "[green]ok"
         wide = rep.worst_wide
         if wide is not None and wide.wide_failed and worst.check.ok:
             worst = wide  # the shape to look at is the one that failed
-        table.add_row(rep.label, rep.impl.precision, str(len(rep.results)), f"{worst.check.rel_error:.2e}",
-                      f"{rep.impl.tolerance:.0e}", "–" if wide is None else f"{wide.wide:.3g}", verdict,
-                      worst.where())
+        table.add_row(rep.label, rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
+                      "–" if wide is None else units(wide.wide), verdict, worst.where())
     Console(highlight=False).print(table)
     return 0 if all(rep.ok for rep in reports) else 1
