@@ -58,6 +58,7 @@ def test_bench_json_has_environment_settings_ceilings_and_verify(bench_run):
     assert set(doc["impls"]) == {"onednn", "cpu-parallel"}  # the reference is always in the run
     for name, v in doc["verify"].items():
         assert v["ok"] is True and 0 <= v["max_rel_error"] <= 1e-5 and v["shapes"] == 12, (name, v)
+        assert 0 < v["wide"] < 2, (name, v)  # the wide-range case, in units of fp32's bound: fp32 arithmetic
 
 
 def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):

@@ -156,6 +156,8 @@ def test_gpu_warm_up_on_the_first_images():
         result = Network(weights, impl, "cuda", warmup_images=warmup_images).infer(images, show_progress=False)
         return seen, result
 
+    with pytest.raises(ValueError, match="warmup_images"):
+        run(0)
     slice_seen, sliced = run(5)
     whole_seen, whole = run(None)
     assert slice_seen == [5, 37, 5, 37] and whole_seen == [37, 37, 37, 37]

@@ -130,7 +130,7 @@ def _split_fp16(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
 
 
 def test_the_wide_range_case_catches_what_the_relative_error_hides():
-    impl = ConvImpl("split-fp16", "cpu", "3xFP16 without scaling", "a test", _split_fp16)
+    impl = ConvImpl("split-fp16", "cpu", "3xFP16 with a fixed scale for pixels", "a test", _split_fp16)
     shapes = problem.edge_shapes()
     results = list(verify_impl(impl, "cpu", shapes, seed=2, wide_shapes=len(shapes)))
     assert all(r.check.ok for r in results)  # ordinary inputs: within 1e-5

@@ -19,9 +19,11 @@ from convbench.measure.verify import ImplReport, verify_fused, verify_impl
 
 
 def units(n: float) -> str:
-    """A wide-range error in at most five characters: 0.296, 4.4, 37.2, 3.1e3, inf."""
-    if n < 1000 or n == float("inf"):
-        return f"{n:.3g}"
+    """A wide-range error in at most five characters: 0.296, 4.4, 37.2, 3.1e3, inf (0.01 and below: 0.00)."""
+    if n == float("inf"):
+        return "inf"
+    if n < 999.5:
+        return f"{n:.3g}" if n >= 0.01 else "0.00"
     mantissa, exponent = f"{n:.1e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
@@ -58,14 +60,17 @@ def cmd_verify(args) -> int:
                     bar.advance()
                 reports.append(ImplReport(impl, results, is_fused))
 
+    notes = []
+    if wide_shapes:
+        notes.append("wide: inputs of magnitudes 1e-4..1e4 with random signs, the largest error of an element in units "
+                     "of fp32's bound sqrt(n) * 2^-24 * sum |x||k|, n = C*K*K (fp32-accurate impls fail above "
+                     f"{problem.WIDE_LIMIT:g})")
+    if any(not rep.ok for rep in reports):
+        notes.append("FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote x): the "
+                     "call modified its input x (or k); (wide): over the limit on those inputs only")
     table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
                         + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
-                  caption="wide: inputs of magnitudes 1e-4..1e4 with random signs, the largest error of an element "
-                          "in units of fp32's bound sqrt(n) * 2^-24 * sum |x||k|, n = C*K*K (fp32-accurate impls fail "
-                          f"above {problem.WIDE_LIMIT:g})" + (
-                          "; FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote "
-                          "x): the call modified its input x (or k); (wide): over the limit on those inputs only"
-                          if any(not rep.ok for rep in reports) else ""))
+                  caption="; ".join(notes) or None)
     # the shape count is in the note above and in FAIL n/m: no column for it, so the table fits 80 columns
     for col in ("impl", "prec.", "max error", "tol.", "wide", "result", "worst shape"):
         table.add_column(col, justify="right" if col in ("max error", "tol.", "wide") else "left",
@@ -82,9 +87,8 @@ def cmd_verify(args) -> int:
         else:
             verdict = "[green]ok"
         wide = rep.worst_wide
-        if wide is not None and wide.wide_failed and worst.check.ok:
-            worst = wide  # the shape to look at is the one that failed
+        shown = wide if wide is not None and wide.wide_failed and worst.check.ok else worst  # the shape to look at
         table.add_row(rep.label, rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
-                      "–" if wide is None else units(wide.wide), verdict, worst.where())
+                      "–" if wide is None else units(wide.wide), verdict, shown.where())
     Console(highlight=False).print(table)
     return 0 if all(rep.ok for rep in reports) else 1

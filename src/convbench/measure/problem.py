@@ -96,11 +96,12 @@ UNIT_ROUNDOFF = 2.0 ** -24
 WIDE_LIMIT = 8.0
 WIDE_DECADES = 4.0  # magnitudes 10^-4 .. 10^4
 WIDE_SHAPES = 12  # verify runs the case on its first shapes: the edge shapes, the course's layers among them
-WIDE_SEED = 7_919  # the wide case's inputs come from seed + WIDE_SEED + shape index: never the ordinary ones
+WIDE_SEED = 7_919  # the wide case's generator seed: seed + WIDE_SEED + shape index (its own draws, not generate's)
 
 
 def generate_wide(shape: ConvShape, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """x and k with log-normal magnitudes (log10 |v| ~ N(0, 4/3), clipped to +-WIDE_DECADES) and random signs."""
+    """x and k with log-normal magnitudes (log10 |v| normal, mean 0, standard deviation 4/3, clipped to
+    +-WIDE_DECADES) and random signs."""
     g = torch.Generator().manual_seed(seed)
 
     def wide(*size: int) -> torch.Tensor:

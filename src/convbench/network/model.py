@@ -147,6 +147,8 @@ class Network:
                  warmup_images: int | None = None):
         if fuse:
             require_fused(impl)
+        if warmup_images is not None and warmup_images < 1:
+            raise ValueError(f"warmup_images must be at least 1 (or None: the whole batch), not {warmup_images}")
         self.spec = weights.spec
         self.impl = impl
         self.device = device
