@@ -6,8 +6,9 @@
 Three ways through each network, from the uint8 test images to the class probabilities, each timed whole (wall
 clock, nothing excluded), in rotating order, `--reps` times, median kept:
 
-    eager           what a PyTorch user writes: nn.Sequential of nn.Conv2d (oneDNN), nn.Tanh/ReLU, nn.MaxPool2d, ...,
-                    under torch.inference_mode
+    eager           the network as plain PyTorch computes it (network/model.forward: F.conv2d through oneDNN,
+                    torch.tanh / relu, F.max_pool2d, F.linear, ...; the same ops an nn.Sequential of nn.Conv2d,
+                    nn.Tanh, nn.MaxPool2d, ... runs), under torch.inference_mode
     run-onednn      `convbench run --impl onednn`'s inference (network/model.Network: per-layer timing, warm-ups,
                     checks), the convolutions through oneDNN
     run-default     `convbench run`'s inference with the CPU default implementation
@@ -26,56 +27,25 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
-from convbench.core.spec import Activation, Conv, Dense, Flatten, NetSpec, Pool, Softmax
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
 from convbench.measure.environment import environment
-from convbench.network.model import Network, correctness
+from convbench.network.model import Network, correctness, forward
 from convbench.network.weights import load_weights
 
 NETS = ["fa17", "sp18", "fa18", "sp19", "fa19", "minidnn"]
 
 
-def torch_module(spec: NetSpec, params: dict[str, torch.Tensor]) -> nn.Sequential:
-    """The network as plain PyTorch modules, with the same weights."""
-    layers: list[nn.Module] = []
-    for info in spec.layer_info:
-        layer = info.layer
-        if isinstance(layer, Conv):
-            w = params[f"{info.name}.weight"]
-            conv = nn.Conv2d(w.shape[1], w.shape[0], w.shape[2], bias=False)
-            conv.weight.data.copy_(w)
-            layers.append(conv)
-        elif isinstance(layer, Activation):
-            layers.append({"tanh": nn.Tanh, "relu": nn.ReLU, "sigmoid": nn.Sigmoid}[layer.fn]())
-        elif isinstance(layer, Pool):
-            cls = nn.MaxPool2d if layer.kind == "max" else nn.AvgPool2d
-            layers.append(cls(layer.size, layer.stride, ceil_mode=layer.ceil))
-        elif isinstance(layer, Flatten):
-            layers.append(nn.Flatten())
-        elif isinstance(layer, Dense):
-            w, b = params[f"{info.name}.weight"], params[f"{info.name}.bias"]
-            dense = nn.Linear(w.shape[1], w.shape[0])
-            dense.weight.data.copy_(w)
-            dense.bias.data.copy_(b)
-            layers.append(dense)
-        elif isinstance(layer, Softmax):
-            layers.append(nn.Softmax(dim=1))
-    return nn.Sequential(*layers).eval()
-
-
 def one_net(net: str, size: int, reps: int) -> dict:
     weights = load_weights("own", net)
     data = load_dataset(weights.spec.input_size, count=size, quiet=True)
-    module = torch_module(weights.spec, weights.params)
     default = DEFAULT_IMPL["cpu"]
 
     def eager():
         with torch.inference_mode():
             x = torch.from_numpy(np.ascontiguousarray(data.images)).to(torch.float32).unsqueeze(1)
-            return module(x), None
+            return forward(weights.spec, weights.params, x), None
 
     def run_with(impl_name: str):
         impl = get_impl(impl_name)

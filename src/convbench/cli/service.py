@@ -83,8 +83,8 @@ def _memory_share(graders: int) -> float:
 def _thread_share(graders: int) -> dict[str, str]:
     """Each grader's share of the cores this process may use, for PyTorch's host work (the network's layers
     between the convolutions, the copies) and numba's kernels (a CPU grader's), in the environment its worker and
-    sandbox processes start with. Dask starts workers with one thread for OpenMP and BLAS, which doubles a
-    10000-image grade's time on a GPU machine."""
+    sandbox processes start with. Dask starts workers with one thread for OpenMP and BLAS, which leaves a
+    10000-image grade's host work on one core of a GPU machine."""
     threads = str(max(1, len(os.sched_getaffinity(0)) // graders))
     return {name: threads for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                        "NUMBA_NUM_THREADS")}

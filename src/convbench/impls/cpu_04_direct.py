@@ -54,10 +54,10 @@ RequireLiteralValue = numba.core.errors.RequireLiteralValue
 # ~3e-7 relative to float64 on the course's layers, 2e-6 at C*K*K = 588.
 # Wasted lanes: where a row or the map count is not a multiple of the tile (sp19 conv1: 44 columns in 48 lanes;
 # fa17 conv1: 50 maps in blocks of 8).
-# y's pages: a fresh output is first touched inside the call. 2 MB pages (madvise MADV_HUGEPAGE) halve that in a
-# loop that frees and re-allocates the same size, but a one-off large output is backed from big free blocks that a
-# VM's host releases (free page reporting): on the 2-core VM, fa19 conv1 in a one-shot `run` took 0.39 s with them
-# and 0.09 s without at 1000 images, 2.7 s and 0.9 s at 10000. So y gets the ordinary 4 KB pages.
+# y's pages: a fresh output is first touched inside the call. 2 MB pages (madvise MADV_HUGEPAGE) make that cheaper
+# in a loop that frees and re-allocates the same size, but a one-off large output is then backed from big free
+# blocks that a VM's host has taken back (free page reporting), several times slower than 4 KB pages in a one-shot
+# `run` (results/2026-11-26-1911-cpu-2core-4k-pages). So y gets the ordinary 4 KB pages.
 
 MAPS_IN_LANES, PIXELS_IN_LANES = 0, 1
 REGISTERS = 32  # zmm0-31 with AVX-512; AVX2 machines have 16 and spill (still correct)

@@ -78,8 +78,8 @@ def machine(device: str) -> dict:
     return info
 
 
-# The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs at
-# up to 1.45x the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
+# The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
+# faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
 # only when it would need more than this many times the measured rates.
 FLOOR_MARGIN = 2.0
 
