@@ -2,26 +2,35 @@
 # One measurement run on a GPU machine, for results/<run>/ (results/README.md). From the repository root, with $OUT
 # set to the folder for the run's files:
 #
-#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench whole sanitize (default: all, in order)
+#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
+#                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
 #               `git rev-parse HEAD`), command, UTC date, device kind ($DEVICE_KIND, else named from the card and the
 #               GPU count), the steps run and their exit codes, and `results` (bench.json, whole.json when made)
 #   tests       pytest -m gpu over tests/, then the rest of the suite          -> $OUT/pytest-gpu.log
-#   verify      convbench verify --device cuda --shapes 60 --seed 4 of every GPU impl (--impl all, one call
+#   verify      convbench verify --device cuda --shapes 60 --wide-shapes 12 --seed 4 of every GPU impl (one call
 #               each)                                                          -> $OUT/verify.log
 #   bench       convbench bench of cudnn, gpu-igemm-tc, gpu-wgmma on fa19, sp19, minidnn, fa18 at 100 and 10000
 #               images                                                         -> $OUT/bench.json, $OUT/bench.txt
-#   whole       convbench run --whole-network --size 10000 --json on each net  -> $OUT/whole.json (a list)
-#   sanitize    compute-sanitizer memcheck: verify of gpu-wgmma and gpu-igemm-tc on a few shapes, the wgmma kernel
-#               forced onto random shapes, the whole network's dense kernel    -> $OUT/sanitize.log
+#   precision   the same bench of the reduced-precision variants at 10000 images (their target: the memory floor)
+#                                                                              -> $OUT/precision.json, .txt
+#   whole       convbench run --whole-network --json on each net, at each WHOLE_SIZES and WHOLE_PRECISIONS
+#                                                                              -> $OUT/whole.json (a list)
+#   small       scripts/small_batch_breakdown.py at 100 images: Op Time against the kernels' GPU time and the
+#               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
+#   sanitize    compute-sanitizer (SANITIZE_TOOLS, default memcheck): verify of gpu-wgmma and gpu-igemm-tc on a few
+#               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel
+#                                                                              -> $OUT/sanitize.log
 #
 # At most 7 files, all in $OUT (the device tool returns 8). Measured on an H100: tests 5.5 minutes, verify 7 (the
 # two Triton impls, which compile per shape, take 4 of them), bench 2.5, whole 0.5, sanitize 1. That is more than one
 # device call (10 minutes): run `tests`, `verify` and `bench whole sanitize` as three calls, copy their files into one
 # run folder, and merge the manifests' `steps` (each call writes its own manifest.json). Knobs: NETS (default fa19,sp19,minidnn,fa18), IMPLS (bench,
 # default cudnn,gpu-igemm-tc,gpu-wgmma), SIZES (default 100,10000), VERIFY_SHAPES (60), VERIFY_SEED (4), COMMIT,
-# DEVICE_KIND. Exit code: 0 when every step passed, else 1.
+# DEVICE_KIND, VERIFY_IMPLS (default every GPU impl), WIDE_SHAPES (12), PREC_IMPLS (precision's, default the
+# tf32 / fp16 / bf16 variants of gpu-igemm-tc and gpu-wgmma), WHOLE_SIZES (10000), WHOLE_PRECISIONS (fp32),
+# SANITIZE_TOOLS (memcheck; also racecheck, synccheck). Exit code: 0 when every step passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder for the files of this run}"
@@ -33,12 +42,16 @@ fi
 NETS=${NETS:-fa19,sp19,minidnn,fa18}
 IMPLS=${IMPLS:-cudnn,gpu-igemm-tc,gpu-wgmma}
 SIZES=${SIZES:-100,10000}
-VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4}
+VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4} WIDE_SHAPES=${WIDE_SHAPES:-12}
+PREC_IMPLS=${PREC_IMPLS:-gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16,gpu-wgmma-fp16,gpu-wgmma-bf16}
+WHOLE_SIZES=${WHOLE_SIZES:-10000} WHOLE_PRECISIONS=${WHOLE_PRECISIONS:-fp32}
+SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | whole | sanitize) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench whole sanitize" >&2; exit 2 ;; esac
+    case $s in tests | verify | bench | precision | whole | small | sanitize) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize" >&2; exit 2 ;;
+    esac
 done
 # convbench from this checkout: installed editable where pip can (no network there: no build isolation), and on
 # PYTHONPATH in any case; the commit for the results files' own environment records
@@ -80,7 +93,7 @@ elif not kind:
             else f"nvidia-{model.lower()}-x{len(names)}")
 path = Path(out) / "manifest.json"
 old = json.loads(path.read_text()) if path.is_file() else {}
-present = [f for f in ("bench.json", "whole.json") if (Path(out) / f).is_file()]
+present = [f for f in ("bench.json", "precision.json", "whole.json") if (Path(out) / f).is_file()]
 doc = {
     "date": old.get("date") or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "card": card, "gpus": len(names), "device_kind": kind,
@@ -122,11 +135,12 @@ step_tests() {
 step_verify() {  # `verify --impl all`, one impl per call: a slow or faulting one costs only itself
     local impl rc=0 code t0
     : > "$OUT/verify.log"
-    for impl in $(python3 -c "from convbench.impls import all_impls
-print(' '.join(i.name for i in all_impls() if i.device == 'cuda'))"); do
+    local impls=${VERIFY_IMPLS:-$(python3 -c "from convbench.impls import all_impls
+print(','.join(i.name for i in all_impls() if i.device == 'cuda'))")}
+    for impl in ${impls//,/ }; do
         t0=$SECONDS
         timeout 300 "${cb[@]}" verify --device cuda --impl "$impl" --shapes "$VERIFY_SHAPES" --seed "$VERIFY_SEED" \
-            >> "$OUT/verify.log" 2>&1
+            --wide-shapes "$WIDE_SHAPES" >> "$OUT/verify.log" 2>&1
         code=$?
         echo "verify $impl: exit $code ($((SECONDS - t0)) s)" | tee -a "$OUT/verify.log"
         [ "$code" = 0 ] || rc=1
@@ -142,23 +156,46 @@ step_bench() {
     return $rc
 }
 
+step_precision() {
+    timeout 420 "${cb[@]}" bench --device cuda --impls "$PREC_IMPLS" --nets "$NETS" --sizes 10000 \
+        --json "$OUT/precision.json" > "$OUT/precision.txt" 2>&1
+    local rc=$?
+    tail -3 "$OUT/precision.txt"
+    return $rc
+}
+
+step_small() {
+    timeout 300 python3 scripts/small_batch_breakdown.py --nets "$NETS" --size 100 --json "$OUT/small.json" \
+        > "$OUT/small.txt" 2>&1
+    local rc=$?
+    tail -6 "$OUT/small.txt"
+    return $rc
+}
+
 step_whole() {
-    local net rc=0 tmp
+    local net size prec rc=0 tmp names=()
     tmp=$(mktemp -d)
     rm -f "$OUT/whole.json"
-    for net in ${NETS//,/ }; do
-        timeout 150 "${cb[@]}" run --whole-network --net "$net" --size 10000 --json > "$tmp/$net.json" 2> "$tmp/$net.err" \
-            || { rc=1; echo "whole $net failed: $(tail -1 "$tmp/$net.err")"; rm -f "$tmp/$net.json"; }
+    for prec in ${WHOLE_PRECISIONS//,/ }; do
+        for size in ${WHOLE_SIZES//,/ }; do
+            for net in ${NETS//,/ }; do
+                names+=("$net-$size-$prec")
+                timeout 150 "${cb[@]}" run --whole-network --net "$net" --size "$size" --precision "$prec" --json \
+                    > "$tmp/$net-$size-$prec.json" 2> "$tmp/$net-$size-$prec.err" \
+                    || { rc=1; echo "whole $net $size $prec failed: $(tail -1 "$tmp/$net-$size-$prec.err")"
+                         rm -f "$tmp/$net-$size-$prec.json"; }
+            done
+        done
     done
-    python3 - "$OUT/whole.json" "$tmp" ${NETS//,/ } <<'EOF'
+    python3 - "$OUT/whole.json" "$tmp" "${names[@]}" <<'EOF'
 import json, sys
 from pathlib import Path
-out, tmp, *nets = sys.argv[1:]
-docs = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in nets if (Path(tmp) / f"{n}.json").is_file()]
+out, tmp, *names = sys.argv[1:]
+docs = [json.loads((Path(tmp) / f"{n}.json").read_text()) for n in names if (Path(tmp) / f"{n}.json").is_file()]
 if docs:  # a list of `run --whole-network --json` documents, one per network (measure/results.py reads it)
     Path(out).write_text(json.dumps(docs, indent=1) + "\n")
 for d in docs:
-    print(f"whole {d['net']:8} {d['images']} images: {d['network_time_s'] * 1e3:.4f} ms, "
+    print(f"whole {d['net']:8} {d['images']} images {d.get('precision')}: {d['network_time_s'] * 1e3:.4f} ms, "
           f"x floor {d['x_floor']:.2f}, Correctness {d['correctness']}")
 EOF
     rm -rf "$tmp"
@@ -169,15 +206,17 @@ step_sanitize() {  # every tensor its own allocation (as scripts/sanitize.sh): a
     local rc=0 one
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
     : > "$OUT/sanitize.log"
+    for tool in ${SANITIZE_TOOLS//,/ }; do
     for one in "python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-igemm-tc --shapes 8 --seed 7" \
                "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py -k kernel_itself" \
                "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches"; do
-        echo "== compute-sanitizer --tool memcheck $one" >> "$OUT/sanitize.log"
-        COLUMNS=160 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 $one 2>&1 \
+        echo "== compute-sanitizer --tool $tool $one" >> "$OUT/sanitize.log"
+        COLUMNS=160 timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 $one 2>&1 \
             | tail -20 >> "$OUT/sanitize.log"
         local code=${PIPESTATUS[0]}
         echo "== exit code $code (0: no errors found)" >> "$OUT/sanitize.log"
         [ "$code" = 0 ] || rc=1
+    done
     done
     unset PYTORCH_NO_CUDA_MEMORY_CACHING
     grep -E "^==|SUMMARY" "$OUT/sanitize.log"

@@ -281,7 +281,7 @@ def _verify_rows(out: str) -> dict[str, str]:
 
 
 def test_verify_all_cpu_impls_ok(capsys):
-    rc, out, err = cli(capsys, "verify", "--impl", "all", "--shapes", "12", "--seed", "1")
+    rc, out, err = cli(capsys, "verify", "--impl", "all", "--shapes", "13", "--seed", "1")
     assert rc == 0, out + err
     rows = _verify_rows(out)
     cpu = [i.name for i in all_impls() if i.runs_on("cpu")]
@@ -293,7 +293,7 @@ def test_verify_all_cpu_impls_ok(capsys):
         # the wide-range case: the worst element within the limit, in units of fp32's error bound
         wide = float(re.search(r"\s(\d+\.?\d*)\s+\W\s+ok\s", rows[name]).group(1))
         assert 0 < wide < 2 <= problem.WIDE_LIMIT, rows[name]  # fp32 arithmetic: under 2 units
-    assert "seed 1" in err and "12 shapes each (12 also with wide-range inputs)" in err
+    assert "seed 1" in err and "13 shapes each (13 also with wide-range inputs)" in err
 
 
 def _leaves_last_column(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:

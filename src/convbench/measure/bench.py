@@ -42,7 +42,7 @@ from convbench.measure.verify import verify_fused, verify_impl
 from convbench.network.model import forward
 from convbench.network.weights import load_weights
 
-VERIFY_SHAPES, VERIFY_SEED = 12, 2026
+VERIFY_SHAPES, VERIFY_SEED = 13, 2026  # the edge shapes (problem.edge_shapes)
 WARMUP = {"cpu": 1, "cuda": 3}  # a CPU call at 1000 images can take seconds; the GPU needs a few to clock up
 
 

@@ -95,7 +95,7 @@ def generate(shape: ConvShape, seed: int, device: str = "cpu") -> tuple[torch.Te
 UNIT_ROUNDOFF = 2.0 ** -24
 WIDE_LIMIT = 8.0
 WIDE_DECADES = 4.0  # magnitudes 10^-4 .. 10^4
-WIDE_SHAPES = 12  # verify runs the case on its first shapes: the edge shapes, the course's layers among them
+WIDE_SHAPES = 13  # verify runs the case on its first shapes: the edge shapes, the course's layers among them
 WIDE_SEED = 7_919  # the wide case's generator seed: seed + WIDE_SEED + shape index (its own draws, not generate's)
 
 
@@ -223,13 +223,16 @@ def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolera
 
 def edge_shapes() -> list[ConvShape]:
     """Shapes every implementation must handle: ones, kernels as large as the image, non-square images,
-    sizes that are multiples of no tile, and the course's real layers."""
+    sizes that are multiples of no tile, batches up to 128 (one that is a multiple of nothing), and the course's
+    real layers."""
     return [
         ConvShape(1, 1, 1, 1, 1, 1),
         ConvShape(1, 1, 1, 7, 7, 7),  # H = W = K: one output pixel
         ConvShape(1, 1, 1, 5, 9, 5),  # H != W
         ConvShape(3, 1, 1, 13, 11, 3),
         ConvShape(1, 4, 1, 17, 17, 7),
+        ConvShape(128, 1, 6, 12, 12, 5),  # a full batch: work items across many images
+        ConvShape(97, 3, 5, 13, 10, 3),  # a batch no tile or grid divides
         ConvShape(2, 1, 7, 31, 33, 5),
         ConvShape(5, 3, 13, 37, 19, 4),
         ConvShape(2, 6, 16, 22, 22, 5),  # sp19 conv2
