@@ -223,7 +223,7 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
     kernel, the launch arguments) is worked out once, so the lookup is all the Python a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
     prec = kernel_code(precision)
-    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, act, pool, epi,
+    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), x.shape, k.shape, prec, skip, act, pool, epi,
            stream, override)
     job = LAUNCHES.get(key)
     if job is None:

@@ -152,7 +152,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
     even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
     prec = kernel_code(precision)
     stream = gpu.current_stream_handle(x.get_device())
-    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), tuple(x.shape), tuple(k.shape), prec, skip, stream, override,
+    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), x.shape, k.shape, prec, skip, stream, override,
            force)
     job = LAUNCHES.get(key)
     if job is None:

@@ -110,12 +110,12 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
 def _cu_launch_kernel():
     """The driver's cuLaunchKernel through ctypes, or None. A CuPy kernel call costs ~20-30 us of Python and Cython
     argument handling per launch; with the argument block built once per (shapes, pointers), a launch here is one
-    C call (a few us): at 100 images that is most of a layer's Op Time."""
+    C call (a few us): at 100 images that is most of a layer's Op Time. No argtypes: every argument is passed as a
+    ctypes object built in advance (PreparedLaunch), so a call converts nothing but the stream handle."""
     try:
-        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        fn = ctypes.CDLL("libcuda.so.1")["cuLaunchKernel"]  # [] gives this caller its own function object
     except (OSError, AttributeError):
         return None
-    fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     fn.restype = ctypes.c_int
     return fn
 
@@ -137,10 +137,12 @@ class PreparedLaunch:
                           for a in args]
             self._params = (ctypes.c_void_p * len(self._vals))(
                 *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self._vals])
+            # cuLaunchKernel(f, grid x y z, block x y z, shared bytes, stream, params, extra): all but the stream
+            self._head = (self._fptr, *(ctypes.c_uint(int(n)) for n in (*grid, *block, smem)))
 
     def __call__(self, stream_handle: int) -> None:
         if self._cu is not None:
-            rc = self._cu(self._fptr, *self.grid, *self.block, self.smem, stream_handle, self._params, None)
+            rc = self._cu(*self._head, ctypes.c_void_p(stream_handle), self._params, None)
             if rc:
                 raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: CUresult {rc}")
             return
