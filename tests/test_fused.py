@@ -66,13 +66,14 @@ def test_fused_check_is_relative_to_the_convolution():
 
 def test_fused_check_catches_what_saturation_hides():
     """A convolution of raw pixels is in the hundreds; tanh of it is +-1. An all-zero or negated output is small next
-    to the convolution's scale, but not next to its own: it must fail even at the reduced precisions' tolerance."""
+    to the convolution's scale, but not next to its own: it must fail even at the reduced precisions' tolerance.
+    (Not a 10 % error: exact bf16 rounding through tanh reaches that on a tiny output, problem.GROSS_FACTOR.)"""
     conv = torch.linspace(-300, 300, 4 * 16).reshape(1, 1, 8, 8).double()
     for case in (problem.FusedCase("tanh", None), problem.FusedCase("tanh", Pool(2, 2)),
                  problem.FusedCase("sigmoid", Pool(4, 4, ceil=True))):
         ref = problem.pool(problem.activation(conv, case.act), case.pool)
         assert problem.fused_check(ref.float(), conv, case, 1e-5).ok
-        for wrong in (torch.zeros_like(ref), -ref, ref * 0.9):
+        for wrong in (torch.zeros_like(ref), -ref, ref * 0.7):
             assert not problem.fused_check(wrong.float(), conv, case, 3e-2).ok, (case, wrong.flatten()[:3])
 
 

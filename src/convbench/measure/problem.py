@@ -196,6 +196,9 @@ def check(y: torch.Tensor, ref: torch.Tensor, tolerance: float, scale: torch.Ten
     return Check(err, 0, err <= tolerance)
 
 
+GROSS_FACTOR = 8.0  # fused_check's second criterion: own-norm error within this many tolerances
+
+
 def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolerance: float) -> Check:
     """A fused op's output against ref = pool(act(conv_ref)), judged twice:
 
@@ -205,11 +208,12 @@ def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolera
       tiny output (a sigmoid of -300 is 5e-131 in float64 and 0 in float32) would fail on rounding alone;
     - and, against gross errors that a saturating activation hides from that scale (an all-zero or negated tanh
       output is small next to a convolution of raw pixels), relative to the output's own norm with a floor of 1e-3
-      per element, within max(2 * tolerance, 1e-3). The factor leaves room for rounding that a steep activation
-      passes on: tanh is steepest at 0, where a convolution of raw pixels (scale ~100) sits only by cancellation, so
-      an error that is small on the convolution's scale can move a few outputs by much of their +-1 range (bf16,
-      measured on an H100: 3.6e-2 on one of 60 random shapes, C=3 M=1 K=4 tanh + 2x2 max pool, where the scaled
-      error was 2.1e-4; a bf16 emulation over 180 random shapes: at most 1.36x the tolerance).
+      per element, within max(GROSS_FACTOR * tolerance, 1e-3). The factor leaves room for rounding that a steep
+      activation passes on: tanh is steepest at 0, where a convolution of raw pixels (scale ~100) sits only by
+      cancellation, so an error that is small on the convolution's scale can move a few outputs by much of their
+      +-1 range. Exact bf16 products (the inputs rounded to bf16, the sum in float64) reach 3.4x the tolerance
+      on this criterion over 320 random shapes x every case; fp16 1.0x. A gross error (an output zeroed, negated,
+      or from the wrong window) is ~1 on it, far above 8 x any tolerance.
 
     rel_error is the first; ok needs both."""
     ref = pool(activation(conv_ref, case.act), case.pool)
@@ -218,7 +222,7 @@ def fused_check(y: torch.Tensor, conv_ref: torch.Tensor, case: FusedCase, tolera
         return scaled
     floor = 1e-3 * math.sqrt(max(1, ref.numel()))
     own = float(torch.linalg.vector_norm(y.double() - ref)) / max(float(torch.linalg.vector_norm(ref)), floor)
-    return Check(scaled.rel_error, 0, own <= max(2 * tolerance, 1e-3))
+    return Check(scaled.rel_error, 0, own <= max(GROSS_FACTOR * tolerance, 1e-3))
 
 
 def edge_shapes() -> list[ConvShape]:
