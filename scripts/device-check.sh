@@ -15,7 +15,8 @@
 #               images                                                         -> $OUT/bench.json, $OUT/bench.txt
 #   precision   the same bench of the reduced-precision variants at 10000 images (their target: the memory floor)
 #                                                                              -> $OUT/precision.json, .txt
-#   whole       convbench run --whole-network --json on each net, at each WHOLE_SIZES and WHOLE_PRECISIONS
+#   whole       convbench run --whole-network --json on each net, at each WHOLE_SIZES and WHOLE_PRECISIONS (fp32
+#               with --baselines: PyTorch eager and torch.compile in the same process)
 #                                                                              -> $OUT/whole.json (a list)
 #   small       scripts/small_batch_breakdown.py at 100 images: Op Time against the kernels' GPU time and the
 #               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
@@ -173,14 +174,17 @@ step_small() {
 }
 
 step_whole() {
-    local net size prec rc=0 tmp names=()
+    local net size prec rc=0 tmp names=() extra
     tmp=$(mktemp -d)
     rm -f "$OUT/whole.json"
     for prec in ${WHOLE_PRECISIONS//,/ }; do
         for size in ${WHOLE_SIZES//,/ }; do
             for net in ${NETS//,/ }; do
                 names+=("$net-$size-$prec")
+                extra=()  # fp32: PyTorch eager and torch.compile in the same process (issue targets 3 and 4)
+                [ "$prec" = fp32 ] && extra=(--baselines)
                 timeout 150 "${cb[@]}" run --whole-network --net "$net" --size "$size" --precision "$prec" --json \
+                    "${extra[@]}" \
                     > "$tmp/$net-$size-$prec.json" 2> "$tmp/$net-$size-$prec.err" \
                     || { rc=1; echo "whole $net $size $prec failed: $(tail -1 "$tmp/$net-$size-$prec.err")"
                          rm -f "$tmp/$net-$size-$prec.json"; }

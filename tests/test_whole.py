@@ -384,6 +384,11 @@ def test_run_whole_network_without_a_gpu_is_one_line(capsys):
     assert "--device cuda" not in err  # it names what the user asked for, not an option never given
 
 
+def test_run_baselines_without_whole_network_is_one_line(capsys):
+    rc, out, err = cli(capsys, "run", "--baselines", "--net", "sp19", "--size", "10")
+    assert_one_line_usage_error(rc, out, err, "--baselines", "--whole-network")
+
+
 def test_run_help_lists_whole_network(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
@@ -541,3 +546,22 @@ def test_run_whole_network_cli(capsys):
     doc = json.loads(out)
     assert rc == 0 and doc["mode"] == "whole-network" and doc["precision"] == "tf32x3"
     assert doc["network_time_s"] > 0 and doc["floor_s"] > 0 and doc["rel_error_vs_fp64"] <= 1e-5
+
+
+@pytest.mark.gpu
+def test_run_whole_network_baselines(capsys):
+    """--baselines: PyTorch eager and torch.compile of the same network in the same process, their Correctness the
+    graph's (the same fp32 network), the speed-ups their times over the graph's."""
+    import json
+
+    rc, out, err = cli(capsys, "run", "--whole-network", "--baselines", "--net", "sp19", "--size", "100", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    for name in ("eager", "compile"):
+        base = doc[name]
+        assert base["time_s"] > 0 and base["rel_error_vs_fp64"] <= 1e-5, base
+        assert base["correctness"] == doc["correctness"], (name, base, doc["correctness"])
+        assert base["speedup_x"] == pytest.approx(base["time_s"] / doc["network_time_s"])
+    rc, out, err = cli(capsys, "run", "--whole-network", "--baselines", "--net", "sp19", "--size", "100")
+    assert rc == 0, err
+    assert [line.split(":")[0] for line in out.splitlines()[-2:]] == ["PyTorch eager", "PyTorch compile"], out

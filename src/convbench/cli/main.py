@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "op, timed as that conv's Op Time (default: each conv alone, as the course timed it)")
     run.add_argument("--whole-network", action="store_true", help="every layer on the GPU (fused conv kernels, "
                      "tensor-core dense), one CUDA graph: prints Network Time on device-resident input (no --impl)")
+    run.add_argument("--baselines", action="store_true", help="with --whole-network: also time PyTorch eager and "
+                     "torch.compile of the same network on the same input, in this process (cuDNN benchmark mode, "
+                     "TF32 off), and print the speed-ups over them")
 
     sub.add_parser("impls", help="list the convolution implementations")
     nets = sub.add_parser("nets", help="the course networks, per layer: shapes, FLOPs, bytes")

@@ -65,6 +65,9 @@ def cmd_run(args) -> int:
     apply_build_options(args)
     if getattr(args, "whole_network", False):
         return run_whole_network(args)
+    if getattr(args, "baselines", False):
+        raise UsageError("--baselines compares the whole network with PyTorch eager and torch.compile; add "
+                         "--whole-network")
     precision = getattr(args, "precision", None) or "fp32"
     fuse = getattr(args, "fuse", False)
     named, device = resolve(args.impl, args.device)
@@ -137,7 +140,8 @@ def cmd_run(args) -> int:
 def run_whole_network(args) -> int:
     """`run --whole-network`: every layer on the GPU (whole/graph.py), one CUDA graph replay per inference. Prints
     `Network Time: <s> (device-resident input, CUDA graph)` (median of 20 replays; the upload is not in it) and the
-    Correctness line; --json adds the upload, upload + replay, and the whole-network floor."""
+    Correctness line; --json adds the upload, upload + replay, and the whole-network floor. --baselines times
+    PyTorch eager and torch.compile of the same network on the same device-resident input in this process."""
     if args.impl is not None:
         raise UsageError("--whole-network runs every layer with its own kernels (tensor-core conv and dense); "
                          "leave out --impl, or drop --whole-network to time one convolution implementation")
@@ -161,10 +165,14 @@ def run_whole_network(args) -> int:
                 f"({precision}, CUDA graph) · data: {data.source.origin}")
     _say("New Inference", quiet)
     ceil = ceilings_mod.load("cuda")[0] if args.json else None
-    result = benchmark(network, data.images, data.labels, baselines=False, ceilings=ceil)
+    baselines = bool(getattr(args, "baselines", False))
+    result = benchmark(network, data.images, data.labels, baselines=baselines, ceilings=ceil)
     whole = result["whole"]
     _say(f"Network Time: {whole['time_s']:.6f} (device-resident input, CUDA graph)", quiet)
     _say(f"Correctness: {whole['correctness']!r} Model: {weights.label}", quiet)
+    for name in ("eager", "compile") if baselines else ():
+        _say(f"PyTorch {name}: {result[name]['time_s']:.6f}, Correctness {result[name]['correctness']!r} "
+             f"({whole[f'speedup_vs_{name}']:.2f}x faster)", quiet)
     cost = _report_usage(args, quiet)
     if args.json:
         print(json.dumps({
@@ -184,6 +192,8 @@ def run_whole_network(args) -> int:
             "correctness": whole["correctness"],
             "rel_error_vs_fp64": whole["rel_error_vs_fp64"],
             "steps": result["steps"],
+            **{name: result[name] | {"speedup_x": whole[f"speedup_vs_{name}"]}
+               for name in (("eager", "compile") if baselines else ())},
             **({"time": cost.to_json()} if cost else {}),
         }, indent=2))
     return 0
