@@ -7,9 +7,10 @@
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
 #               `git rev-parse HEAD`), command, UTC date, device kind ($DEVICE_KIND, else named from the card and the
-#               GPU count), the steps run and their exit codes, and `results` (bench.json, whole.json when made)
+#               GPU count), the steps run and their exit codes, and `results` (bench.json, precision.json,
+#               whole.json when made)
 #   tests       pytest -m gpu over tests/, then the rest of the suite          -> $OUT/pytest-gpu.log
-#   verify      convbench verify --device cuda --shapes 60 --wide-shapes 12 --seed 4 of every GPU impl (one call
+#   verify      convbench verify --device cuda --shapes 60 --wide-shapes 13 --seed 4 of every GPU impl (one call
 #               each)                                                          -> $OUT/verify.log
 #   bench       convbench bench of cudnn, gpu-igemm-tc, gpu-wgmma on fa19, sp19, minidnn, fa18 at 100 and 10000
 #               images                                                         -> $OUT/bench.json, $OUT/bench.txt
@@ -24,12 +25,14 @@
 #               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel
 #                                                                              -> $OUT/sanitize.log
 #
-# At most 7 files, all in $OUT (the device tool returns 8). Measured on an H100: tests 5.5 minutes, verify 7 (the
-# two Triton impls, which compile per shape, take 4 of them), bench 2.5, whole 0.5, sanitize 1. That is more than one
-# device call (10 minutes): run `tests`, `verify` and `bench whole sanitize` as three calls, copy their files into one
+# Files all in $OUT; the default steps write 7 (the device tool returns 8), precision and small 2 more each. Measured
+# on an H100: tests 5.5 minutes, verify 7 (the two Triton impls, which compile per shape, take 4 of them), bench 2.5,
+# precision 3, whole 1.5 at one size and precision (more with --baselines: torch.compile), small 0.5, sanitize 1 per
+# tool (racecheck 3). That is more than one device call (10 minutes): run `tests`, `verify` and `bench whole
+# sanitize` as three calls (or split further), copy their files into one
 # run folder, and merge the manifests' `steps` (each call writes its own manifest.json). Knobs: NETS (default fa19,sp19,minidnn,fa18), IMPLS (bench,
 # default cudnn,gpu-igemm-tc,gpu-wgmma), SIZES (default 100,10000), VERIFY_SHAPES (60), VERIFY_SEED (4), COMMIT,
-# DEVICE_KIND, VERIFY_IMPLS (default every GPU impl), WIDE_SHAPES (12), PREC_IMPLS (precision's, default the
+# DEVICE_KIND, VERIFY_IMPLS (default every GPU impl), WIDE_SHAPES (13), PREC_IMPLS (precision's, default the
 # tf32 / fp16 / bf16 variants of gpu-igemm-tc and gpu-wgmma), WHOLE_SIZES (10000), WHOLE_PRECISIONS (fp32),
 # SANITIZE_TOOLS (memcheck; also racecheck, synccheck). Exit code: 0 when every step passed, else 1.
 set -uo pipefail
@@ -43,7 +46,7 @@ fi
 NETS=${NETS:-fa19,sp19,minidnn,fa18}
 IMPLS=${IMPLS:-cudnn,gpu-igemm-tc,gpu-wgmma}
 SIZES=${SIZES:-100,10000}
-VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4} WIDE_SHAPES=${WIDE_SHAPES:-12}
+VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4} WIDE_SHAPES=${WIDE_SHAPES:-13}
 PREC_IMPLS=${PREC_IMPLS:-gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16,gpu-wgmma-fp16,gpu-wgmma-bf16}
 WHOLE_SIZES=${WHOLE_SIZES:-10000} WHOLE_PRECISIONS=${WHOLE_PRECISIONS:-fp32}
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
@@ -138,6 +141,7 @@ step_verify() {  # `verify --impl all`, one impl per call: a slow or faulting on
     : > "$OUT/verify.log"
     local impls=${VERIFY_IMPLS:-$(python3 -c "from convbench.impls import all_impls
 print(','.join(i.name for i in all_impls() if i.device == 'cuda'))")}
+    [ -n "$impls" ] || { echo "device-check: verify: no implementations to verify" | tee -a "$OUT/verify.log"; return 1; }
     for impl in ${impls//,/ }; do
         t0=$SECONDS
         timeout 300 "${cb[@]}" verify --device cuda --impl "$impl" --shapes "$VERIFY_SHAPES" --seed "$VERIFY_SEED" \
@@ -166,7 +170,8 @@ step_precision() {
 }
 
 step_small() {
-    timeout 300 python3 scripts/small_batch_breakdown.py --nets "$NETS" --size 100 --json "$OUT/small.json" \
+    timeout 300 python3 scripts/small_batch_breakdown.py --nets "$NETS" --impls "$IMPLS" --size 100 \
+        --json "$OUT/small.json" \
         > "$OUT/small.txt" 2>&1
     local rc=$?
     tail -6 "$OUT/small.txt"
@@ -174,20 +179,23 @@ step_small() {
 }
 
 step_whole() {
-    local net size prec rc=0 tmp names=() extra
+    local net size prec rc=0 tmp names=()
     tmp=$(mktemp -d)
     rm -f "$OUT/whole.json"
     for prec in ${WHOLE_PRECISIONS//,/ }; do
         for size in ${WHOLE_SIZES//,/ }; do
             for net in ${NETS//,/ }; do
                 names+=("$net-$size-$prec")
-                extra=()  # fp32: PyTorch eager and torch.compile in the same process (issue targets 3 and 4)
-                [ "$prec" = fp32 ] && extra=(--baselines)
+                local f=$tmp/$net-$size-$prec
+                # fp32: PyTorch eager and torch.compile in the same process too; should they fail, the graph alone
+                if [ "$prec" = fp32 ] && timeout 200 "${cb[@]}" run --whole-network --net "$net" --size "$size" \
+                        --precision "$prec" --json --baselines > "$f.json" 2> "$f.err"; then
+                    continue
+                fi
+                [ "$prec" = fp32 ] && echo "whole $net $size: --baselines failed ($(tail -1 "$f.err")); the graph alone"
                 timeout 150 "${cb[@]}" run --whole-network --net "$net" --size "$size" --precision "$prec" --json \
-                    "${extra[@]}" \
-                    > "$tmp/$net-$size-$prec.json" 2> "$tmp/$net-$size-$prec.err" \
-                    || { rc=1; echo "whole $net $size $prec failed: $(tail -1 "$tmp/$net-$size-$prec.err")"
-                         rm -f "$tmp/$net-$size-$prec.json"; }
+                    > "$f.json" 2> "$f.err" \
+                    || { rc=1; echo "whole $net $size $prec failed: $(tail -1 "$f.err")"; rm -f "$f.json"; }
             done
         done
     done
@@ -210,17 +218,18 @@ step_sanitize() {  # every tensor its own allocation (as scripts/sanitize.sh): a
     local rc=0 one
     export PYTORCH_NO_CUDA_MEMORY_CACHING=1
     : > "$OUT/sanitize.log"
+    local tool
     for tool in ${SANITIZE_TOOLS//,/ }; do
-    for one in "python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-igemm-tc --shapes 8 --seed 7" \
-               "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py -k kernel_itself" \
-               "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches"; do
-        echo "== compute-sanitizer --tool $tool $one" >> "$OUT/sanitize.log"
-        COLUMNS=160 timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 $one 2>&1 \
-            | tail -20 >> "$OUT/sanitize.log"
-        local code=${PIPESTATUS[0]}
-        echo "== exit code $code (0: no errors found)" >> "$OUT/sanitize.log"
-        [ "$code" = 0 ] || rc=1
-    done
+        for one in "python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-igemm-tc --shapes 8 --seed 7" \
+                   "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py -k kernel_itself" \
+                   "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches"; do
+            echo "== compute-sanitizer --tool $tool $one" >> "$OUT/sanitize.log"
+            COLUMNS=160 timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 $one 2>&1 \
+                | tail -20 >> "$OUT/sanitize.log"
+            local code=${PIPESTATUS[0]}
+            echo "== exit code $code (0: no errors found)" >> "$OUT/sanitize.log"
+            [ "$code" = 0 ] || rc=1
+        done
     done
     unset PYTORCH_NO_CUDA_MEMORY_CACHING
     grep -E "^==|SUMMARY" "$OUT/sanitize.log"

@@ -12,7 +12,7 @@ status=0
 for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool: $impls" | tee -a "$log"
     compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-        python3 -m convbench verify --device cuda --impl "$impls" --shapes 12 --seed 7 2>&1 | tail -25 | tee -a "$log"
+        python3 -m convbench verify --device cuda --impl "$impls" --shapes 13 --seed 7 2>&1 | tail -25 | tee -a "$log"
     rc=${PIPESTATUS[0]}
     echo "== $tool exit code: $rc (0: no errors found)" | tee -a "$log"
     [ "$rc" = 0 ] || status=1

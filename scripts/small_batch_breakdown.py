@@ -90,17 +90,18 @@ def main() -> int:
                              "op_us": op * 1e6, "kernel_us": kern * 1e6, "issue_us": issue * 1e6})
                 print(f"{net:8} {impl.name:13} {inp.layer:6} Op Time {op * 1e6:7.1f} us   kernels {kern * 1e6:7.1f} us"
                       f"   back to back {issue * 1e6:7.1f} us/call", flush=True)
+    with open(args.json, "w") as f:  # first: a summary that fails must not lose the measurements
+        json.dump({"environment": environment(), "settings": vars(args) | {"calls": CALLS, "issue_calls": ISSUE_CALLS},
+                   "rows": rows}, f, indent=1)
     print("\nper network, summed over its conv layers (x: cudnn's sum / this impl's sum)")
     for net in args.nets.split(","):
         sums = {i.name: [sum(r[f] for r in rows if r["net"] == net and r["impl"] == i.name)
                          for f in ("op_us", "kernel_us", "issue_us")] for i in impls}
         ref = sums.get("cudnn")
         for name, (op, kern, issue) in sums.items():
-            x = f"   x cudnn: Op Time {ref[0] / op:4.2f}, kernels {ref[1] / kern:4.2f}" if ref else ""
+            x = (f"   x cudnn: Op Time {ref[0] / op:4.2f}, kernels {ref[1] / kern:4.2f}"
+                 if ref and op > 0 and kern > 0 else "")
             print(f"{net:8} {name:13} Op Time {op:7.1f} us   kernels {kern:7.1f} us   back to back {issue:7.1f} us{x}")
-    with open(args.json, "w") as f:
-        json.dump({"environment": environment(), "settings": vars(args) | {"calls": CALLS, "issue_calls": ISSUE_CALLS},
-                   "rows": rows}, f, indent=1)
     return 0
 
 

@@ -17,7 +17,7 @@ import torch
 from clihelp import assert_usage_error, cli
 
 from convbench.cli.main import main
-from convbench.measure import bench, ceilings, plots
+from convbench.measure import bench, ceilings, plots, problem
 from convbench.measure.ceilings import Ceilings
 
 
@@ -57,7 +57,7 @@ def test_bench_json_has_environment_settings_ceilings_and_verify(bench_run):
     assert doc["ceilings"]["copy_bytes_per_s"] > 0 and doc["ceilings"]["fp32_flop_per_s"] > 0
     assert set(doc["impls"]) == {"onednn", "cpu-parallel"}  # the reference is always in the run
     for name, v in doc["verify"].items():
-        assert v["ok"] is True and 0 <= v["max_rel_error"] <= 1e-5 and v["shapes"] == bench.VERIFY_SHAPES, (name, v)
+        assert v["ok"] is True and 0 <= v["max_rel_error"] <= 1e-5 and v["shapes"] == len(problem.edge_shapes()), (name, v)
         assert 0 < v["wide"] < 2, (name, v)  # the wide-range case, in units of fp32's bound: fp32 arithmetic
 
 
@@ -315,3 +315,10 @@ def test_op_time_takes_the_impls_own_timing_where_it_reports_one():
     x, k = torch.rand(2, 1, 9, 9), torch.rand(3, 1, 3, 3)
     assert op_time(impl, ConvInput("conv1", x, k, x), "cpu", reps=3) == 0.125
     assert op_time(get_impl("onednn"), ConvInput("conv1", x, k, x), "cpu", reps=3) < 0.125
+
+
+def test_bench_and_the_wide_case_cover_exactly_the_edge_shapes():
+    """bench's quick verify and verify's wide-range default both mean "the edge shapes": the course's layers and the
+    batches of 97 and 128 are among them, and a new edge shape must not fall off the end of either."""
+    assert bench.VERIFY_SHAPES == problem.WIDE_SHAPES == len(problem.edge_shapes())
+    assert {(s.B > 90) for s in problem.edge_shapes()} == {True, False}

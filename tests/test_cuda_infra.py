@@ -60,3 +60,70 @@ def test_gpu_rungs_register_without_a_gpu():
 def test_sweep_needs_a_gpu_impl(capsys):
     assert main(["sweep", "--impl", "cpu-naive"]) == 2
     assert "sweep times GPU implementations" in capsys.readouterr().err
+
+
+STUB_DRIVER = r"""
+#include <stdint.h>
+/* cuLaunchKernel's signature; records what it was called with */
+void *got_f, *got_stream, **got_params, **got_extra;
+unsigned got_dims[7];
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned smem, void *stream, void **params, void **extra) {
+    got_f = f; got_stream = stream; got_params = params; got_extra = extra;
+    unsigned d[7] = {gx, gy, gz, bx, by, bz, smem};
+    for (int i = 0; i < 7; ++i) got_dims[i] = d[i];
+    return 0;
+}
+"""
+
+
+def test_prepared_launch_passes_every_argument_through_the_c_call(tmp_path, monkeypatch):
+    """PreparedLaunch calls cuLaunchKernel through ctypes without argtypes: every value is a ctypes object built once,
+    so a wrong type or width would reach the driver silently. A C function with the driver's signature, compiled
+    here, records what arrives (the stack-passed arguments of x86-64 included)."""
+    import ctypes
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    import pytest
+
+    from convbench.core.gpu import launcher
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler here to build the stand-in driver function")
+    src, lib = tmp_path / "stub.c", tmp_path / "libstub.so"
+    src.write_text(STUB_DRIVER)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True)
+    stub = ctypes.CDLL(str(lib))
+    fn = stub["cuLaunchKernel"]
+    fn.restype = ctypes.c_int
+    monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: fn)
+
+    y, x = torch.zeros(4), torch.zeros(8)
+    kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0x7F00_1234_5670))
+    job = launcher.PreparedLaunch(kernel, (132, 2, 3), (384, 1, 1), (y, x, 97, -5, 2.5), 227 * 1024, "k")
+    stream = 0xDEAD_BEEF_1234_5678  # a full 64-bit handle
+    job(stream)
+
+    assert ctypes.c_void_p.in_dll(stub, "got_f").value == 0x7F00_1234_5670
+    assert ctypes.c_void_p.in_dll(stub, "got_stream").value == stream
+    assert list((ctypes.c_uint * 7).in_dll(stub, "got_dims")) == [132, 2, 3, 384, 1, 1, 227 * 1024]
+    assert ctypes.c_void_p.in_dll(stub, "got_extra").value is None
+    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+    as_u64 = [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in (0, 1)]
+    assert as_u64 == [y.data_ptr(), x.data_ptr()]  # pointers: 8 bytes
+    assert [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_int32))[0] for i in (2, 3)] == [97, -5]  # `const int`
+    assert ctypes.cast(params[4], ctypes.POINTER(ctypes.c_float))[0] == 2.5  # `float`
+    job(0)  # the default stream: NULL
+    assert ctypes.c_void_p.in_dll(stub, "got_stream").value is None
+
+
+def test_a_kernel_argument_of_another_type_is_refused():
+    import pytest
+
+    from convbench.core.gpu import launcher
+
+    with pytest.raises(TypeError, match="str"):
+        launcher.ctypes_arg("7")

@@ -389,6 +389,18 @@ def test_run_baselines_without_whole_network_is_one_line(capsys):
     assert_one_line_usage_error(rc, out, err, "--baselines", "--whole-network")
 
 
+def test_a_baseline_that_raises_is_an_error_not_a_time():
+    """torch.compile failing is PyTorch's problem: the run keeps the graph's number and says why there is no
+    baseline, in one line."""
+    import numpy as np
+
+    def broken(x):
+        raise RuntimeError("backend compiler failed\nwith a long trace")
+
+    got = whole._baseline(broken, torch.zeros(2, 1, 4, 4), np.zeros(2, dtype=np.uint8), torch.zeros(2, 10), 3, 1)
+    assert got == {"error": "RuntimeError: backend compiler failed"}
+
+
 def test_run_help_lists_whole_network(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
@@ -565,3 +577,19 @@ def test_run_whole_network_baselines(capsys):
     rc, out, err = cli(capsys, "run", "--whole-network", "--baselines", "--net", "sp19", "--size", "100")
     assert rc == 0, err
     assert [line.split(":")[0] for line in out.splitlines()[-2:]] == ["PyTorch eager", "PyTorch compile"], out
+
+
+@pytest.mark.gpu
+def test_a_baseline_that_answers_wrongly_gets_no_time():
+    """A baseline whose probabilities are not the network's (torch.compile once answered 0.0968 on mini-dnn) is no
+    baseline: Correctness and the error are kept, the time is not."""
+    import numpy as np
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    ref = torch.softmax(torch.randn(8, 10, device="cuda", dtype=torch.float64), 1)
+    labels = ref.argmax(1).cpu().numpy().astype(np.uint8)
+    good = whole._baseline(lambda x: ref.float(), torch.zeros(8, device="cuda"), labels, ref, 3, 1)
+    assert good["time_s"] > 0 and good["correctness"] == 1.0 and "error" not in good
+    wrong = whole._baseline(lambda x: ref.flip(1).float(), torch.zeros(8, device="cuda"), labels, ref, 3, 1)
+    assert "time_s" not in wrong and "differ from float64" in wrong["error"], wrong

@@ -171,8 +171,12 @@ def run_whole_network(args) -> int:
     _say(f"Network Time: {whole['time_s']:.6f} (device-resident input, CUDA graph)", quiet)
     _say(f"Correctness: {whole['correctness']!r} Model: {weights.label}", quiet)
     for name in ("eager", "compile") if baselines else ():
-        _say(f"PyTorch {name}: {result[name]['time_s']:.6f}, Correctness {result[name]['correctness']!r} "
-             f"({whole[f'speedup_vs_{name}']:.2f}x faster)", quiet)
+        base = result[name]
+        if "time_s" in base:
+            _say(f"PyTorch {name}: {base['time_s']:.6f}, Correctness {base['correctness']!r} (the graph: "
+                 f"{whole[f'speedup_vs_{name}']:.2f}x its speed)", quiet)
+        else:  # no number for a baseline that failed or answered wrongly, and never silently
+            ui.note(f"convbench: warning: PyTorch {name}: no baseline: {base['error']}")
     cost = _report_usage(args, quiet)
     if args.json:
         print(json.dumps({
@@ -192,7 +196,7 @@ def run_whole_network(args) -> int:
             "correctness": whole["correctness"],
             "rel_error_vs_fp64": whole["rel_error_vs_fp64"],
             "steps": result["steps"],
-            **{name: result[name] | {"speedup_x": whole[f"speedup_vs_{name}"]}
+            **{name: result[name] | ({"speedup_x": whole[f"speedup_vs_{name}"]} if "time_s" in result[name] else {})
                for name in (("eager", "compile") if baselines else ())},
             **({"time": cost.to_json()} if cost else {}),
         }, indent=2))

@@ -14,7 +14,7 @@ bench takes, per conv layer and batch size:
   reached (100 % = at the floor), the memory floor alone (bytes / copy rate, the target of the reduced-precision
   implementations) and the share of it reached, and the speed-up over the library (cudnn on the GPU, onednn on the
   CPU) measured in the same run, which is always included;
-- verify: a quick check of each implementation on 12 shapes (problem.shapes), and of its fused op where it has one
+- verify: a quick check of each implementation on the 13 edge shapes (problem.edge_shapes), and of its fused op where it has one
   (verify.verify_fused), so that a results file says whether its fast numbers are also right (the leaderboard
   ranks only verified implementations).
 

@@ -63,7 +63,7 @@ def load(path: str | os.PathLike, options: BuildOptions | None = None) -> UserIm
         kind = kind_of(p)  # reads the source only: nothing of the user's runs here
         if worker.enabled():
             hint = ("; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer convbench verify --impl "
-                    f"{given} --device cuda --shapes 12" if kind != "python" else "")
+                    f"{given} --device cuda --shapes 13" if kind != "python" else "")
             _LOADED[key] = worker.remote(kind, p, options, hint)
         else:
             _LOADED[key] = load_unguarded(kind, p, options)

@@ -77,6 +77,17 @@ def kernel_arg(a):
     return a
 
 
+def ctypes_arg(a):
+    """One kernel argument for cuLaunchKernel's parameter block, typed as kernel_arg types it for CuPy."""
+    if isinstance(a, torch.Tensor):
+        return ctypes.c_uint64(a.data_ptr())
+    if isinstance(a, (bool, int, np.bool_, np.integer)):
+        return ctypes.c_int32(int(a))
+    if isinstance(a, (float, np.floating)):
+        return ctypes.c_float(float(a))
+    raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
+
+
 @functools.cache
 def cupy_stream(handle: int):
     """CuPy's view of a CUDA stream handle, made once per stream (not per launch)."""
@@ -113,7 +124,7 @@ def _cu_launch_kernel():
     C call (a few us): at 100 images that is most of a layer's Op Time. No argtypes: every argument is passed as a
     ctypes object built in advance (PreparedLaunch), so a call converts nothing but the stream handle."""
     try:
-        fn = ctypes.CDLL("libcuda.so.1")["cuLaunchKernel"]  # [] gives this caller its own function object
+        fn = ctypes.CDLL("libcuda.so.1")["cuLaunchKernel"]
     except (OSError, AttributeError):
         return None
     fn.restype = ctypes.c_int
@@ -133,8 +144,7 @@ class PreparedLaunch:
         except AttributeError:  # an older CuPy without the Function handle: launch through CuPy
             self._cu = None
         if self._cu is not None:
-            self._vals = [ctypes.c_uint64(a.data_ptr()) if isinstance(a, torch.Tensor) else ctypes.c_int32(int(a))
-                          for a in args]
+            self._vals = [ctypes_arg(a) for a in args]
             self._params = (ctypes.c_void_p * len(self._vals))(
                 *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self._vals])
             # cuLaunchKernel(f, grid x y z, block x y z, shared bytes, stream, params, extra): all but the stream
