@@ -93,9 +93,10 @@ def test_reduced_precision_is_judged_by_a_close_correctness(capsys, tmp_path):
     """A kernel whose every layer is within the reduced-precision tolerance but whose rounding moves a few images (as
     FP16 files do: 0.887 where fp32 gives 0.886) is ok, the moved Correctness said beside the verdict."""
     path = tmp_path / "noisy.py"
+    # the error is a function of each value alone, not of the call's shape: a long CPU layer runs in slices when its
+    # timed estimate says so (network/model.py), and shape-seeded noise then moved Correctness by chance
     path.write_text("import torch, torch.nn.functional as F\ndef conv_forward(x, k):\n    y = F.conv2d(x, k)\n"
-                    "    noise = torch.randn(y.shape, generator=torch.Generator().manual_seed(0))\n"
-                    "    return (y * (1 + 4e-3 * noise)).contiguous()\n")
+                    "    return (y * (1 + 5.66e-3 * torch.sin(y * 997.0))).contiguous()\n")
     out_json = tmp_path / "grades.json"
     rc, _, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "1000", "--shapes", "2", "--seed", "3", path,
                      "--json", out_json)
