@@ -294,6 +294,9 @@ def test_verify_all_cpu_impls_ok(capsys):
         wide = float(re.search(r"\s(\d+\.?\d*)\s+\W\s+ok\s", rows[name]).group(1))
         assert 0 < wide < 2 <= problem.WIDE_LIMIT, rows[name]  # fp32 arithmetic: under 2 units
     assert "seed 1" in err and "13 shapes each (13 also with wide-range inputs)" in err
+    where = err.split("wide, the largest error per implementation: ", 1)[1].split("\n\n")[0].replace("\n", " ")
+    for name in cpu:  # each impl's wide maximum and the shape it came from
+        assert re.search(rf"(^|; ){re.escape(name)} \d+\.?\d* on B=\d+ C=\d+", where), (name, where)
 
 
 def _leaves_last_column(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:

@@ -91,4 +91,8 @@ def cmd_verify(args) -> int:
         table.add_row(rep.label, rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
                       "–" if wide is None else units(wide.wide), verdict, shown.where())
     Console(highlight=False).print(table)
+    # the table's shape column is the worst ordinary error's: where each wide-range maximum came from, apart
+    where = [f"{rep.label} {units(w.wide)} on {w.shape}" for rep in reports if (w := rep.worst_wide) is not None]
+    if where:
+        ui.note("wide, the largest error per implementation: " + "; ".join(where))
     return 0 if all(rep.ok for rep in reports) else 1
