@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -424,6 +425,33 @@ def test_sigterm_during_training_exits_143_and_leaves_nothing(tmp_path):
     assert rc == 143, err
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "convbench: terminated"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_still_ends_a_process_whose_library_code_swallows_it():
+    """A bare `except:` that happens to be running when SIGTERM arrives swallows Terminated; the grace timer the
+    handler starts still ends the process, with exit 143 and the usual line."""
+    code = ("import signal, sys, time\n"
+            "from convbench.cli import main as m\n"
+            "m.TERM_GRACE_S = 1.0\n"
+            "signal.signal(signal.SIGTERM, m._on_sigterm)\n"
+            "print('ready', file=sys.stderr, flush=True)\n"
+            "while True:\n"
+            "    try:\n"
+            "        while True:\n"
+            "            time.sleep(0.01)\n"
+            "    except BaseException:\n"
+            "        pass\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr.readline().strip() == "ready"
+        time.sleep(0.3)  # inside the loop by now
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read()
+    assert rc == 143 and err.strip().splitlines()[-1] == "convbench: terminated", (rc, err)
 
 
 def test_sigterm_while_writing_removes_the_temp_file(capsys, monkeypatch, tmp_path):

@@ -11,6 +11,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 
 from convbench.core import __version__
 from convbench.core.errors import UsageError, cuda_error
@@ -189,8 +190,25 @@ class Terminated(BaseException):
     """SIGTERM, raised in the main thread so that every `finally` (temporary files, folders) runs before exit 143."""
 
 
+TERM_GRACE_S = 30.0  # after SIGTERM, the most the `finally` blocks get before the process ends regardless
+_grace: list[threading.Timer] = []  # the running grace timer, if any; main() cancels it once Terminated is handled
+
+
 def _on_sigterm(signum, frame):
+    """Raise Terminated so that cleanup runs. Should library code swallow it (a bare `except:` that happened to be
+    running), SIGTERM would be lost and the command would run on: a daemon timer ends the process after
+    TERM_GRACE_S unless main() has handled the exception by then."""
+    if not _grace:
+        timer = threading.Timer(TERM_GRACE_S, _force_exit)
+        timer.daemon = True
+        timer.start()
+        _grace.append(timer)
     raise Terminated()
+
+
+def _force_exit() -> None:
+    print("convbench: terminated", file=sys.stderr, flush=True)
+    os._exit(143)
 
 
 def _quiet_stdout() -> None:
@@ -213,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        while _grace:  # Terminated reached main: cleanup ran, no forced exit (main may be called again in-process)
+            _grace.pop().cancel()
 
 
 def _main(argv: list[str] | None) -> int:
