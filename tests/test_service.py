@@ -63,6 +63,8 @@ def test_tokens_are_kept_as_digests(sessions):
     assert token not in team.token_sha256 and team.token_sha256 == store.digest(token)
     assert store.team_for_token(sessions, token).name == "alpha"
     assert store.team_for_token(sessions, token + "x") is None and store.team_for_token(sessions, "") is None
+    # never "-...": a token must pass as `submit --token TOKEN` (base64url alone starts with '-' one time in 64)
+    assert all(store.add_team(sessions, f"t{i}").startswith(store.TOKEN_PREFIX) for i in range(64))
     with pytest.raises(UsageError, match="exists already"):
         store.add_team(sessions, "alpha")
     with pytest.raises(UsageError, match="team name"):

@@ -44,12 +44,16 @@ def digest(token: str) -> str:
 
 # ------------------------------------------------------------------------------------------------------------ teams
 
+TOKEN_PREFIX = "cb_"
+
+
 def add_team(sessions: sessionmaker, name: str, staff: bool = False) -> str:
     """A new team (or staff account); its token, shown once (only its digest is kept)."""
     if not TEAM_NAME.fullmatch(name):
         raise UsageError(f"team name {name!r}: use 1-64 letters, digits, '_', '.', '-' (starting with a letter or "
                          "digit)")
-    token = secrets.token_urlsafe(24)
+    # a fixed prefix: base64url may start with '-', and `submit --token -Xy...` would read as an option
+    token = TOKEN_PREFIX + secrets.token_urlsafe(24)
     with sessions.begin() as s:
         if s.scalar(select(Team).where(Team.name == name)) is not None:
             raise UsageError(f"team {name} exists already; choose another name")
