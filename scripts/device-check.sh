@@ -141,7 +141,10 @@ step_verify() {  # `verify --impl all`, one impl per call: a slow or faulting on
     : > "$OUT/verify.log"
     local impls=${VERIFY_IMPLS:-$(python3 -c "from convbench.impls import all_impls
 print(','.join(i.name for i in all_impls() if i.device == 'cuda'))")}
-    [ -n "$impls" ] || { echo "device-check: verify: no implementations to verify" | tee -a "$OUT/verify.log"; return 1; }
+    if [ -z "$impls" ]; then
+        echo "device-check: verify: no implementations to verify" | tee -a "$OUT/verify.log"
+        return 1
+    fi
     for impl in ${impls//,/ }; do
         t0=$SECONDS
         timeout 300 "${cb[@]}" verify --device cuda --impl "$impl" --shapes "$VERIFY_SHAPES" --seed "$VERIFY_SEED" \

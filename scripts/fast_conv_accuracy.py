@@ -6,7 +6,8 @@ For the course's single-channel first layers, each method is scored the way conv
 the maximum over SEEDS in both. Every method computes in float32 throughout (transforms included); each Winograd
 variant is first checked in float64 against the float64 reference so that a bug is not mistaken for rounding.
 
-Run: python3 scripts/fast_conv_accuracy.py   (CPU, ~10 s; the output is results/2026-11-26-2318-cpu-fewer-mults-accuracy/)
+Run: python3 scripts/fast_conv_accuracy.py   (CPU, ~10 s; its output:
+results/2026-11-26-2318-cpu-fewer-mults-accuracy/accuracy.txt)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from convbench.core.reference import reference
-from convbench.measure.problem import WIDE_LIMIT, ConvShape, bound_ratio, generate, generate_wide
+from convbench.measure.problem import WIDE_LIMIT, ConvShape, bound_ratio, check, generate, generate_wide
 
 B, SEEDS = 4, (0, 1, 2, 3)
 LAYERS = {"fa17 conv1": ConvShape(B, 1, 50, 28, 28, 5),
@@ -97,8 +98,7 @@ def direct_conv(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def rel_error(y: torch.Tensor, x: torch.Tensor, k: torch.Tensor) -> float:
-    ref = reference(x, k)
-    return float(torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref))
+    return check(y, reference(x, k), 1e-5).rel_error  # verify's metric
 
 
 # ---------------------------------------------------------------- where the worst wide-range element comes from
@@ -135,7 +135,8 @@ def main() -> None:
     print("Float64 check of every Winograd variant (max rel error over seeds, should be ~1e-12 or less):")
     for name, s in LAYERS.items():
         for m in (2, 4, 6):
-            e = max(rel_error(winograd_conv(*generate(s, seed), m, torch.float64), *generate(s, seed)) for seed in SEEDS)
+            e = max(rel_error(winograd_conv(*generate(s, seed), m, torch.float64), *generate(s, seed))
+                    for seed in SEEDS)
             print(f"  {name} F({m}x{m},{s.K}x{s.K}): {e:.2e}")
 
     print(f"\nB={B}, seeds {SEEDS}; (a) max rel error on problem.generate (limit 1e-5); (b) max bound_ratio on "

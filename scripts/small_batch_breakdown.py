@@ -9,6 +9,10 @@ implementation, this prints and writes as JSON:
     issue_us     wall time per call when 200 calls are issued back to back with no synchronize: the host's cost of
                  one call, or the GPU's if that is larger (a queue that never drains)
 
+Then the host path of one call, piece by piece, on the first network's first conv layer (host time per call, 200
+calls issued back to back): the whole call, the call into a given output, the implementation function, torch.empty
+of the output, and cuLaunchKernel alone (gpu-igemm-tc's prepared launch).
+
     python3 scripts/small_batch_breakdown.py --nets fa19,sp19,minidnn,fa18 --size 100 --json OUT.json
 """
 
@@ -23,11 +27,14 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
+from convbench.core.gpu import launcher
 from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
+from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls.registry import get_impl
 from convbench.measure.bench import conv_inputs, op_time
 from convbench.measure.environment import environment
+from convbench.measure.profile import is_annotation, is_copy
 
 CALLS = 20
 ISSUE_CALLS = 200
@@ -41,28 +48,42 @@ def kernel_seconds(impl, x, k) -> float:
         for _ in range(CALLS):
             impl(x, k)
         torch.cuda.synchronize()
-    total_us = 0.0
-    for e in prof.events():
-        if e.device_type != DeviceType.CUDA or getattr(e, "is_user_annotation", False):
-            continue
-        kind = str(getattr(e, "activity_type", "")).lower()
-        if "memcpy" in kind or "memset" in kind or "annotation" in kind or e.name.startswith(("Memcpy", "Memset")):
-            continue
-        total_us += e.time_range.elapsed_us()
+    total_us = sum(e.time_range.elapsed_us() for e in prof.events()
+                   if e.device_type == DeviceType.CUDA and not is_annotation(e) and not is_copy(e))
     return total_us / 1e6 / CALLS
 
 
-def issue_seconds(impl, x, k) -> float:
-    """Wall seconds per call, ISSUE_CALLS calls back to back, synchronized only at the ends (median of 5)."""
-    runs = []
+def back_to_back(fn) -> tuple[float, float]:
+    """ISSUE_CALLS calls of fn issued back to back, synchronized only at the ends: (host seconds per call, to the
+    last call's return; wall seconds per call, to the final synchronize), each the median of 5."""
+    host, wall = [], []
     for _ in range(5):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(ISSUE_CALLS):
-            impl(x, k)
+            fn()
+        t1 = time.perf_counter()
         torch.cuda.synchronize()
-        runs.append((time.perf_counter() - t0) / ISSUE_CALLS)
-    return statistics.median(runs)
+        host.append((t1 - t0) / ISSUE_CALLS)
+        wall.append((time.perf_counter() - t0) / ISSUE_CALLS)
+    return statistics.median(host), statistics.median(wall)
+
+
+def host_path(impls, x, k) -> dict[str, float]:
+    """Host microseconds per call of each piece of a call's path (module docstring)."""
+    y = torch.empty(x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1, device="cuda")
+    pieces = {}
+    for impl in impls:
+        pieces[f"{impl.name} impl(x, k)"] = lambda impl=impl: impl(x, k)
+        pieces[f"{impl.name} impl(x, k, y)"] = lambda impl=impl: impl(x, k, y)
+        if impl.name != "cudnn":
+            pieces[f"{impl.name} impl.fn(x, k, y)"] = lambda impl=impl: impl.fn(x, k, y)
+    pieces["torch.empty of the output"] = lambda: torch.empty(y.shape, device="cuda")
+    handle = launcher.current_stream_handle(x.device.index or 0)
+    job = igemm.prepared(x, k, y, "tf32x3", True, stream=handle)
+    if isinstance(job, launcher.PreparedLaunch):
+        pieces["cuLaunchKernel (a prepared launch)"] = lambda: job(handle)
+    return {name: back_to_back(fn)[0] * 1e6 for name, fn in pieces.items()}
 
 
 def main() -> int:
@@ -75,24 +96,30 @@ def main() -> int:
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     impls = [get_impl(n) for n in args.impls.split(",")]
-    rows = []
+    rows, first = [], None
     for net in args.nets.split(","):
         spec = get_network(net)
         data = load_dataset(spec.input_size, count=args.size, quiet=True)
         inputs = conv_inputs(net, data.images[: args.size], "cuda")
+        first = first if rows else inputs[0]  # the host path's layer: the first network's first conv
         for impl in impls:
             impl.prepare()
             for inp in inputs:
                 op = op_time(impl, inp, "cuda", CALLS)
                 kern = kernel_seconds(impl, inp.x, inp.k)
-                issue = issue_seconds(impl, inp.x, inp.k)
+                issue = back_to_back(lambda: impl(inp.x, inp.k))[1]
                 rows.append({"net": net, "impl": impl.name, "layer": inp.layer, "images": args.size,
                              "op_us": op * 1e6, "kernel_us": kern * 1e6, "issue_us": issue * 1e6})
                 print(f"{net:8} {impl.name:13} {inp.layer:6} Op Time {op * 1e6:7.1f} us   kernels {kern * 1e6:7.1f} us"
                       f"   back to back {issue * 1e6:7.1f} us/call", flush=True)
+    path = host_path(impls, first.x, first.k)
     with open(args.json, "w") as f:  # first: a summary that fails must not lose the measurements
         json.dump({"environment": environment(), "settings": vars(args) | {"calls": CALLS, "issue_calls": ISSUE_CALLS},
-                   "rows": rows}, f, indent=1)
+                   "rows": rows, "host_path_us": path, "host_path_layer": f"{args.nets.split(',')[0]} {first.layer}"},
+                  f, indent=1)
+    print(f"\nhost time per call, {args.nets.split(',')[0]} {first.layer} at {args.size} images, calls back to back")
+    for name, us in path.items():
+        print(f"  {name:40} {us:7.2f} us")
     print("\nper network, summed over its conv layers (x: cudnn's sum / this impl's sum)")
     for net in args.nets.split(","):
         sums = {i.name: [sum(r[f] for r in rows if r["net"] == net and r["impl"] == i.name)

@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--seed", type=seed_value, help="random seed (default: a fresh one, printed)")
     verify.add_argument("--wide-shapes", type=whole_number("a count", 0), metavar="N", help="how many of the "
                         "shapes (the first) also run the wide-range inputs: magnitudes 1e-4..1e4, judged per element "
-                        "against fp32's error bound sqrt(C*K*K) * 2^-24 * sum |x||k| (default 13, the edge shapes; 0: none)")
+                        "against fp32's error bound sqrt(C*K*K) * 2^-24 * sum |x||k| (default 13, the edge "
+                        "shapes; 0: none)")
     verify.add_argument("--precision", choices=PRECISIONS, default="fp32", help="each impl's variant of this "
                         "precision (default fp32); with all: the impls of this precision")
 
@@ -152,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "sp19, fa19, fa18, sp18, fa17 whose course layers they get right)")
     grade.add_argument("--course-weights", metavar="DIR", help="the course's model files (DIR/minidnn/weights-86.bin, "
                        "DIR/mxnet/NET-*.params); default: convbench's own weights")
-    grade.add_argument("--shapes", type=positive_int, default=20, help="verify shapes (default 20: the 13 edge shapes, then random ones)")
+    grade.add_argument("--shapes", type=positive_int, default=20, help="verify shapes (default 20: the 13 edge "
+                       "shapes, then random ones)")
     grade.add_argument("--seed", type=seed_value)
     grade.add_argument("--jobs", type=positive_int, default=min(8, os.cpu_count() or 1),
                        help="nvcc builds at a time before grading (default: the CPU count, at most 8)")

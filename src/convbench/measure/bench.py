@@ -14,9 +14,9 @@ bench takes, per conv layer and batch size:
   reached (100 % = at the floor), the memory floor alone (bytes / copy rate, the target of the reduced-precision
   implementations) and the share of it reached, and the speed-up over the library (cudnn on the GPU, onednn on the
   CPU) measured in the same run, which is always included;
-- verify: a quick check of each implementation on the 13 edge shapes (problem.edge_shapes), and of its fused op where it has one
-  (verify.verify_fused), so that a results file says whether its fast numbers are also right (the leaderboard
-  ranks only verified implementations).
+- verify: a quick check of each implementation on the edge shapes (problem.edge_shapes), and of its fused op
+  where it has one (verify.verify_fused), so that a results file says whether its fast numbers are also right
+  (the leaderboard ranks only verified implementations).
 
 The result is one JSON-ready dict; every number's unit is in its key.
 """
@@ -42,7 +42,7 @@ from convbench.measure.verify import verify_fused, verify_impl
 from convbench.network.model import forward
 from convbench.network.weights import load_weights
 
-VERIFY_SHAPES, VERIFY_SEED = 13, 2026  # the edge shapes (problem.edge_shapes)
+VERIFY_SHAPES, VERIFY_SEED = len(problem.edge_shapes()), 2026  # the edge shapes
 WARMUP = {"cpu": 1, "cuda": 3}  # a CPU call at 1000 images can take seconds; the GPU needs a few to clock up
 
 

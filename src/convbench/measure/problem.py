@@ -95,7 +95,6 @@ def generate(shape: ConvShape, seed: int, device: str = "cpu") -> tuple[torch.Te
 UNIT_ROUNDOFF = 2.0 ** -24
 WIDE_LIMIT = 8.0
 WIDE_DECADES = 4.0  # magnitudes 10^-4 .. 10^4
-WIDE_SHAPES = 13  # verify runs the case on its first shapes: the edge shapes, the course's layers among them
 WIDE_SEED = 7_919  # the wide case's generator seed: seed + WIDE_SEED + shape index (its own draws, not generate's)
 
 
@@ -244,6 +243,9 @@ def edge_shapes() -> list[ConvShape]:
         ConvShape(2, 4, 16, 40, 40, 7),  # minidnn conv2
         ConvShape(2, 1, 4, 86, 86, 7),  # minidnn conv1
     ]
+
+
+WIDE_SHAPES = len(edge_shapes())  # verify runs the wide case on its first shapes: the edge shapes
 
 
 def random_shape(rng: random.Random) -> ConvShape:

@@ -117,13 +117,13 @@ def _quiet_stderr():
         os.close(saved)
 
 
-def _copy(event) -> bool:
+def is_copy(event) -> bool:
     """A memcpy or memset on the GPU (kineto's gpu_memcpy / gpu_memset), not a kernel."""
     kind = str(getattr(event, "activity_type", "")).lower()
     return "memcpy" in kind or "memset" in kind or event.name.startswith(("Memcpy", "Memset"))
 
 
-def _annotation(event) -> bool:
+def is_annotation(event) -> bool:
     """The GPU-side mirror of a record_function range: a span over kernels, not GPU work of its own (counting it
     would count those kernels twice)."""
     return bool(getattr(event, "is_user_annotation", False)) or "annotation" in str(getattr(event, "activity_type", ""))
@@ -160,8 +160,8 @@ def profile_inference(impl: ConvImpl, device: str, weights, images, trace: str |
         if e.device_type == DeviceType.CPU:
             if not e.is_async:
                 host.setdefault(e.name, []).append(e.self_cpu_time_total / 1e6)
-        elif not _annotation(e):  # GPU work: a kernel, or a copy / memset
-            (copies if _copy(e) else kernels).setdefault(e.name, []).append(e.time_range.elapsed_us() / 1e6)
+        elif not is_annotation(e):  # GPU work: a kernel, or a copy / memset
+            (copies if is_copy(e) else kernels).setdefault(e.name, []).append(e.time_range.elapsed_us() / 1e6)
     on_gpu = device == "cuda"
     return Profile(impl.name, device, weights.spec.name, len(images), summarize(kernels) if on_gpu else None,
                    summarize(copies) if on_gpu else None, summarize(host), wall)

@@ -9,8 +9,9 @@ its error is relative to the convolution's norm (problem.fused_check says why).
 
 The wide-range case (`wide_shapes`, verify's default: the first problem.WIDE_SHAPES shapes): the same call on
 inputs whose magnitudes span 1e-4..1e4 with random signs (problem.generate_wide), judged per element in units of
-fp32's error bound sqrt(n) * u * sum |x||k|, n = C*K*K (problem.bound_ratio). Fused ops are not run on it. An fp32-accurate implementation fails above
-problem.WIDE_LIMIT units; a reduced-precision one (tf32, fp16, bf16) reports its number.
+fp32's error bound sqrt(n) * u * sum |x||k|, n = C*K*K (problem.bound_ratio). Fused ops are not run on it. An
+fp32-accurate implementation fails above problem.WIDE_LIMIT units; a reduced-precision one (tf32, fp16, bf16)
+reports its number.
 """
 
 from __future__ import annotations

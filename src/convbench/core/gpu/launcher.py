@@ -77,15 +77,17 @@ def kernel_arg(a):
     return a
 
 
+_CTYPES = {np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.int32): ctypes.c_int32,
+           np.dtype(np.float32): ctypes.c_float}
+
+
 def ctypes_arg(a):
-    """One kernel argument for cuLaunchKernel's parameter block, typed as kernel_arg types it for CuPy."""
-    if isinstance(a, torch.Tensor):
-        return ctypes.c_uint64(a.data_ptr())
-    if isinstance(a, (bool, int, np.bool_, np.integer)):
-        return ctypes.c_int32(int(a))
-    if isinstance(a, (float, np.floating)):
-        return ctypes.c_float(float(a))
-    raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
+    """One kernel argument for cuLaunchKernel's parameter block: kernel_arg's type, as a ctypes value."""
+    v = kernel_arg(a)
+    c_type = _CTYPES.get(getattr(v, "dtype", None))
+    if c_type is None:
+        raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
+    return c_type(v.item())
 
 
 @functools.cache
