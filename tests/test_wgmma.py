@@ -157,8 +157,10 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
         OH = s["H"] - s["K"] + 1
         assert 1 <= p.R <= OH and p.lay.smem <= 227 * 1024
         assert p.items == B * -(-s["M"] // p.NN) * -(-OH // p.R)
-        steps_at = p.lay.smem - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw band
+        steps_at = p.lay.smem - p.lay.slack - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw band
         assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
+        planes_end = steps_at - -(-s["C"] * (p.R + s["K"] - 1) * s["W"] // 4) * 16
+        assert p.lay.smem - planes_end >= _wgmma.A_TILE_BYTES, ("memcheck would see the last A tile overrun", s, p)
 
 
 def compile_variants():

@@ -35,7 +35,14 @@ class Layout:
     G: int  # planes (8 slots each) per pixel
     NSTEP: int  # k16 steps: two reduction items (filter row, column group, plane) each
     P: int  # staged pixels per plane
-    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw band, step table)
+    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw band, step table, slack)
+    slack: int = 0  # bytes past the kernel's last buffer (A_TILE_BYTES)
+
+
+# compute-sanitizer's memcheck takes a wgmma A operand to be its whole m64 x k16 fp16 tile, contiguous from the
+# descriptor's base (the real reads, two 1 KB halves lbo apart, end sooner): the allocation keeps this many bytes
+# after the staged planes, so that the last tile is inside it for memcheck too
+A_TILE_BYTES = 64 * 16 * 2
 
 
 def layout(C, H, W, M, K, R, NN, prec: int) -> Layout:
@@ -51,8 +58,10 @@ def layout(C, H, W, M, K, R, NN, prec: int) -> Layout:
     P = -(-P // 8) * 8
     parts = 2 if prec == FP16X3 else 1
     raw = -(-C * (R + K - 1) * W // 4) * 16  # the raw fp32 input band (the next item's arrives during this GEMM)
-    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + raw + (nstep + 1) * 8 + 32
-    return Layout(E, G, nstep, P, smem)
+    tail = raw + (nstep + 1) * 8 + 32
+    slack = max(0, A_TILE_BYTES - tail)
+    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + tail + slack
+    return Layout(E, G, nstep, P, smem, slack)
 
 
 @dataclass(frozen=True)
