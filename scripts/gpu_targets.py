@@ -68,9 +68,11 @@ def main() -> int:
     for d in sorted(docs, key=lambda d: -d["images"]):  # target 3 (10000 images) before target 4 (100)
         images, net = d["images"], d["net"]
         speedups = {n: d[n]["speedup_x"] for n in ("eager", "compile") if "speedup_x" in d.get(n, {})}
+        named = {n: n + (" (Inductor " + ", ".join(f"{k}={v}" for k, v in d[n]["inductor"].items()) + ")"
+                         if "inductor" in d.get(n, {}) else "") for n in speedups}
         if images >= 10000:
             goal_x = 10 if net in ("sp19", "minidnn") else 6
-            text = ", ".join(f"{s:.2f}x {n}" for n, s in speedups.items()) or "no eager / compile baseline"
+            text = ", ".join(f"{s:.2f}x {named[n]}" for n, s in speedups.items()) or "no eager / compile baseline"
             row("3: whole network, 10000 images", net, f"{d['network_time_s'] * 1e3:.3f} ms, {text}, "
                 f"{d['x_floor']:.2f}x floor", f">= {goal_x}x eager and compile, <= 2x floor",
                 len(speedups) == 2 and min(speedups.values()) >= goal_x and d["x_floor"] <= 2)

@@ -593,3 +593,19 @@ def test_a_baseline_that_answers_wrongly_gets_no_time():
     assert good["time_s"] > 0 and good["correctness"] == 1.0 and "error" not in good
     wrong = whole._baseline(lambda x: ref.flip(1).float(), torch.zeros(8, device="cuda"), labels, ref, 3, 1)
     assert "time_s" not in wrong and "differ from float64" in wrong["error"], wrong
+
+
+@pytest.mark.gpu
+def test_minidnn_compile_baseline_is_timed_only_with_the_right_answer(capsys):
+    """torch.compile's defaults answer wrongly on mini-dnn (Inductor's stride padding; whole/graph.COMPILE_RETRY):
+    the baseline is then timed once more with that padding off, the default's failure kept beside it and warned of.
+    Either way a timed compile baseline has the network's answer."""
+    import json
+
+    rc, out, err = cli(capsys, "run", "--whole-network", "--baselines", "--net", "minidnn", "--size", "100", "--json")
+    assert rc == 0, err
+    base = json.loads(out)["compile"]
+    assert base["time_s"] > 0 and base["rel_error_vs_fp64"] <= 1e-5, base
+    if "default_error" in base:
+        assert base["inductor"] == whole.COMPILE_RETRY and "differ from float64" in base["default_error"], base
+        assert "PyTorch compile with its defaults" in err and "comprehensive_padding=False" in err, err

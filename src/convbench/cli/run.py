@@ -175,6 +175,10 @@ def run_whole_network(args) -> int:
         if "time_s" in base:
             _say(f"PyTorch {name}: {base['time_s']:.6f}, Correctness {base['correctness']!r} (the graph: "
                  f"{whole[f'speedup_vs_{name}']:.2f}x its speed)", quiet)
+            if "default_error" in base:
+                options = ", ".join(f"{k}={v}" for k, v in base["inductor"].items())
+                ui.note(f"convbench: warning: PyTorch {name} with its defaults: {base['default_error']}; timed with "
+                        f"Inductor's {options}")
         else:  # no number for a baseline that failed or answered wrongly, and never silently
             ui.note(f"convbench: warning: PyTorch {name}: no baseline: {base['error']}")
     cost = _report_usage(args, quiet)
