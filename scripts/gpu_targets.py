@@ -35,7 +35,7 @@ def whole_docs(paths: list[str]) -> list[dict]:
     docs = []
     for p in paths:
         d = json.loads(Path(p).read_text())
-        docs.extend(d if isinstance(d, list) else [d])
+        docs.extend(dict(doc, file=Path(p).name) for doc in (d if isinstance(d, list) else [d]))
     return docs
 
 
@@ -67,6 +67,7 @@ def main() -> int:
     docs = [d for d in whole_docs(args.whole) if d.get("precision") in ("tf32x3", "fp32")]
     for d in sorted(docs, key=lambda d: -d["images"]):  # target 3 (10000 images) before target 4 (100)
         images, net = d["images"], d["net"]
+        source = f" ({d['file']})" if len(args.whole) > 1 else ""  # several files: say which the row is from
         speedups = {n: d[n]["speedup_x"] for n in ("eager", "compile") if "speedup_x" in d.get(n, {})}
         named = {n: n + (" (Inductor " + ", ".join(f"{k}={v}" for k, v in d[n]["inductor"].items()) + ")"
                          if "inductor" in d.get(n, {}) else "") for n in speedups}
@@ -74,11 +75,11 @@ def main() -> int:
             goal_x = 10 if net in ("sp19", "minidnn") else 6
             text = ", ".join(f"{s:.2f}x {named[n]}" for n, s in speedups.items()) or "no eager / compile baseline"
             row("3: whole network, 10000 images", net, f"{d['network_time_s'] * 1e3:.3f} ms, {text}, "
-                f"{d['x_floor']:.2f}x floor", f">= {goal_x}x eager and compile, <= 2x floor",
+                f"{d['x_floor']:.2f}x floor{source}", f">= {goal_x}x eager and compile, <= 2x floor",
                 len(speedups) == 2 and min(speedups.values()) >= goal_x and d["x_floor"] <= 2)
         elif images == 100:
             text = f"{speedups['eager']:.2f}x eager" if "eager" in speedups else "no eager baseline"
-            row("4: whole network, 100 images", net, f"{d['network_time_s'] * 1e6:.1f} us, {text}", ">= 10x eager",
+            row("4: whole network, 100 images", net, f"{d['network_time_s'] * 1e6:.1f} us, {text}{source}", ">= 10x eager",
                 speedups.get("eager", 0) >= 10)
     if args.precision:
         prec = json.loads(Path(args.precision).read_text())

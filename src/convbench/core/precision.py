@@ -39,7 +39,8 @@ ARITHMETICS: dict[str, Arithmetic] = {a.name: a for a in (
                "FP16 operands (10-bit mantissa, range 6e-5..65504), fp32 accumulate"),
     Arithmetic("bf16", "bf16", 3e-2, 3, "bf16", 1, "BF16 operands (7-bit mantissa, fp32 range), fp32 accumulate"),
     Arithmetic("fp16x3", "fp32", 1e-5, 4, "fp16", 3,
-               "3xFP16: block-scaled fp16 high + low parts, three products, fp32-accurate"),
+               "3xFP16: block-scaled fp16 high + low parts, three products, fp32-accurate in norm (an output "
+               "made only of values 2^17 below their block's largest keeps ~12 bits)"),
 )}
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # what --precision chooses among
