@@ -10,6 +10,7 @@ slow to rebuild) except in the tests that check cache files, which point $CONVBE
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import re
@@ -633,3 +634,19 @@ def test_subprocess_run_fa17_no_warning(tmp_path, fa17_weights):
     assert proc.returncode == 0, proc.stderr
     parse_run(proc.stdout, conv_layers=1)
     assert "Warning" not in proc.stderr, proc.stderr
+
+
+def test_help_texts_name_as_many_edge_shapes_as_there_are():
+    """The CLI's help and the sandbox's hint say "13" by hand (main.py imports no torch, so not problem.py):
+    they must follow problem.edge_shapes()."""
+    from convbench.cli.main import build_parser
+    from convbench.measure import problem
+
+    n = len(problem.edge_shapes())
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    wide = next(a for a in sub.choices["verify"]._actions if a.dest == "wide_shapes")
+    shapes = next(a for a in sub.choices["grade"]._actions if a.dest == "shapes")
+    assert f"default {n}, the edge shapes" in wide.help and f"the {n} edge shapes" in shapes.help
+    assert problem.WIDE_SHAPES == n
+    hint = (Path(__file__).parents[1] / "src/convbench/user/__init__.py").read_text()
+    assert f"--shapes {n}" in hint

@@ -384,20 +384,25 @@ def _baseline(fn: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, label
     """One PyTorch baseline: {"time_s", "correctness", "rel_error_vs_fp64"}, or {"error": why} where it raised
     or its answer is not the network's (torch.compile has answered wrongly on mini-dnn): the time of a wrong
     computation is no baseline."""
+    def failed(e: Exception) -> dict:
+        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+
     try:
         with torch.no_grad():
             for _ in range(3):  # compile / cuDNN's algorithm search, untimed
                 out = fn(x)
-            torch.cuda.synchronize()
-            t = _median(lambda: fn(x), reps, warmup)
     except Exception as e:  # noqa: BLE001 - PyTorch's own failure: reported in the result, the graph's stands
-        return {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]}
+        return failed(e)
     err = rel_error(out, ref)
     got = {"correctness": correctness(out.argmax(1).cpu().numpy(), labels), "rel_error_vs_fp64": err}
-    if not err <= BASELINE_MAX_ERROR:
+    if not err <= BASELINE_MAX_ERROR:  # checked before timing: a wrong answer is not timed at all
         return got | {"error": f"its probabilities differ from float64 by {err:.2g} (> {BASELINE_MAX_ERROR:g}): "
                                "not the network's answer, so not timed as a baseline"}
-    return got | {"time_s": t}
+    try:
+        with torch.no_grad():
+            return got | {"time_s": _median(lambda: fn(x), reps, warmup)}
+    except Exception as e:  # noqa: BLE001 - as above
+        return failed(e)
 
 
 def benchmark(net: WholeNetwork, images: np.ndarray, labels: np.ndarray, reps: int = 20, warmup: int = 3,
