@@ -401,6 +401,18 @@ def test_a_baseline_that_raises_is_an_error_not_a_time():
     assert got == {"error": "RuntimeError: backend compiler failed"}
 
 
+def test_a_wrong_baseline_is_judged_before_any_timing(monkeypatch):
+    """A baseline whose answer is not the network's is never timed (the timer is not even called), here on the CPU:
+    the compile retry does not pay for timing the default's wrong answer first."""
+    import numpy as np
+
+    monkeypatch.setattr(whole, "_median", lambda *a: pytest.fail("a wrong baseline was timed"))
+    ref = torch.softmax(torch.randn(4, 10, dtype=torch.float64), 1)
+    labels = ref.argmax(1).numpy().astype(np.uint8)
+    got = whole._baseline(lambda x: ref.flip(1).float(), torch.zeros(4), labels, ref, 3, 1)
+    assert "time_s" not in got and "differ from float64" in got["error"] and got["rel_error_vs_fp64"] > 0.1, got
+
+
 def test_run_help_lists_whole_network(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
