@@ -3,6 +3,7 @@
 # set to the folder for the run's files:
 #
 #   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
+#                                                   sandbox grade
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
@@ -24,6 +25,11 @@
 #   sanitize    compute-sanitizer (SANITIZE_TOOLS, default memcheck): verify of gpu-wgmma and gpu-igemm-tc on a few
 #               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel
 #                                                                              -> $OUT/sanitize.log
+#   sandbox     the sandbox's self-test on this GPU grader, its GPU attacks and its limits (tests/adversarial)
+#                                                                              -> $OUT/sandbox.log
+#   grade       convbench grade of each GRADE_SETS folder of .submissions/ (real student files, never committed:
+#               carry them) with the course's files (COURSE, default .fixtures/course; GRADE_SIZES)
+#                                                                              -> $OUT/grade-SET.{json,txt,err}
 #
 # Files all in $OUT; the default steps write 7 (the device tool returns 8), precision and small 2 more each. Measured
 # on an H100: tests 5.5 minutes, verify 7 (the two Triton impls, which compile per shape, take 4 of them), bench 2.5,
@@ -53,8 +59,9 @@ SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | sanitize) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize" >&2; exit 2 ;;
+    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | grade) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox grade" >&2
+       exit 2 ;;
     esac
 done
 # convbench from this checkout: installed editable where pip can (no network there: no build isolation), and on
@@ -236,6 +243,36 @@ step_sanitize() {  # every tensor its own allocation (as scripts/sanitize.sh): a
     done
     unset PYTORCH_NO_CUDA_MEMORY_CACHING
     grep -E "^==|SUMMARY" "$OUT/sanitize.log"
+    return $rc
+}
+
+step_sandbox() {  # the sandbox on a GPU grader: its self-test, then the GPU attacks and the limits
+    {
+        echo "== the self-test (device cuda)"
+        python3 -c "from convbench.user import sandbox
+r = sandbox.self_test('cuda')
+print('self-test', 'passed' if r.ok else 'FAILED', r.backend, r.problem)
+[print(' ', k, v) for k, v in r.properties.items()]"
+        echo "== python3 -m pytest -q -rA tests/adversarial/test_sandbox_gpu.py tests/adversarial/test_sandbox_limits.py"
+        timeout 300 python3 -m pytest -q -rA -p no:cacheprovider tests/adversarial/test_sandbox_gpu.py \
+            tests/adversarial/test_sandbox_limits.py 2>&1 | tail -30
+    } > "$OUT/sandbox.log" 2>&1
+    local rc=${PIPESTATUS[0]}
+    grep -E "self-test|passed|failed|error" "$OUT/sandbox.log" | tail -6
+    grep -qE "[0-9]+ (failed|error)|self-test FAILED" "$OUT/sandbox.log" && return 1
+    return $rc
+}
+
+step_grade() {  # GRADE_SETS (folders of .submissions/, default minidnn): `convbench grade` of each, the course's files
+    local set rc=0
+    for set in ${GRADE_SETS:-minidnn}; do
+        timeout 540 "${cb[@]}" grade .submissions/"$set"/*/ --course-weights "${COURSE:-.fixtures/course}" \
+            --sizes "${GRADE_SIZES:-100,1000,10000}" --shapes 10 --seed 4 --jobs 16 --json "$OUT/grade-$set.json" \
+            > "$OUT/grade-$set.txt" 2> "$OUT/grade-$set.err"
+        local code=$?
+        echo "grade $set: exit $code (1: some submission is not correct)"
+        [ "$code" -le 1 ] || rc=1
+    done
     return $rc
 }
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Set up convbench on a fresh Debian 12 / Python 3.11 machine (no GPU needed):
-#   1. the Debian packages dataset-fashion-mnist and bubblewrap, if missing (needs root; without the first the
-#      bundled t10k set is used and `convbench train` has no train set; without the second user kernels run in a
-#      plain child process, not in their own namespaces)
+#   1. the Debian package dataset-fashion-mnist, if missing (needs root; without it the bundled t10k set is used
+#      and `convbench train` has no train set)
 #   2. the Debian packages postgresql, chromium and chromium-driver, if missing (needs root): the service's tests run
 #      against a real PostgreSQL server and a real headless browser (scripts/services.sh starts them); without them
 #      those tests skip (and fail in CI)
@@ -20,18 +19,6 @@ if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
             || echo "setup: could not install dataset-fashion-mnist; using the bundled t10k set (training needs the train set)"
     else
         echo "setup: dataset-fashion-mnist is not installed (run as root: apt-get install dataset-fashion-mnist); using the bundled t10k set"
-    fi
-fi
-
-# bubblewrap: user kernels run in their own namespaces (no network, own /tmp) where it is installed; without it they
-# run in a plain child process (user/worker.py says what that still guarantees)
-if ! command -v bwrap >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "setup: installing the Debian package bubblewrap (the sandbox for user kernels)"
-        { apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; } >/dev/null \
-            || echo "setup: could not install bubblewrap; user kernels will run in a plain child process"
-    else
-        echo "setup: bubblewrap is not installed (run as root: apt-get install bubblewrap); user kernels will run in a plain child process"
     fi
 fi
 

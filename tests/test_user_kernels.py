@@ -486,7 +486,7 @@ def test_kernel_that_writes_its_inputs_fails_verify_and_warns_in_run(capsys, tmp
     assert rc == 0 and "warning: scribbler2.py wrote to its inputs x and k" in err, err
 
 
-@pytest.mark.skipif(not user.worker.bwrap_works(), reason="bubblewrap cannot make namespaces on this machine")
+@pytest.mark.skipif(not user.sandbox.self_test("cpu").ok, reason="the sandbox cannot be made on this machine")
 def test_sandbox_has_no_network_and_its_own_tmp(tmp_path):
     secret = Path("/tmp") / f"convbench-test-secret-{os.getpid()}"
     secret.write_text("x")

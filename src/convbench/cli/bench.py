@@ -1,5 +1,6 @@
 """`convbench bench` and `convbench ceilings`: measure like a profiler (measure/bench.py), show a table per
-network and batch, and write the JSON and the plot. Every argument is checked before the first measurement."""
+network and batch, and write the JSON and the plot. Every argument is checked before the first measurement. A share
+of the floor that one decimal would print as 0.0 is printed with two significant digits and a warning saying why."""
 
 from __future__ import annotations
 
@@ -97,6 +98,44 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.4f}"
 
 
+NEAR_ZERO_PCT = 0.05  # a share of the floor under this prints as 0.0 with one decimal
+
+
+def _pct(v: float | None) -> str:
+    """A share of a floor: one decimal, or two significant digits where one decimal would print 0.0."""
+    if v is None:
+        return "-"
+    return f"{v:.1f}" if v >= NEAR_ZERO_PCT or v == 0 else f"{v:.2g}"
+
+
+def near_zero_warnings(doc: dict) -> list[str]:
+    """A warning for each implementation, network and batch with a layer (or Σ) under NEAR_ZERO_PCT % of its floor,
+    saying why a share that small comes out: the Op Time, the floor and the ceiling it comes from."""
+    c = doc.get("ceilings") or {}
+    lines = []
+    for s in doc["totals"]:
+        rows = [r for r in doc["layers"] if (r["impl"], r["net"], r["images"]) == (s["impl"], s["net"], s["images"])]
+        low = [r for r in rows if r.get("of_floor_pct") is not None and r["of_floor_pct"] < NEAR_ZERO_PCT]
+        if not low and not (s.get("of_floor_pct") is not None and s["of_floor_pct"] < NEAR_ZERO_PCT):
+            continue
+        r = min(low or rows, key=lambda r: r["of_floor_pct"])
+        arithmetic = doc["impls"].get(r["impl"], {}).get("arithmetic", "fp32")
+        memory_bound = r.get("memory_floor_s") is not None and r["memory_floor_s"] >= r["floor_s"]
+        if memory_bound and c:
+            bound = f"{r['bytes'] / 1e6:,.3g} MB at the copy ceiling {c['copy_bytes_per_s'] / 1e9:,.1f} GB/s"
+        elif c:
+            bound = f"{r['flop'] / 1e6:,.3g} MFLOP at the {arithmetic} ceiling {r['flop'] / r['floor_s'] / 1e9:,.0f} GFLOP/s"
+        else:
+            bound = "from the ceilings"
+        lines.append(
+            f"warning: {r['impl']} on {r['net']} at {r['images']} images runs at {_pct(r['of_floor_pct'])} % of its "
+            f"floor ({r['layer']}: Op Time {_ms(r['op_time_s'])} ms, {r['op_time_s'] / r['floor_s']:,.0f}x the floor "
+            f"{r['floor_s'] * 1e6:.3g} µs = {bound}): the implementation is that far from this machine's rates (a "
+            "float64 reference, a naive or stalled kernel), or the ceilings are not this machine's (`convbench "
+            "ceilings --remeasure`)")
+    return lines
+
+
 def ceilings_line(c: dict | None) -> str:
     """The ceilings every % of floor divides by, and when they were measured."""
     if not c:
@@ -134,12 +173,14 @@ def print_tables(doc: dict) -> None:
                 name = s["impl"] if verify[s["impl"]]["ok"] else f"[red]{s['impl']} (FAIL)"
                 for r in (r for r in rows if r["impl"] == s["impl"]):
                     table.add_row(name, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
-                                  f"{r['gflop_per_s']:.1f}", f"{r['of_floor_pct']:.1f}",
-                                  f"{r['of_memory_floor_pct']:.1f}", f"{r['speedup_vs_reference_x']:.2f}")
+                                  f"{r['gflop_per_s']:.1f}", _pct(r["of_floor_pct"]),
+                                  _pct(r["of_memory_floor_pct"]), f"{r['speedup_vs_reference_x']:.2f}")
                 table.add_row("", "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}", _ms(s["layer_time_s"]),
-                              f"{s['gflop_per_s']:.1f}", f"{s['of_floor_pct']:.1f}", f"{s['of_memory_floor_pct']:.1f}",
+                              f"{s['gflop_per_s']:.1f}", _pct(s["of_floor_pct"]), _pct(s["of_memory_floor_pct"]),
                               f"[bold]{s['speedup_vs_reference_x']:.2f}", end_section=True)
             console.print(table)
+    for line in near_zero_warnings(doc):
+        ui.note(line)
 
 
 def cmd_ceilings(args) -> int:

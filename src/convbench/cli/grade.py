@@ -5,6 +5,7 @@ submission never stops the rest."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -19,7 +20,8 @@ from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.measure import outfiles
 from convbench.measure.environment import environment
-from convbench.measure.grade import Grade, grade_one, leaderboard, prebuild
+from convbench.measure.grade import Grade, grade_one, leaderboard, open_submission, prebuild
+from convbench.user import sandbox, worker
 
 STEPS = 3  # build, course shapes, random shapes; plus one per size
 
@@ -66,28 +68,46 @@ def cmd_grade(args) -> int:
     json_path = outfiles.check_output_file(args.json, "--json") if args.json else None
     csv_path = outfiles.check_output_file(args.csv, "--csv") if args.csv else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    if not worker.enabled():
+        raise UsageError("grade runs every submission in its sandbox process; unset CONVBENCH_SANDBOX=0 (it is for "
+                         "debugging one kernel of your own with run or verify)")
+    checked = sandbox.require(device, args.allow_unsandboxed)
     ui.note(f"grade: {len(paths)} submission(s) on {device}, sizes {','.join(map(str, sizes))}, {args.shapes} random "
-            f"shapes (seed {seed})")
+            f"shapes (seed {seed}); " + (f"sandbox: {checked.backend}, self-test passed" if checked.ok else
+                                         f"WITHOUT a sandbox ({checked.problem})"))
 
-    if args.jobs > 1 and len(paths) > 1:
+    workers: dict[Path, worker.Worker] = {}
+    for path in paths:
+        with contextlib.suppress(UsageError):  # not a kernel: grade_one meets it again and gives the verdict
+            workers[path] = open_submission(path)
+    if args.jobs > 1 and sum(not w.built for w in workers.values()) > 1:
         ui.note(f"grade: building the CUDA submissions first, {args.jobs} at a time")
-        prebuild(paths, args.jobs)
+        prebuild(list(workers.values()), args.jobs)
     grades: list[Grade] = []
     references: dict = {}
-    with ui.progress_bar("grade", len(paths) * (STEPS + len(sizes)), enabled=ui.err.is_terminal) as bar:
-        for path in paths:
-            done = 0
+    calibration = worker.Calibration()
+    try:
+        with ui.progress_bar("grade", len(paths) * (STEPS + len(sizes)), enabled=ui.err.is_terminal) as bar:
+            for path in paths:
+                done = 0
 
-            def step(what: str, path=path) -> None:
-                nonlocal done
-                done += 1
-                bar.advance()
-                bar.describe(f"{path.name}: {what}")
+                def step(what: str, path=path) -> None:
+                    nonlocal done
+                    done += 1
+                    bar.advance()
+                    bar.describe(f"{path.name}: {what}")
 
-            g = grade_one(path, sizes, device, args.shapes, seed, args.net, weights_folder, references, step)
-            bar.advance(max(0, STEPS + len(sizes) - done))
-            grades.append(g)
-            ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else ""))
+                g = grade_one(path, sizes, device, args.shapes, seed, args.net, weights_folder, references, step,
+                              calibration=calibration, worker=workers.pop(path, None))
+                bar.advance(max(0, STEPS + len(sizes) - done))
+                grades.append(g)
+                ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else "")
+                        + (f"; not ranked: {g.flags[0]}" + (f" (and {len(g.flags) - 1} more)" if len(g.flags) > 1
+                                                            else "") if g.correct and g.flags else ""))
+    finally:
+        calibration.close()
+        for left in workers.values():
+            left.remove()
 
     largest = max(sizes)
     console = Console(highlight=False)
@@ -101,7 +121,7 @@ def cmd_grade(args) -> int:
     console.print(table)
     board = leaderboard(grades, largest)
     if board:
-        ranks = Table(title=f"leaderboard: correct submissions by Σ Op Time at {largest} images")
+        ranks = Table(title=f"leaderboard: correct, unflagged submissions by Σ Op Time at {largest} images")
         for col in ("#", "submission", "Σ Op Time (s)", "Op Time per layer (s)", "Correctness"):
             ranks.add_column(col, justify="left" if col in ("submission",) else "right")
         for i, g in enumerate(board, 1):
@@ -110,6 +130,8 @@ def cmd_grade(args) -> int:
         console.print(ranks)
 
     doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
+           "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,
+                       "problem": checked.problem},
            "environment": environment(), "grades": [g.to_json() for g in grades],
            "leaderboard": [{"rank": i, "path": g.path, "op_time_total_s": g.op_total(largest)}
                            for i, g in enumerate(board, 1)]}

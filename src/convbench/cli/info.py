@@ -78,7 +78,7 @@ def cmd_data(args) -> int:
     out.print(f"cache  {fm.cache_dir()}")
     if args.build:
         try:  # before minutes of resizing: a cache folder that cannot take a file is the error, not the end
-            fm.cache_dir().mkdir(parents=True, exist_ok=True)
+            fm.cache_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # private, as core/cachefile.py makes it
             tempfile.TemporaryFile(dir=fm.cache_dir()).close()
         except OSError as e:
             raise UsageError(f"cannot write to the cache folder {fm.cache_dir()} ({e.strerror or e}); set "

@@ -160,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="nvcc builds at a time before grading (default: the CPU count, at most 8)")
     grade.add_argument("--json", metavar="FILE", help="write every grade, the environment and the leaderboard as JSON")
     grade.add_argument("--csv", metavar="FILE", help="write one row per submission as CSV")
+    grade.add_argument("--allow-unsandboxed", action="store_true", help="grade even where the sandbox's self-test "
+                       "fails (trusted code only: the submissions then see your files and the network)")
 
     report = sub.add_parser("report", help="Markdown + HTML report with plots from results files")
     report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html and the PNG plots (created if absent)")

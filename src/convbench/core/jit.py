@@ -1,5 +1,7 @@
 """numba set-up shared by the CPU implementations: compiled code is cached on disk, in the user cache directory
-(the package folder may be read-only), so the one-time compilation happens once per machine, not per run.
+(the package folder may be read-only), so the one-time compilation happens once per machine, not per run. Its
+folder, `numba/` in the cache, is made mode 0700 and never through a symlink (core/cachefile.py); numba writes
+its own files there, each through a random temporary name.
 
 A damaged cache (a corrupt index or data file: an interrupted write, a full disk, a hand edit) makes numba fail on
 the first call of a function, and on every later run until the file is deleted. `retry_on_corrupt_cache` wraps a
@@ -7,17 +9,21 @@ rung's setup (its first compile and call): a failure raised while numba reads it
 with a note, and compiles again, once.
 """
 
+import contextlib
 import errno
 import functools
 import os
 import shutil
 from pathlib import Path
 
-from convbench.core import ui
+from convbench.core import cachefile, ui
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
-os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir() / "numba"))
+if "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = str(cache_dir() / "numba")
+    with contextlib.suppress(OSError):  # an unwritable cache: numba's first compile says so (retry_on_corrupt_cache)
+        cachefile.ensure_folder(cache_dir() / "numba")
 
 import numba  # noqa: E402  (after NUMBA_CACHE_DIR is set)
 

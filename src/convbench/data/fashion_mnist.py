@@ -7,14 +7,15 @@ Search order for a directory holding the IDX files (raw or .gz):
     4. the t10k test set bundled in this package (MIT licence, see data/bundled/LICENSE)
 
 Resized sets follow the course's recipe exactly (skimage bilinear, constant 0 border, /256 then *256, cast to
-uint8) and are cached once per source file checksum under the user cache directory. Each cache file ends in a
-blake2b digest of the .npy bytes before it (written with the file, in the same atomic rename); a file whose digest
-does not match (changed pixels, a file from an older convbench, a half-copied file) is rebuilt, with a note.
+uint8) and are cached once per source file checksum under the user cache directory, read and written through
+core/cachefile.py (a random temporary name created exclusively, never through a symlink, then one rename). Each
+cache file ends in a blake2b digest of the .npy bytes before it (written with the file, in the same atomic rename);
+a file whose digest does not match (changed pixels, a file from an older convbench, a half-copied file), or a name
+that is not a regular file (a symlink), is rebuilt, with a note.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convbench.core import ui
+from convbench.core import cachefile, ui
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 from convbench.data.idx import read_idx
@@ -128,33 +129,44 @@ def _digest_file(f, end: int) -> bytes:
     return h.digest()
 
 
-def _load_verified(path: Path, shape: tuple[int, ...]) -> np.ndarray | str:
-    """The cached array, or why it cannot be used (a digest or shape mismatch, a damaged file)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        tail = len(_TRAILER) + _DIGEST
-        if size < tail:
-            return "it is too short"
-        f.seek(size - tail)
-        trailer = f.read(tail)
-        if not trailer.startswith(_TRAILER):
-            return "it has no checksum (a file from an older convbench, or not convbench's)"
-        if _digest_file(f, size - tail) != trailer[len(_TRAILER):]:
-            return "its checksum does not match its content (the file was changed or damaged)"
-        f.seek(0)
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            npy_shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            npy_shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        if tuple(npy_shape) != shape or dtype != np.uint8 or fortran:
-            return f"it holds {dtype} {tuple(npy_shape)}, not uint8 {shape}"
-        if f.tell() + math.prod(shape) != size - tail:
-            return "its size does not match its header"
-        out = np.empty(shape, dtype=np.uint8)
-        if f.readinto(memoryview(out).cast("B")) != out.nbytes:
-            return "it is truncated"
-        return out
+def _load_verified(path: Path, shape: tuple[int, ...]) -> np.ndarray | str | None:
+    """The cached array, None where there is none, or why it cannot be used (a digest or shape mismatch, a damaged
+    file, a name that is not a regular file)."""
+    try:
+        with cachefile.open_read(path) as f:
+            return _verified(f, shape)
+    except FileNotFoundError:
+        return None
+    except cachefile.NotRegular as e:
+        return f"it is {e.strerror}"
+
+
+def _verified(f, shape: tuple[int, ...]) -> np.ndarray | str:
+    """The array in the open cache file `f`, or why it cannot be used."""
+    size = os.fstat(f.fileno()).st_size
+    tail = len(_TRAILER) + _DIGEST
+    if size < tail:
+        return "it is too short"
+    f.seek(size - tail)
+    trailer = f.read(tail)
+    if not trailer.startswith(_TRAILER):
+        return "it has no checksum (a file from an older convbench, or not convbench's)"
+    if _digest_file(f, size - tail) != trailer[len(_TRAILER):]:
+        return "its checksum does not match its content (the file was changed or damaged)"
+    f.seek(0)
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        npy_shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+    else:
+        npy_shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    if tuple(npy_shape) != shape or dtype != np.uint8 or fortran:
+        return f"it holds {dtype} {tuple(npy_shape)}, not uint8 {shape}"
+    if f.tell() + math.prod(shape) != size - tail:
+        return "its size does not match its header"
+    out = np.empty(shape, dtype=np.uint8)
+    if f.readinto(memoryview(out).cast("B")) != out.nbytes:
+        return "it is truncated"
+    return out
 
 
 def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: bool = False,
@@ -164,13 +176,13 @@ def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: b
     if size == images.shape[1] == images.shape[2]:
         return images
     path = cache_dir() / f"{split}-{size}px-{_checksum(src.images)}-{RECIPE}.npy"
-    if path.is_file():
-        try:
-            cached = _load_verified(path, (len(images), size, size))
-        except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as e:
-            cached = f"it is damaged ({type(e).__name__})"  # numpy's header parser raises any of these
-        if not isinstance(cached, str):
-            return cached
+    try:
+        cached = _load_verified(path, (len(images), size, size))
+    except (OSError, ValueError, EOFError, SyntaxError, tokenize.TokenError) as e:
+        cached = f"it is damaged ({type(e).__name__})"  # numpy's header parser raises any of these
+    if isinstance(cached, np.ndarray):
+        return cached
+    if cached is not None:
         ui.note(f"note: the cached {size}x{size} {split} set {path} is not used: {cached}; rebuilding it")
     if not quiet:
         ui.note(f"Building the {size}x{size} {split} set ({len(images)} images, course resize recipe); caching it in {path.parent}")
@@ -180,24 +192,21 @@ def resized(images: np.ndarray, size: int, src: DataSource, split: str, quiet: b
             out[i] = resize_course(img, size)
             if i % 500 == 499:
                 bar.advance(500)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+
+    def fill(f) -> None:
+        np.save(f, out, allow_pickle=False)
+        end = f.tell()
+        digest = _digest_file(f, end)
+        f.seek(end)
+        f.write(_TRAILER + digest)
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w+b") as f:
-            np.save(f, out, allow_pickle=False)
-            end = f.tell()
-            digest = _digest_file(f, end)
-            f.seek(end)
-            f.write(_TRAILER + digest)
-        tmp.replace(path)  # atomic: a reader never sees a half-written cache file, nor data without its digest
+        cachefile.write(path, fill)  # atomic: a reader never sees a half-written cache file, nor data without its digest
     except OSError as e:
         why = f"could not cache the resized set in {path.parent} ({e.strerror or e})"
         if must_cache:
             raise UsageError(f"{why}; set $CONVBENCH_CACHE to a writable folder") from None
         ui.note(f"note: {why}; set $CONVBENCH_CACHE to a writable folder")
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)  # after a failed write; a no-op after the replace
     return out
 
 

@@ -18,7 +18,7 @@ from convbench.core.contract import conv_impl
 from convbench.core.jit import numba, retry_on_corrupt_cache
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _seven_loops(x, k, y):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape

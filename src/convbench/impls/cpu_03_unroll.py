@@ -26,7 +26,7 @@ from convbench.core.jit import numba, retry_on_corrupt_cache
 CHUNK_BYTES = 32 << 20  # unroll buffer size: fits comfortably in memory, large enough to amortize GEMM set-up
 
 
-@numba.njit(parallel=True, cache=True)
+@numba.njit(parallel=True, cache=True, nogil=True)
 def _unroll(x, b0, K, out):
     """out[i, (c*K+p)*K+q, h*W_out+w] = x[b0+i, c, h+p, w+q] for the chunk's images."""
     n = out.shape[0]

@@ -204,7 +204,7 @@ def _pixels_in_lanes(MB: int, NV: int, VW: int):
     NV*VW columns. The blocking is a closure constant, so the intrinsic sees literals and numba's disk cache keys
     each blocking apart (a literal argument instead would cost a dispatcher round trip, ~ms, on every call)."""
 
-    @numba.njit(parallel=True, cache=True)
+    @numba.njit(parallel=True, cache=True, nogil=True)
     def kernel(xf, xlast, wts, offs, y, H, W, tasks):
         B, M, Ho, Wo = y.shape
         chw = xf.shape[0] // B
@@ -230,7 +230,7 @@ def _maps_in_lanes(NP: int, NV: int, VW: int):
     """The kernel of one blocking, maps in lanes: tasks (image, output row), each runs the row in blocks of NP
     columns x all maps (blocks of NV*VW lanes)."""
 
-    @numba.njit(parallel=True, cache=True)
+    @numba.njit(parallel=True, cache=True, nogil=True)
     def kernel(xf, xlast, wts, offs, y, H, W, tasks):
         B, M, Ho, Wo = y.shape
         chw = xf.shape[0] // B

@@ -22,8 +22,16 @@ sheet is never reached by real code, and the CI machine has none):
 
 An implementation declares its arithmetic (ConvImpl.ceiling_arithmetic: `arithmetic=`, else its precision).
 Each ceiling is the median of a few runs after a warm-up. They are measured once per machine and kept in
-`$CONVBENCH_CACHE/ceilings/<machine>.json`; `convbench ceilings --remeasure` measures again, and a GPU cache
-written before the fp16 / bf16 ceilings existed is measured again when read.
+`$CONVBENCH_CACHE/ceilings/<machine>.json` (core/cachefile.py: written whole, never through a symlink);
+`convbench ceilings --remeasure` measures again, and a GPU cache written before the fp16 / bf16 ceilings existed is
+measured again when read.
+
+Every rate is held to physical bounds (BOUNDS: generous minimums and maximums per device, far outside any real
+machine): a cache anyone can write (a sandboxed kernel shares it) must not set the floor for everyone after, and a
+rate of 1e18 FLOP/s would put every floor at nothing. A cached rate outside is measured again, with a note; a fresh
+measurement outside is taken once more, and if it is still outside, the bound is used (the floor stays a floor,
+only looser), with a warning, and nothing is cached. Results files with ceilings outside are refused
+(measure/results.py).
 """
 
 from __future__ import annotations
@@ -37,12 +45,10 @@ from pathlib import Path
 
 import torch
 
-from convbench.core import ui
-from convbench.core.errors import UsageError
+from convbench.core import cachefile, ui
 from convbench.core.paths import cache_dir
 from convbench.core.precision import ARITHMETICS as TABLE
 from convbench.core.timing import median_time
-from convbench.measure import outfiles
 from convbench.measure.environment import cpu_model
 
 # Sizes: large enough to leave the caches and fill the machine, small enough to measure in about a second.
@@ -52,6 +58,21 @@ REPS = 5
 ARITHMETICS = tuple(TABLE)  # every arithmetic flop_per_s answers (core/precision.py)
 # the three-product arithmetics (tf32x3 -> tf32): their ceiling is the base rate / 3, not measured
 THREE_PRODUCT = {a.name: a.ceiling for a in TABLE.values() if a.products == 3}
+
+# Physical bounds on every rate (bytes / s for the copy, FLOP / s for each arithmetic): generous, far outside any
+# real machine, so that only a rate no measurement can give (a planted or damaged cache, a broken clock) is refused.
+GPU_COPY_MAX = 20e12  # no GPU memory moves 20 TB/s: the fastest HBM parts are well under half of it
+GPU_COPY_MIN = 1e9  # every CUDA GPU, down to a MIG slice or an embedded board, copies far faster
+GPU_FLOP_MAX = 10e15  # no GPU reaches 10 PFLOP/s in a dense fp16 / bf16 / tf32 / fp32 matmul
+GPU_FLOP_MIN = 1e9  # a CUDA GPU's matmul is far faster even on the smallest board
+CPU_COPY_MAX = 10e12  # no CPU copies 10 TB/s, not even one with on-package HBM or a copy held in a large L3
+CPU_COPY_MIN = 100e6  # one core under an emulator still copies faster
+CPU_FLOP_MAX = 1e15  # the largest multi-socket CPUs are an order of magnitude below 1 PFLOP/s in fp32
+CPU_FLOP_MIN = 100e6  # one core of anything that runs PyTorch multiplies faster
+BOUNDS = {  # device -> (copy min, copy max, FLOP min, FLOP max)
+    "cuda": (GPU_COPY_MIN, GPU_COPY_MAX, GPU_FLOP_MIN, GPU_FLOP_MAX),
+    "cpu": (CPU_COPY_MIN, CPU_COPY_MAX, CPU_FLOP_MIN, CPU_FLOP_MAX),
+}
 
 
 @dataclass(frozen=True)
@@ -170,23 +191,71 @@ def _validated(data, device: str) -> Ceilings:
     return Ceilings(**data)
 
 
+def out_of_bounds(rates: dict, device: str) -> str:
+    """'' when every rate in `rates` (Ceilings.to_json() or a results file's "ceilings") is within this device's
+    physical bounds (BOUNDS), else the first that is not, said with its bound."""
+    copy_min, copy_max, flop_min, flop_max = BOUNDS["cuda" if device == "cuda" else "cpu"]
+    for key in _RATES:
+        v = rates.get(key)
+        if v is None:
+            continue
+        low, high, unit = (copy_min, copy_max, "B/s") if key == "copy_bytes_per_s" else (flop_min, flop_max, "FLOP/s")
+        if v > high:
+            return f"{key} {v:.3g} is above the physical maximum of {high:.3g} {unit} for {device}"
+        if v < low:
+            return f"{key} {v:.3g} is below the physical minimum of {low:.3g} {unit} for {device}"
+    return ""
+
+
+def _within_bounds(c: Ceilings) -> Ceilings:
+    """Every rate of c clamped into its bounds (a measurement that stayed outside them: the floor stays a floor)."""
+    copy_min, copy_max, flop_min, flop_max = BOUNDS[c.device]
+    rates = {key: getattr(c, key) for key in _RATES if getattr(c, key) is not None}
+    clamped = {key: min(max(v, copy_min if key == "copy_bytes_per_s" else flop_min),
+                        copy_max if key == "copy_bytes_per_s" else flop_max) for key, v in rates.items()}
+    return Ceilings(**{**c.to_json(), **clamped})
+
+
+def _measured(device: str) -> tuple[Ceilings, bool]:
+    """Measured now, within bounds (a measurement outside is taken once more); and whether it may be cached."""
+    ceilings = measure(device)
+    wrong = out_of_bounds(ceilings.to_json(), device)
+    if not wrong:
+        return ceilings, True
+    ui.note(f"note: the ceilings just measured are not physical ({wrong}); measuring them again")
+    ceilings = measure(device)
+    wrong = out_of_bounds(ceilings.to_json(), device)
+    if not wrong:
+        return ceilings, True
+    ui.note(f"warning: the ceilings measured again are not physical either ({wrong}): this machine's clock or "
+            "load is not what a measurement needs; using the bounds instead (every floor stays a floor, only "
+            "looser) and caching nothing; `convbench ceilings --remeasure` on a quiet machine measures them again")
+    return _within_bounds(ceilings), False
+
+
 def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
-    """The cached ceilings of this machine, measured (and cached) when absent, unreadable or asked for.
-    Returns (ceilings, measured_now)."""
+    """The cached ceilings of this machine, measured (and cached) when absent, unreadable, outside physical bounds
+    or asked for. Returns (ceilings, measured_now)."""
     path = cache_file(device)
-    if not remeasure and path.is_file():
+    if not remeasure:
         try:
-            cached = _validated(json.loads(path.read_text()), device)
+            cached = _validated(json.loads(cachefile.read_bytes(path, root=cache_dir())), device)
+            wrong = out_of_bounds(cached.to_json(), device)
+            if wrong:
+                raise ValueError(f"{wrong}: no measurement gives that")  # noqa: TRY301 (one way out: a bad file)
             if cached.complete:
                 return cached, False
-        except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged or changed: measure again
-            ui.note(f"note: the cached ceilings {path} are not usable ({str(e)[:120]}); measuring them again")
-    ceilings = measure(device)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged, changed or planted: measure again
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            ui.note(f"note: the cached ceilings {path} are not usable ({why[:160]}); measuring them again")
+    ceilings, keep = _measured(device)
+    if not keep:
+        return ceilings, True
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        outfiles.write_text(path, json.dumps(ceilings.to_json(), indent=1) + "\n")
-    except (OSError, UsageError) as e:  # a cache that cannot be written costs a measurement next time, nothing more
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        ui.note(f"note: could not cache the ceilings in {path.parent} ({why}); they are measured again next time "
-                "(set $CONVBENCH_CACHE to a writable folder)")
+        cachefile.write_bytes(path, (json.dumps(ceilings.to_json(), indent=1) + "\n").encode(), root=cache_dir())
+    except OSError as e:  # a cache that cannot be written costs a measurement next time, nothing more
+        ui.note(f"note: could not cache the ceilings in {path.parent} ({e.strerror or e}); they are measured again "
+                "next time (set $CONVBENCH_CACHE to a writable folder)")
     return ceilings, True

@@ -39,12 +39,14 @@ from convbench.core.errors import UsageError
 from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
-from convbench.measure import problem
+from convbench.measure import problem, trusted_time
+from convbench.measure.layer_check import LayerCheck
+from convbench.measure.trusted_time import LayerTiming, fresh_input, secret_rng
 from convbench.measure.verify import verify_impl
 from convbench.network.model import Network, correctness
 from convbench.network.weights import Weights, load_weights
-from convbench.user import kind_of, load
-from convbench.user.worker import SandboxError
+from convbench.user import current_build_options, kind_of
+from convbench.user.worker import Calibration, SandboxError, Worker, as_impl
 
 VERDICTS = ("ok", "unsupported shape", "wrong answer", "compile error", "crash", "timeout", "error")
 MXNET_NETS = ("sp19", "fa19", "fa18", "sp18", "fa17")
@@ -53,7 +55,6 @@ REDUCED = 1e-2  # a course-layer error under this (and finite) is a reduced-prec
 # judged, as the course judged it, by the network's Correctness: within REDUCED_CORRECTNESS of the fp32 reference's
 # (rounding moves a few borderline images either way), the difference reported beside the verdict
 REDUCED_CORRECTNESS = 0.005
-WRONG_ELEMENT = 1e-3  # an element is wrong when |y - ref| exceeds this share of the layer's largest |ref|
 
 
 @dataclass
@@ -73,13 +74,20 @@ class Grade:
     op_empty: bool = False  # the era's timed op did no measurable work (all of it in prolog)
     ignored_error: str = ""  # the first CUDA error the file's own calls returned and it went on from
     output: str = ""  # what the submission printed (the last 4000 characters)
-    retimed: list[list[float]] = field(default_factory=list)  # per-layer Op Times of each accepted extra run
-    retime_problem: str = ""  # why an extra run was not accepted (then the grade is not ranked)
+    retimed: list[list[float]] = field(default_factory=list)  # the largest size: each timed call's per-layer times
+    retime_problem: str = ""  # why a timed call's time was not the submission's own (then it is not ranked)
+    flags: list[str] = field(default_factory=list)  # why it is not ranked by Op Time (trusted_time, the floor)
+    timing: dict[int, list[dict]] = field(default_factory=dict)  # images -> per layer: convbench's clock, the child's
     seconds: dict[str, float] = field(default_factory=dict)  # step -> wall seconds (where a grade's time went)
 
     @property
     def correct(self) -> bool:
         return self.verdict in ("ok", "unsupported shape")
+
+    @property
+    def ranked(self) -> bool:
+        """Correct, timed, and nothing flagged: the leaderboard's."""
+        return self.correct and bool(self.op_times) and not self.flags
 
     def op_total(self, images: int) -> float | None:
         times = self.op_times.get(images)
@@ -87,8 +95,9 @@ class Grade:
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
-        for key in ("correctness", "reference", "op_times", "layer_times"):
+        for key in ("correctness", "reference", "op_times", "layer_times", "timing"):
             d[key] = {str(n): v for n, v in d[key].items()}
+        d["ranked"] = self.ranked
         return d
 
 
@@ -102,35 +111,6 @@ def classify(message: str) -> str:
             or "exited with status" in message or "failed in" in message):
         return "crash"
     return "error"
-
-
-class LayerCheck:
-    """A Network.infer observer: each conv output against the float64 reference of the same input (on the GPU where
-    there is one: 10000 images are too many for a float64 CPU convolution per layer); keeps the first wrong layer,
-    image and element."""
-
-    def __init__(self, tolerance: float):
-        self.tolerance = tolerance
-        self.first_wrong: str = ""
-
-    def __call__(self, layer: str, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor) -> None:
-        if self.first_wrong:
-            return
-        dev = "cuda" if torch.cuda.is_available() else "cpu"
-        ref = problem.reference(x.to(dev), k.to(dev))
-        got = y.to(dev, torch.float64)
-        err = (got - ref).abs()
-        share = max(WRONG_ELEMENT, 3 * self.tolerance)  # reduced precision: elements may stray further
-        bad = ~torch.isfinite(got) | (err > share * float(ref.abs().max().clamp_min(1e-30)))
-        denom = float(torch.linalg.vector_norm(ref)) or 1.0
-        rel = float(torch.linalg.vector_norm(torch.nan_to_num(got - ref, nan=math.inf))) / denom
-        if not bool(bad.any()) and rel <= self.tolerance:
-            return
-        flat = int(bad.flatten().nonzero()[0]) if bool(bad.any()) else int(err.flatten().argmax())
-        b, m, h, w = np.unravel_index(flat, tuple(ref.shape))
-        self.first_wrong = (f"layer {layer}, image {b}, element (m={m}, h={h}, w={w}): got "
-                            f"{float(got.flatten()[flat]):.6g}, expected {float(ref.flatten()[flat]):.6g} "
-                            f"(layer error {rel:.2e})")
 
 
 def course_weights(net: str, folder: Path | None) -> tuple[Weights, str]:
@@ -168,47 +148,46 @@ def _verify(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: 
     return failed, worst
 
 
-@contextlib.contextmanager
-def sandboxed(path: Path) -> Iterator[ConvImpl]:
-    """The submission at `path`, loaded in its sandbox process, its output kept (not copied to the terminal), the
-    process closed at the end (what it printed stays in worker.captured)."""
-    impl = load(path)
-    worker = getattr(impl.fn, "worker", None)
-    if worker is not None:
-        worker.quiet = True
-    try:
-        yield impl
-    finally:
-        if worker is not None:
-            worker.close()
+def open_submission(path: Path) -> Worker:
+    """A worker for the submission at `path`: a private copy of it (a file alone, or with the headers beside it
+    for a CUDA file; never the other files of its folder, which may be other teams'), a private build folder, its
+    output kept (not copied to the terminal). Nothing runs yet."""
+    kind = kind_of(path.resolve())  # reads the source only: nothing of the user's runs here
+    hint = ("" if kind == "python" else "; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer "
+            f"convbench verify --impl {path} --device cuda --shapes 13")
+    worker = Worker(kind, path.resolve(), current_build_options(), hint, siblings=False)
+    worker.quiet = True
+    return worker
 
 
 def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, seed: int, net: str | None,
               weights_folder: Path | None, references: dict, step: Callable[[str], None],
-              data_dir: Path | None = None, retimes: int = 0) -> Grade:
+              data_dir: Path | None = None, retimes: int = 0, calibration: Calibration | None = None,
+              worker: Worker | None = None) -> Grade:
     """Every step for one submission; never raises a UsageError (it becomes the verdict). `data_dir`: the test
     images to run on (a folder of Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual set. `retimes`:
-    a correct submission runs the largest size that many times more, in the same process (g.retimed: the spread
-    the service's ties are decided by)."""
+    at the largest size each layer gets 1 + retimes timed calls (at least trusted_time.CALLS; g.retimed: the
+    spread the service's ties are decided by). `calibration`: the empty call's cost, shared by a run's grades
+    (else one of its own); `worker`: one made (and maybe built) by open_submission and prebuild. The worker and
+    its private folders are removed at the end."""
     g = Grade(str(path))
-    impl = None
     marks: list[tuple[str, float]] = []  # (step, when it began); g.seconds from them at the end
+    own_calibration = calibration is None
 
     def timed_step(what: str) -> None:
         marks.append((what, time.perf_counter()))
         step(what)
 
     try:
-        g.kind = kind_of(path.resolve())
         timed_step("building")
-        with sandboxed(path) as impl:
-            g.name = impl.name
-            impl.prepare()
-            built = _grade_built(g, impl, sizes, device, random_shapes, seed, net, weights_folder, references,
-                                 timed_step, data_dir)
-            if g.correct and retimes and built is not None:
-                timed_step("re-time")
-                _retime(g, impl, device, retimes, *built)
+        worker = worker or open_submission(path)
+        g.kind = worker.kind
+        impl = as_impl(worker)
+        g.name = impl.name
+        impl.prepare()
+        calibration = calibration or Calibration()
+        _grade_built(g, impl, worker, calibration, sizes, device, random_shapes, seed, net, weights_folder,
+                     references, timed_step, data_dir, retimes)
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
@@ -216,41 +195,58 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
     finally:
         marks.append(("", time.perf_counter()))
         g.seconds = {what: round(end - began, 3) for (what, began), (_, end) in itertools.pairwise(marks)}
-        worker = getattr(impl.fn, "worker", None) if impl is not None else None
         if worker is not None:
-            g.output = "".join(worker.captured)[-4000:]
+            g.output = worker.captured_text()[-4000:]
             g.ignored_error = g.ignored_error or worker.ignored_error
+            worker.remove()
+        if own_calibration and calibration is not None:
+            calibration.close()
     if g.ignored_error:  # the course's harness never checked these; the output decided, here as then
         g.detail = "; ".join(filter(None, [g.detail, f"its own CUDA call failed and it went on: {g.ignored_error}"]))
     return g
 
 
-def _retime(g: Grade, impl: ConvImpl, device: str, times: int, weights: Weights, images: np.ndarray,
-            predictions: np.ndarray) -> None:
-    """The largest size `times` more, in the same process (the spread the service's ties are decided by). A run
-    counts only if it gives the graded run's answers with finite outputs: a file that keeps state between calls
-    must not be ranked on a run nothing checked. A failure here leaves the verdict and says why in
-    g.retime_problem."""
-    try:
-        for i in range(times):
-            result = Network(weights, impl, device, warmup_images=COURSE_BATCHES[0]).infer(images, show_progress=False)
-            if result.nonfinite or not np.array_equal(result.predictions, predictions):
-                g.retime_problem = (f"re-time {i + 1}: " + ("non-finite outputs" if result.nonfinite else
-                                    "other answers than the graded run"))
-                return
-            g.retimed.append([t.op_time for t in result.conv_timings])
-    except (SandboxError, UsageError) as e:
-        g.retime_problem = f"re-time {len(g.retimed) + 1}: {e}"
+class TimedCalls:
+    """A Network.infer observer: after each conv layer of the graded run, `calls` timed calls of the submission on
+    fresh inputs made from that layer's real input (trusted_time), each output checked against float64."""
+
+    def __init__(self, worker: Worker, calibration: Calibration, device: str, calls: int, tolerance: float):
+        self.worker, self.calibration, self.calls, self.tolerance = worker, calibration, calls, tolerance
+        # a mini-dnn file is timed as the course timed it, around conv_forward_gpu inside its layer (after the
+        # prolog); every other kind around its call on device-resident inputs
+        self.op = "layer" if worker.kind == "minidnn" else "call"
+        self.device = "cuda" if self.op == "layer" else device
+        self.rng = secret_rng()
+        self.layers: list[LayerTiming] = []
+        self.wrong = ""
+
+    def __call__(self, layer: str, x: torch.Tensor, k: torch.Tensor) -> None:
+        timing = LayerTiming(layer)
+        # the empty call's cost: for a layer, the handshake alone (any shape); for a call, the same shapes' copies
+        cal_x = (1, x.shape[1], k.shape[2], k.shape[3]) if self.op == "layer" else tuple(x.shape)
+        timing.cost = self.calibration.cost(self.op, cal_x, tuple(k.shape), self.device)
+        for i in range(self.calls):
+            xi = fresh_input(x.detach().cpu(), self.rng)
+            run = self.worker.run_timed(self.op, xi, k, self.device)
+            timing.windows.append(run.window_s)
+            timing.reported.append(run.reply.get("op_s"))
+            timing.op_empty = timing.op_empty or bool(run.reply["times"].get("op_empty"))
+            if not self.wrong:
+                check = LayerCheck(self.tolerance)
+                check(layer, xi, k, run.y)
+                if check.first_wrong:
+                    self.wrong = f"timed call {i + 1}, on fresh inputs: {check.first_wrong}"
+        self.layers.append(timing)
 
 
-def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random_shapes: int, seed: int,
-                 net: str | None, weights_folder: Path | None, references: dict, step: Callable[[str], None],
-                 data_dir: Path | None = None) -> tuple[Weights, np.ndarray, np.ndarray] | None:
-    """Steps 2 to 4 for a built submission, into g; for re-timing, the weights and the largest size's images and
-    predictions (None where there is nothing to re-time)."""
+def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibration, sizes: list[int], device: str,
+                 random_shapes: int, seed: int, net: str | None, weights_folder: Path | None, references: dict,
+                 step: Callable[[str], None], data_dir: Path | None = None, retimes: int = 0) -> None:
+    """Steps 2 to 5 for a built submission, into g."""
     step("course shapes")
     candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
-    tolerance = max(impl.tolerance, 1e-5)
+    # what the file declares (a Python file's TOLERANCE) counts up to reduced precision's bound, never beyond
+    tolerance = min(max(impl.tolerance, 1e-5), REDUCED)
     first: tuple[str, list[str]] | None = None
     for candidate in candidates:
         try:
@@ -269,7 +265,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     if not g.net:
         g.net = first[0]
         g.verdict, g.detail = "wrong answer", f"on the course's layers of {g.net}: {first[1][0]}"
-        return None
+        return
     step("random shapes")
     try:
         rand, _ = _verify(impl, device, problem.shapes(random_shapes, seed), seed)
@@ -282,18 +278,31 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
         rand = [r for r in rand if "error " not in r or float(r.rsplit("error ", 1)[1].rstrip(")")) >= REDUCED]
     weights, g.weights = course_weights(g.net, weights_folder)
     wrong, moved = "", []  # moved: reduced precision's Correctness within REDUCED_CORRECTNESS of the reference's
-    largest = None
+    problems: list[str] = []
     for n in sizes:
         step(f"run {n}")
         data = load_dataset(weights.spec.input_size, data_dir=data_dir, count=n, quiet=True)
         checked = LayerCheck(tolerance)
+        calls = max(trusted_time.CALLS, 1 + retimes) if n == max(sizes) else trusted_time.CALLS
+        timer = TimedCalls(worker, calibration, device, calls, tolerance)
+
+        def observe(layer, x, k, y, checked=checked, timer=timer):
+            checked(layer, x, k, y)
+            timer(layer, x, k)
+
         result = Network(weights, impl, device, warmup_images=COURSE_BATCHES[0]).infer(
-            data.images, show_progress=False, observe=checked)
+            data.images, show_progress=False, observe=observe)
         g.correctness[n] = correctness(result.predictions, data.labels)
-        if n == max(sizes):
-            largest = (data.images, result.predictions)
-        g.op_times[n] = [t.op_time for t in result.conv_timings]
+        g.op_times[n] = [t.op_time(timer.device) for t in timer.layers]
         g.layer_times[n] = [t.layer_time for t in result.conv_timings]
+        g.timing[n] = [{"layer": t.layer, "convbench_s": [round(v, 9) for v in t.trusted],
+                        "reported_s": t.reported, "empty_call_s": round(t.cost, 9)} for t in timer.layers]
+        for t in timer.layers:
+            problems += [f"{n} images: {p}" for p in t.accepted(timer.device)[1]]
+            g.op_empty = g.op_empty or t.op_empty
+        if n == max(sizes):
+            per_call = [t.accepted(timer.device)[0] for t in timer.layers]
+            g.retimed = [list(call) for call in zip(*per_call)]
         seen = getattr(impl, "last_times", None) or {}
         g.op_empty = g.op_empty or bool(seen.get("op_empty"))
         g.ignored_error = g.ignored_error or seen.get("ignored_error", "")
@@ -304,8 +313,8 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
             references[key] = correctness(ref.predictions, data.labels)
         g.reference[n] = references[key]
         # The first wrong size gives the verdict; the other sizes still run, as the course ran each on its own
-        if checked.first_wrong:
-            wrong = wrong or f"{n} images: {checked.first_wrong}"
+        if checked.first_wrong or timer.wrong:
+            wrong = wrong or f"{n} images: {checked.first_wrong or timer.wrong}"
         elif g.correctness[n] != g.reference[n]:  # every layer right, yet another answer: say so
             differs = f"{n} images: Correctness {g.correctness[n]} where the fp32 reference gives {g.reference[n]}"
             if tolerance == REDUCED and abs(g.correctness[n] - g.reference[n]) <= REDUCED_CORRECTNESS:
@@ -314,7 +323,7 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
                 wrong = wrong or differs
     if wrong:
         g.verdict, g.detail = "wrong answer", "; ".join(filter(None, [wrong, g.detail]))
-        return None
+        return
     g.verdict = "unsupported shape" if rand else "ok"
     notes = [g.detail] if g.detail else []
     notes += moved
@@ -322,28 +331,35 @@ def _grade_built(g: Grade, impl: ConvImpl, sizes: list[int], device: str, random
     g.detail = "; ".join(notes)
     if g.op_empty:
         g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
-    return (weights, *largest) if largest is not None else None
+    g.flags = ranking_flags(g, device, problems)
 
 
-def prebuild(paths: list[Path], jobs: int) -> None:
+def ranking_flags(g: Grade, device: str, timer_problems: list[str]) -> list[str]:
+    """Why a correct grade is not ranked by its Op Time (the same rules for `grade` and the service): its own timer
+    disagreed with convbench's clock, an Op Time under the machine's floor, or an Op Time that measured nothing."""
+    flags = list(timer_problems)
+    shapes = {n: course_shapes(g.net, (n,)) for n in g.op_times}
+    flags += trusted_time.floor_flags(shapes, g.op_times, g.retimed[1:], device)
+    if g.op_empty:
+        flags.append("its timed call made no GPU work (the Op Time measured nothing)")
+    return flags
+
+
+def prebuild(workers: list[Worker], jobs: int) -> None:
     """Build the CUDA submissions `jobs` at a time before grading (nvcc takes seconds to minutes per file; grading
-    itself times on one GPU, so it goes one by one). Each build runs in the submission's own sandbox process, which
-    is closed afterwards: the built library stays in convbench's cache for grading to find. Errors wait for
-    grade_one, which meets them again and gives the verdict."""
+    itself times on one GPU, so it goes one by one). Each build runs in the submission's own sandbox process,
+    writing only its private build folder. Errors are kept by each worker for grade_one, which gives the verdict."""
 
-    def build(path: Path) -> None:
-        try:
-            if kind_of(path.resolve()) != "python":
-                with sandboxed(path) as impl:
-                    impl.prepare()
-        except UsageError:
-            pass
+    def build(worker: Worker) -> None:
+        with contextlib.suppress(UsageError):
+            if not worker.built:
+                worker.build()
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(build, paths))
+        list(pool.map(build, workers))
 
 
 def leaderboard(grades: list[Grade], images: int) -> list[Grade]:
-    """Correct submissions ranked by Σ Op Time at `images` (fastest first)."""
-    timed = [g for g in grades if g.correct and g.op_total(images) is not None]
+    """Ranked submissions (correct, nothing flagged) by Σ Op Time at `images` (fastest first)."""
+    timed = [g for g in grades if g.ranked and g.op_total(images) is not None]
     return sorted(timed, key=lambda g: g.op_total(images))

@@ -7,6 +7,10 @@ cli/main.py turns it into an exit that runs `finally` blocks). The checks run be
 a path costs nothing: the folder must exist and be writable, and an existing target must be a regular file; a
 symlink, a folder, a device (/dev/stdout) or a FIFO is refused, never followed or written into.
 
+The temporary file is mkstemp's (O_CREAT | O_EXCL, a random name: never an existing file or a symlink), written
+through its descriptor where convbench writes it; before the rename it must still be a regular file (a name swapped
+for a symlink meanwhile is refused, never renamed into place or chmod-ed through). convbench's own cache files go through core/cachefile.py.
+
 `report --out DIR` writes a whole folder: `build_dir` builds it in a fresh temporary folder beside DIR and swaps it
 in at the end, so DIR never mixes new plots with an old report, and no stale plot survives.
 """
@@ -82,8 +86,8 @@ def check_output_file(path: str | os.PathLike, what: str, suffix: str | None = N
 
 
 @contextlib.contextmanager
-def temp_beside(path: str | os.PathLike, what: str = "output") -> Iterator[Path]:
-    """A fresh temporary file in path's folder for a writer that wants a file name; renamed over path when the block
+def _temp_fd(path: str | os.PathLike, what: str) -> Iterator[tuple[int, Path]]:
+    """A fresh temporary file in path's folder, open: (its descriptor, its name); renamed over path when the block
     ends without an error, removed on every way out."""
     p = Path(path)
     _check_target(p, what)
@@ -91,29 +95,46 @@ def temp_beside(path: str | os.PathLike, what: str = "output") -> Iterator[Path]
         fd, name = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as e:
         raise OutputError(f"cannot write {what} {str(p)!r} ({e.strerror}); name a file in a writable folder") from None
-    os.close(fd)
     tmp = Path(name)
     try:
-        yield tmp
+        made = os.fstat(fd)
+        yield fd, tmp
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make results private
+        now = os.lstat(tmp)
+        if not stat.S_ISREG(now.st_mode):
+            raise OutputError(f"cannot write {what} {str(p)!r}: its temporary file {tmp.name} was replaced by "
+                              f"{_kind(now.st_mode)} while it was written; name a file in a folder only you write to")
+        if (now.st_dev, now.st_ino) == (made.st_dev, made.st_ino):
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 would make results private
+        else:  # a writer that saves by name may replace the file (its own temporary file and rename)
+            os.chmod(tmp, 0o666 & ~umask)
         _check_target(p, what)  # still not a symlink or device: rename replaces an entry, never follows it
         os.replace(tmp, p)
     except OSError as e:
         raise OutputError(f"cannot write {what} {str(p)!r} ({e.strerror or e}); free some space or name another "
                           "file") from None
     finally:
+        os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
 
 
+@contextlib.contextmanager
+def temp_beside(path: str | os.PathLike, what: str = "output") -> Iterator[Path]:
+    """A fresh temporary file in path's folder for a writer that wants a file name; renamed over path when the block
+    ends without an error, removed on every way out."""
+    with _temp_fd(path, what) as (_, tmp):
+        yield tmp
+
+
 def write_bytes(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
-    """Write data to path atomically (a temporary file beside it, then a rename)."""
-    with temp_beside(path, what) as tmp, open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    """Write data to path atomically (a temporary file beside it, written through its descriptor, then a rename)."""
+    with _temp_fd(path, what) as (fd, _):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
 
 
 def write_text(path: str | os.PathLike, text: str, what: str = "output") -> None:
@@ -171,7 +192,11 @@ def build_dir(path: str | os.PathLike, what: str = "report --out") -> Iterator[P
         yield tmp
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
+        dir_fd = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # its mode set on it, never through a link
+        try:
+            os.fchmod(dir_fd, 0o777 & ~umask)
+        finally:
+            os.close(dir_fd)
         check_output_dir(p, what)  # nothing else appeared in it meanwhile
         if p.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=".old", dir=p.parent))

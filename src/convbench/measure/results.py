@@ -4,7 +4,7 @@ A run folder (results/<run>/) holds one measurement run: a `manifest.json` (card
 device kind; `results` names the folder's results files) and the run's files. Two kinds of results file are read:
 
     bench    `convbench bench --json` ("format": "convbench-bench/1"): per-layer rows with every unit in the key,
-             the ceilings, and a quick verify of each implementation
+             the ceilings (held to ceilings.BOUNDS), and a quick verify of each implementation
     whole    `convbench run --whole-network --json` ("mode": "whole-network"): one document, or a list of them (one
              per network); the card and date come from the manifest beside the file
 
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from convbench.core.errors import UsageError
 from convbench.impls.registry import all_impls
+from convbench.measure.ceilings import out_of_bounds
 
 BENCH_FORMAT = "convbench-bench/1"
 WHOLE_MODE = "whole-network"
@@ -241,6 +242,9 @@ def _check_bench(doc: dict) -> None:
         _check_fields(v, VERIFY_FIELDS, f"verify.{name}.")
     if doc.get("ceilings") is not None:
         _check_fields(doc["ceilings"], CEILING_FIELDS, "ceilings.")
+        wrong = out_of_bounds(doc["ceilings"], doc["device"])  # no machine has them: every floor would be wrong
+        if wrong:
+            raise _Malformed(f"ceilings.{wrong}")
     for i, row in enumerate(doc["layers"]):
         _check_fields(row, ROW_FIELDS, f"layers[{i}].")
         if row["impl"] not in doc["impls"]:

@@ -10,8 +10,13 @@ back. Hence two times per convolution layer:
 The weights are copied to the device once, when the network is built (not timed). Before the timed call each
 layer runs one untimed warm-up call (JIT compilation, cuDNN's algorithm search, module loading, caches), on the full
 batch for GPU impls (`warmup_images` makes it the batch's first images: grade warms a sandboxed submission on the
-course's batch it has just passed, which spares a full-size round trip of every layer through the sandbox) and on a
-slice of it for CPU impls.
+course's batch it has just passed, which spares a full-size round trip of every layer through the sandbox) and on
+the first CPU_WARMUP_IMAGES images for CPU impls (cpu-naive on a full batch takes minutes).
+
+Each conv layer is then exactly one call of the implementation on the whole batch, as the course made it: never cut
+into slices (a kernel that is wrong only from some image on, or slow per call, would be judged and timed on
+something else). A long call shows a heartbeat on a terminal (ui.heartbeat: the layer, the implementation and the
+seconds elapsed), never a bar that would need the call cut up.
 
 Fused (`Network(..., fuse=True)`, `run --fuse`, for an impl with a fused op, ConvImpl.fused): a convolution directly
 followed by an activation and/or a max pool (stride = size) runs as one call, y = pool(act(conv(x, k))), and the
@@ -32,7 +37,6 @@ from convbench.core import reference as ops
 from convbench.core import ui
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
-from convbench.core.shapes import fused_output_shape, output_shape
 from convbench.core.spec import (
     Activation,
     Conv,
@@ -45,8 +49,7 @@ from convbench.core.spec import (
 from convbench.core.timing import timed
 from convbench.network.weights import Weights
 
-PROGRESS_AFTER_S = 2.0  # show a progress bar for a layer expected to run longer than this
-PROGRESS_STEPS = 20
+CPU_WARMUP_IMAGES = 4  # the CPU warm-up's batch: enough to compile and touch every code path, seconds at most
 
 
 @dataclass(frozen=True)
@@ -111,19 +114,22 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
     convbench's inference does; off, this is the network as plain PyTorch computes it (the eager baseline)."""
     groups = {i: (end, name, act, pool) for i, end, name, act, pool in fusable(spec)} if fused is not None else {}
     skip_until = 0
-    given = x  # the caller's tensor is never written; a layer's output, outside autograd, may be
+    # Whether x is a layer's own output (not the caller's tensor or a view of it): only such a tensor may be
+    # overwritten. Tracked by comparing each layer's output with its input while both are alive (a pointer kept
+    # from the caller's tensor would keep it alive, or match a later allocation at its freed address).
+    owned = False
     for i, info in enumerate(spec.layer_info):
         layer = info.layer
         if i < skip_until:
             continue  # done by the fused op
+        before = x
         if i in groups:
             skip_until, name, act, pool = groups[i]
             x = fused(name, x, params[f"{info.name}.weight"], act, pool)
         elif isinstance(layer, Conv):
             x = conv(info.name, x, params[f"{info.name}.weight"])
         elif isinstance(layer, Activation):
-            x = ops.activation(x, layer.fn, in_place=in_place and x.is_floating_point()
-                               and x.untyped_storage().data_ptr() != given.untyped_storage().data_ptr()
+            x = ops.activation(x, layer.fn, in_place=in_place and owned and x.is_floating_point()
                                and not (torch.is_grad_enabled() and x.requires_grad))
         elif isinstance(layer, Pool):
             x = ops.pool(x, layer)
@@ -133,6 +139,8 @@ def forward(spec: NetSpec, params: dict[str, torch.Tensor], x: torch.Tensor,
             x = F.linear(x, params[f"{info.name}.weight"], params[f"{info.name}.bias"])
         elif isinstance(layer, Softmax) and not logits:
             x = torch.softmax(x, dim=1)
+        owned = owned or x.untyped_storage().data_ptr() != before.untyped_storage().data_ptr()
+        del before  # the layer's input goes as soon as nothing else holds it
     return x
 
 
@@ -160,7 +168,6 @@ class Network:
               observe: Callable[[str, torch.Tensor, torch.Tensor, torch.Tensor], None] | None = None) -> Inference:
         """images: uint8 (N, S, S) at the network's input size; pixels go in as raw 0-255 float32. `observe(name, x,
         k, y)` sees each (unfused) conv layer's input, weights and output after it was timed (`grade` checks them)."""
-        x = torch.from_numpy(np.ascontiguousarray(images)).to(torch.float32).unsqueeze(1)
         timings, nonfinite, told = [], [], set()
 
         def conv(name: str, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -179,7 +186,10 @@ class Network:
             self._tell_reported(name, told)
             return y
 
-        probabilities = forward(self.spec, self.params, x, conv, fused=fused if self.fuse else None, in_place=True)
+        # the pixels are handed over, not kept in a local: forward drops each layer's input once the layer is done
+        probabilities = forward(self.spec, self.params,
+                                torch.from_numpy(np.ascontiguousarray(images)).to(torch.float32).unsqueeze(1), conv,
+                                fused=fused if self.fuse else None, in_place=True)
         return Inference(probabilities, timings, nonfinite)
 
     def _tell_reported(self, name: str, told: set) -> None:
@@ -212,49 +222,44 @@ class Network:
 
     def _conv(self, name: str, x_host: torch.Tensor, k: torch.Tensor, show_progress: bool,
               fuse: tuple[str | None, Pool | None] | None = None):
-        """One conv layer (or, with `fuse` = (act, pool), the fused conv + act + pool), timed."""
+        """One conv layer (or, with `fuse` = (act, pool), the fused conv + act + pool), timed: one call of the
+        implementation on the whole batch."""
         impl, device = self.impl, self.device
         B = x_host.shape[0]
         shape = (B, *x_host.shape[1:], k.shape[0], k.shape[2])
         if fuse is None:
             call = impl.__call__
-            out_shape = output_shape(x_host.shape, k.shape)
             host_layer = impl.host_layer
         else:
             act, pool = fuse
-            call = lambda x, k, y=None: impl.call_fused(x, k, act, pool, y)  # noqa: E731
-            out_shape = fused_output_shape(x_host.shape, k.shape, pool)
+            call = lambda x, k: impl.call_fused(x, k, act, pool)  # noqa: E731
             host_layer = None  # an impl's own host pipeline is the convolution's
 
-        # Warm-up, untimed. CPU: a slice (cpu-naive on a full batch takes minutes), which also estimates the time.
+        # Warm-up, untimed; its output is dropped.
         if device == "cuda":
             x_warm = x_host if self.warmup_images is None else x_host[:self.warmup_images]
             if host_layer is not None:
                 host_layer(x_warm, k)
             if host_layer is None or impl.reported_op_time() is None:
                 call(x_warm.to(device), k)
-            chunks = 1
         else:
-            n = min(B, 4)
-            _, t = timed(device, lambda: call(x_host[:n], k))
-            estimate = t * B / n
-            chunks = PROGRESS_STEPS if estimate > PROGRESS_AFTER_S and B >= PROGRESS_STEPS else 1
+            call(x_host[:min(B, CPU_WARMUP_IMAGES)], k)
 
-        if host_layer is not None:
-            # The impl's own host-to-host pipeline gives y and the Layer Time. An impl that times its own op (a user
-            # kernel, in its sandbox process: one prolog -> op -> epilog per layer) reports both times from that one
-            # call; otherwise Op Time is measured apart, on device-resident data like every impl.
-            y, layer_time = timed(device, lambda: host_layer(x_host, k))
-            reported = impl.reported_layer_time()
-            layer_time = layer_time if reported is None else reported
-            op_time = impl.reported_op_time()
-            if op_time is None:
-                x_dev = x_host.to(device)
-                _, op_time = timed(device, lambda: impl(x_dev, k))
-                del x_dev
-            return y, ConvTiming(name, shape, op_time, layer_time)
+        with ui.heartbeat(f"{name} on {impl.name} ({B} images, one call)", enabled=show_progress):
+            if host_layer is not None:
+                # The impl's own host-to-host pipeline gives y and the Layer Time. An impl that times its own op (a
+                # user kernel, in its sandbox process: one prolog -> op -> epilog per layer) reports both times from
+                # that one call; otherwise Op Time is measured apart, on device-resident data like every impl.
+                y, layer_time = timed(device, lambda: host_layer(x_host, k))
+                reported = impl.reported_layer_time()
+                layer_time = layer_time if reported is None else reported
+                op_time = impl.reported_op_time()
+                if op_time is None:
+                    x_dev = x_host.to(device)
+                    _, op_time = timed(device, lambda: impl(x_dev, k))
+                    del x_dev
+                return y, ConvTiming(name, shape, op_time, layer_time)
 
-        if chunks == 1:
             def layer():
                 x_dev = x_host.to(device)
                 y_dev, op = timed(device, lambda: call(x_dev, k))
@@ -264,16 +269,3 @@ class Network:
             (y, op_time), layer_time = timed(device, layer)
             reported = impl.reported_layer_time()  # a sandboxed user kernel's, without the hand-over
             return y, ConvTiming(name, shape, op_time, layer_time if reported is None else reported)
-
-        # A long CPU layer: the same call over PROGRESS_STEPS slices of the batch, so a bar can move. Op Time is the
-        # sum of the slices' calls; on the CPU there are no copies, so Layer Time is the same sum.
-        y = torch.empty(out_shape)
-        op_time = 0.0
-        bounds = np.linspace(0, B, chunks + 1).astype(int)
-        with ui.progress_bar(f"{name} {impl.name}", B, enabled=show_progress) as bar:
-            for lo, hi in zip(bounds[:-1], bounds[1:]):
-                _, t = timed(device, lambda: call(x_host[lo:hi], k, y[lo:hi]))
-                reported = impl.reported_op_time()
-                op_time += t if reported is None else reported
-                bar.advance(int(hi - lo))
-        return y, ConvTiming(name, shape, op_time, op_time)

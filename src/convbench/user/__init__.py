@@ -25,6 +25,7 @@ from pathlib import Path
 
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
+from convbench.core.paths import cache_dir
 from convbench.impls.registry import builtin, get_impl
 from convbench.user import worker
 from convbench.user.base import (
@@ -36,8 +37,8 @@ from convbench.user.base import (
 )
 from convbench.user.loader import load_unguarded
 
-__all__ = ["SUFFIXES", "BuildOptions", "UserImpl", "check_unique", "kind_of", "load", "load_unguarded",
-           "looks_like_path", "resolve", "use_build_options"]
+__all__ = ["SUFFIXES", "BuildOptions", "UserImpl", "check_unique", "current_build_options", "kind_of", "load",
+           "load_unguarded", "looks_like_path", "resolve", "use_build_options"]
 
 _LOADED: dict[tuple[Path, BuildOptions], UserImpl] = {}
 _OPTIONS = [BuildOptions()]
@@ -46,6 +47,10 @@ _OPTIONS = [BuildOptions()]
 def use_build_options(options: BuildOptions) -> None:
     """The nvcc options (`-D`, `--header`) of the submissions loaded from now on in this process."""
     _OPTIONS[0] = options
+
+
+def current_build_options() -> BuildOptions:
+    return _OPTIONS[0]
 
 
 def load(path: str | os.PathLike, options: BuildOptions | None = None) -> UserImpl:
@@ -64,7 +69,7 @@ def load(path: str | os.PathLike, options: BuildOptions | None = None) -> UserIm
         if worker.enabled():
             hint = ("; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer convbench verify --impl "
                     f"{given} --device cuda --shapes 13" if kind != "python" else "")
-            _LOADED[key] = worker.remote(kind, p, options, hint)
+            _LOADED[key] = worker.remote(kind, p, options, hint, builds=cache_dir() / "user-builds")
         else:
             _LOADED[key] = load_unguarded(kind, p, options)
     return _LOADED[key]

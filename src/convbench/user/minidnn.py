@@ -195,7 +195,12 @@ class MinidnnLibrary:
         lib.convbench_device_properties.restype = ctypes.c_int
         if torch.cuda.is_available():
             lib.convbench_use_device(torch.cuda.current_device())  # the library's own CUDA runtime starts at device 0
+        nvcc_build.set_timing_hook(lib)
         return lib
+
+    def compile(self) -> Path:
+        """Build the library without loading it (the sandbox's build step: none of the file's code runs)."""
+        return build(self.path, device_arch(), options=self.options)
 
     def prepare(self) -> None:
         self.lib

@@ -65,7 +65,19 @@ struct ConvbenchHostBuffer {
     }
 };
 
-extern "C" int convbench_abi_version(void) { return 3; }
+extern "C" int convbench_abi_version(void) { return 4; }
+
+// The timed layer's handshake with the grader (child.py): called with 1 just before the op's clock starts (it
+// returns when the parent, whose own clock then starts, says go) and with 2 right after the op's
+// cudaDeviceSynchronize. The parent's clock, not this library's, decides the Op Time a grade ranks by.
+typedef void (*convbench_hook_fn)(int);
+static convbench_hook_fn convbench_timing_hook = nullptr;
+extern "C" void convbench_set_timing_hook(convbench_hook_fn hook) { convbench_timing_hook = hook; }
+static inline void convbench_hook(int point)
+{
+    if (convbench_timing_hook != nullptr)
+        convbench_timing_hook(point);
+}
 
 // 2020: conv_forward_gpu on host pointers; 2021: prolog/gpu/epilog; 2023: the same with the stride S.
 extern "C" int convbench_variant(void)
@@ -132,10 +144,12 @@ extern "C" int convbench_layer(float *y, const float *x, const float *k, int cb_
 #if defined(CONVBENCH_FALL2020)
     convbench_set_phase(phase, phaselen, "conv_forward_gpu");
     long work0 = convbench_work_count();
+    convbench_hook(1);
     convbench_clock::time_point t0 = convbench_clock::now();
     convbench_gpu.conv_forward_gpu(host_y.ptr, host_x.ptr, host_k.ptr, cb_B, cb_M, cb_C, cb_H, cb_W, cb_K);
     cudaError_t sync = cudaDeviceSynchronize();
     convbench_clock::time_point t1 = convbench_clock::now();
+    convbench_hook(2);
     long work = convbench_work_count() - work0;
     convbench_flush();
     if (convbench_report(sync, "conv_forward_gpu", "", err, errlen))
@@ -162,10 +176,12 @@ extern "C" int convbench_layer(float *y, const float *x, const float *k, int cb_
 
     convbench_set_phase(phase, phaselen, "conv_forward_gpu");
     long work0 = convbench_work_count();
+    convbench_hook(1);
     convbench_clock::time_point t2 = convbench_clock::now();
     convbench_gpu.conv_forward_gpu(device_y, device_x, device_k, cb_B, cb_M, cb_C, cb_H, cb_W, cb_K CONVBENCH_S_ARG);
     cudaError_t sync = cudaDeviceSynchronize();
     convbench_clock::time_point t3 = convbench_clock::now();
+    convbench_hook(2);
     long work = convbench_work_count() - work0;
     convbench_flush();
     if (convbench_report(sync, "conv_forward_gpu",

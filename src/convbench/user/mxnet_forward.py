@@ -99,6 +99,10 @@ class MxnetForwardLibrary:
             lib.convbench_use_device(torch.cuda.current_device())  # the library's own CUDA runtime starts at device 0
         return lib
 
+    def compile(self) -> Path:
+        """Build the library without loading it (the sandbox's build step: none of the file's code runs)."""
+        return build(self.path, device_arch(), options=self.options)
+
     def prepare(self) -> None:
         self.lib
 

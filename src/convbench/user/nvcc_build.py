@@ -46,6 +46,9 @@ from convbench.core.paths import cache_dir
 from convbench.user import _source
 
 TIMEOUT_ENV = "CONVBENCH_COMPILE_TIMEOUT"
+# In a sandbox: where builds go ($CONVBENCH_BUILDS, the submission's own build folder), and whether that folder is
+# read-only now (it is, once the submission's code may run: only the build step writes it)
+BUILDS_ENV, BUILDS_READ_ONLY_ENV = "CONVBENCH_BUILDS", "CONVBENCH_BUILDS_READ_ONLY"
 DEFAULT_COMPILE_TIMEOUT = 300.0  # seconds; the course's files build in under a minute
 SUPPORT_HEADER = "shim_common.h"
 COMPAT_HEADER = "cuda13_compat.h"  # pre-included into every unit: what CUDA 13 removed that course files use
@@ -163,6 +166,11 @@ def _folder_headers(folders: list[Path]) -> str:
     return "\0".join(parts)
 
 
+def builds_folder() -> Path:
+    """Where libraries are built: the sandbox's build folder ($CONVBENCH_BUILDS), else convbench's cache."""
+    return Path(os.environ[BUILDS_ENV]) if os.environ.get(BUILDS_ENV) else cache_dir() / "user-kernels"
+
+
 def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
     """The shared library of `spec` for `arch` (built once per content; a one-line UsageError with the compiler's
     first error when it does not build)."""
@@ -182,11 +190,14 @@ def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
         " ".join("<folder>" if Path(i).is_absolute() else i for i in spec.include),
         f"{real}:{real.stat().st_mtime_ns}", _folder_headers(absolute)]).encode())
     if cache is None:
-        cache = cache_dir() / "user-kernels"
+        cache = builds_folder()
     folder = cache / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', spec.name)[:40]}-{key.hexdigest()[:16]}"
     lib = folder / "libuser.so"
     if lib.is_file():
         return lib
+    if os.environ.get(BUILDS_READ_ONLY_ENV):
+        raise UsageError(f"{spec.source} is not built: its build step did not finish (the build folder is read-only "
+                         "while the submission runs)")
     work = folder / f"work-{os.getpid()}"  # a process of its own: concurrent builds never share a file
     shutil.rmtree(work, ignore_errors=True)
     for name, text in files.items():
@@ -251,6 +262,26 @@ def use_phase_buffer(address: int | None, size: int = PHASE_BYTES) -> None:
     if size < 2:
         raise ValueError("a phase buffer needs room for a name")
     _PHASE[:] = [ctypes.c_void_p(address), size]
+
+
+HOOK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int)
+_HOOK: list = [lambda point: None]
+_HOOK_POINTER = HOOK_TYPE(lambda point: _HOOK[0](point))  # one C function for the process, alive as long as it
+
+
+def use_timing_hook(handler) -> None:
+    """What the shims call around a timed op (1 before it, 2 after its synchronize): the sandbox child's handshake
+    with the parent (child.Handshake)."""
+    _HOOK[0] = handler
+
+
+def set_timing_hook(lib) -> None:
+    """Point a loaded shim library's hook at this process's handler (libraries without one are left alone)."""
+    setter = getattr(lib, "convbench_set_timing_hook", None)
+    if setter is not None:
+        setter.argtypes = [HOOK_TYPE]
+        setter.restype = None
+        setter(_HOOK_POINTER)
 
 
 def phase_arguments() -> tuple[ctypes.c_void_p, int]:

@@ -1,42 +1,49 @@
-"""The sandbox: a user's kernel runs in a child process of its own, never in convbench's, and every call crosses
-the process boundary through shared memory.
+"""A user's kernel runs in a child process of its own, in the sandbox (sandbox.py, jail.py), never in convbench's;
+this is the trusted side: it starts that process, sends it work, checks what comes back and keeps the time.
 
-Why: a user's code is code you did not write. A Python kernel can loop forever, call os._exit, segfault, or modify
-its inputs; a CUDA file can fault (a *sticky* error that breaks every later CUDA call of its process), call exit(),
-or keep file-scope state. In its own process none of that reaches convbench: a crash, an exit or a hang is one line
-naming the call it happened in, and the next implementation of a `verify`, `bench` or `grade` runs on.
+Why a process: a user's code is code you did not write. A Python kernel can loop forever, call os._exit, segfault,
+or modify its inputs; a CUDA file can fault (a *sticky* error that breaks every later CUDA call of its process),
+call exit(), or keep file-scope state. In its own process none of that reaches convbench: a crash, an exit or a
+hang is one line naming the call it happened in, and the next implementation of a `verify`, `bench` or `grade`
+runs on. Why a sandbox: in `grade` and the service the code is a stranger's (sandbox.py says what it sees).
 
-Parent (convbench)                                 child (worker.child_main, one process per submission)
-  load(): start the child  ------------ JSON ----->  load the file (import / nvcc), send its name, device, precision
-  call(x, k): copy x, k into the shared memory ---->  copy to the device, run the kernel on a NaN-filled y, time it
-                                                     (CUDA events or the host clock: the Op Time is the child's),
-                                                     copy y, and x and k as the kernel left them, back
-  compare x, k in the shared memory with what it sent (a kernel that writes its inputs is warned about, and its
-  changes are mirrored into the caller's tensors, so verify's own input check fails it)
+Parent (convbench)                                  child (child.py, one process per submission)
+  Workspace: the submission copied into a private
+  folder, a build folder of its own
+  build step (nvcc kinds): a child whose build  -->  compile into the build folder, load nothing
+  folder is writable; it exits
+  start(): the child, build folder read-only  ----->  load the file, send what it is (checked: protocol.py)
+  run(op, x, k): x, k into shared memory  --------->  run it on a NaN-filled y (op "call": on the device;
+                                                      "layer": host to host), y back
+  timed run: x in a fresh memfd sent with the
+  request, the clock started at send (op "call") or
+  at "go" (op "layer", after the prolog), stopped at
+  the child's "done"; minus the same call's cost
+  with an empty implementation (Calibration)
 
-Nothing the child sends is unpickled: messages are JSON on a SOCK_SEQPACKET socket; the shared memory (a memfd,
-passed over the socket) holds only float32 arrays and a short NUL-terminated phase name, which the child (and a
-mini-dnn file's shim) writes before each step, so that a process that dies mid-call is reported with the call it
-was in.
+Nothing the child writes is read as anything but checked data: its messages (protocol.py), its arrays (float32
+in shared memory), its printed output (a pipe, bounded, control characters escaped). Its build folder, scratch and
+caches are never read by convbench itself.
 
-Limits: each reply within CONVBENCH_SANDBOX_TIMEOUT seconds (default 300; a build gets the compile limit on top);
-the child's resident memory, its children's included, under CONVBENCH_SANDBOX_MEMORY GiB (default three quarters of
-this machine's RAM), watched ten times a second, the child killed past it. Where bubblewrap (`bwrap`) works, the
-child also runs in its own namespaces: no network, its own /tmp, /home and /root hidden, the file system read-only
-but for convbench's cache (builds land there). Where it does not, the child is a plain process with the same time
-and memory limits and its own temporary folder, and a note says so once. CONVBENCH_SANDBOX=0 runs user code in
-convbench's own process (for compute-sanitizer, which then sees the faulting access).
+Limits: each answer within CONVBENCH_SANDBOX_TIMEOUT seconds (default 300; a build gets the compile limit on top),
+the whole submission within CONVBENCH_SANDBOX_TOTAL_TIMEOUT (default 3600); its memory under
+CONVBENCH_SANDBOX_MEMORY GiB (default three quarters of this machine's RAM): enforced by the kernel through the
+sandbox's memory control group where it has one (which counts /dev/shm and shared pages once), and watched ten
+times a second (the group's count, else the processes' resident memory); output past OUTPUT_KEEP bytes is counted,
+not kept. Where the sandbox cannot be made (its
+self-test fails), a user's own kernel runs in a plain child process with the same limits and a note says so once;
+`grade`, `serve` and `worker` refuse instead (sandbox.require). CONVBENCH_SANDBOX=0 runs user code in convbench's
+own process (for compute-sanitizer, which then sees the faulting access).
 """
 
 from __future__ import annotations
 
-import array
 import atexit
 import contextlib
-import ctypes
+import errno
+import fcntl
 import functools
 import json
-import mmap
 import os
 import select
 import shutil
@@ -46,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -55,22 +62,36 @@ from convbench.core import ui
 from convbench.core.errors import UsageError, positive_env
 from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
-from convbench.core.timing import synchronize, timed
-from convbench.user import nvcc_build
-from convbench.user.base import BuildOptions, UserImpl
-from convbench.user.loader import load_unguarded
+from convbench.user import nvcc_build, sandbox
+from convbench.user.base import SUBMISSION_SUFFIXES, BuildOptions, UserImpl
+from convbench.user.child import ENTRY
+from convbench.user.protocol import (
+    Malformed,
+    Shared,
+    check_event,
+    check_meta,
+    check_reply,
+    layout,
+    printable,
+    receive,
+    send,
+)
 
 DEFAULT_TIMEOUT_S = 300.0
-PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
-ALIGN = 4096
-MAX_MESSAGE = 1 << 16
+DEFAULT_TOTAL_S = 3600.0
 POLL_S = 0.1
-CHILD_ENTRY = "import sys; from convbench.user.worker import child_main; sys.exit(child_main(sys.argv[1:]))"
+OUTPUT_KEEP = 64 << 10  # bytes of a child's output kept (the last ones) and forwarded to the terminal at most
+STAGED_FILES = 2000  # a submission folder is copied this far (files), hidden entries left out
+STAGED_BYTES = 64 << 20
+NVCC_KINDS = ("minidnn", "mxnet-forward")
+BESIDE_SUFFIXES = {"python": (".py",), "minidnn": (*nvcc_build.HEADER_SUFFIXES, ".cu"),
+                   "mxnet-forward": nvcc_build.HEADER_SUFFIXES, "mxnet": nvcc_build.HEADER_SUFFIXES}
 
 
 class SandboxError(UsageError):
     """A one-line error from a sandboxed submission, with what a grader calls it: "error" (it did not load: not a
-    kernel), "compile error", "crash" (a CUDA error, an exception, a signal, exit(), the memory limit) or "timeout"."""
+    kernel), "compile error", "crash" (a CUDA error, an exception, a signal, exit(), the memory limit, a message
+    the protocol does not allow) or "timeout"."""
 
     def __init__(self, message: str, verdict: str):
         super().__init__(message)
@@ -88,50 +109,53 @@ def timeout_s() -> float:
     return positive_env("CONVBENCH_SANDBOX_TIMEOUT", DEFAULT_TIMEOUT_S, "seconds", "600")
 
 
+def total_timeout_s() -> float:
+    return positive_env("CONVBENCH_SANDBOX_TOTAL_TIMEOUT", DEFAULT_TOTAL_S, "seconds", "3600")
+
+
 def memory_limit_bytes() -> int:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return int(positive_env("CONVBENCH_SANDBOX_MEMORY", total * 0.75 / 2**30, "GiB", "8") * 2**30)
 
 
-@functools.cache
-def bwrap_works() -> bool:
-    """Whether bubblewrap is installed and may create namespaces here (containers often forbid it)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    try:
-        return subprocess.run([exe, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                              capture_output=True, timeout=20, check=False).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def _gib(n: int) -> str:
+    """Bytes as a reader wants them: GiB with one decimal, MiB below one GiB (never "0.0 GiB")."""
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{max(1, round(n / 2**20))} MiB"
 
 
-_NOTED_PLAIN = False
-HIDE_ENV = "CONVBENCH_SANDBOX_HIDE"
-# database sockets: a kernel must not reach a local PostgreSQL even where its socket accepts peers
-ALWAYS_HIDDEN = ("/run/postgresql", "/var/run/postgresql")
+def _tree(pid: int) -> list[int]:
+    """A process and all its descendants."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in found:
+            continue
+        found.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
 
 
-def hidden_paths() -> list[str]:
-    """Folders the namespaced child sees empty: $CONVBENCH_SANDBOX_HIDE (os.pathsep-separated; `convbench serve`
-    puts its database's folder there) and the local database sockets."""
-    wanted = [p for p in os.environ.get(HIDE_ENV, "").split(os.pathsep) if p] + list(ALWAYS_HIDDEN)
-    return [str(Path(p).resolve()) for p in dict.fromkeys(wanted) if Path(p).is_dir()]
-
-
-def _bwrap_prefix(paths_rw: list[str], paths_ro: list[str]) -> list[str]:
-    """bwrap arguments: everything read-only, no network, its own /tmp, /home and /root hidden, /dev for the GPU,
-    then the folders the child needs (the submission, convbench, Python) read-only and the cache read-write."""
-    args = [shutil.which("bwrap"), "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
-            "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/home", "--tmpfs",
-            "/root"]
-    for p in hidden_paths():  # empty folders over them; the binds below re-expose what the child needs
-        args += ["--tmpfs", p]
-    for p in paths_ro:
-        args += ["--ro-bind", p, p]
-    for p in paths_rw:
-        args += ["--bind", p, p]
-    return args
+def tree_rss(pid: int, proportional: bool = False) -> int:
+    """Resident bytes of a process and all its descendants (0 once it is gone). The plain sum counts a page shared
+    by several processes (forked children) once per process: cheap, an upper bound; `proportional` shares it out
+    among them (PSS, from smaps_rollup: slower, what they really hold)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            if proportional:
+                with open(f"/proc/{p}/smaps_rollup") as f:
+                    total += next((int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:")), 0)
+            else:
+                with open(f"/proc/{p}/statm") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def _describe(x_shape, k_shape) -> str:
@@ -140,10 +164,10 @@ def _describe(x_shape, k_shape) -> str:
     return f"B={B} C={C} H={H} W={W} M={M} K={K}"
 
 
-def _exit_text(code: int | None, namespaced: bool = False) -> str:
+def _exit_text(code: int | None) -> str:
     if code is None:
         return "stopped answering"
-    if code < 0 or (namespaced and 128 < code <= 128 + 64):  # killed by a signal (bwrap reports 128 + the signal)
+    if code < 0 or 128 < code <= 128 + 64:  # killed by a signal (the launcher reports 128 + the signal)
         n = -code if code < 0 else code - 128
         try:
             return f"was killed by {signal.Signals(n).name}"
@@ -152,161 +176,205 @@ def _exit_text(code: int | None, namespaced: bool = False) -> str:
     return f"exited with status {code}" + (" (exit(-1))" if code == 255 else "")
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and all its descendants (0 once it is gone)."""
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+@functools.cache
+def _sandbox_usable(device: str) -> bool:
+    """Whether submissions get the sandbox here; a note once where they do not."""
+    result = sandbox.self_test(device)
+    if not result.ok:
+        ui.note(f"note: user kernels run in a plain child process, not in the sandbox ({result.problem}): with time "
+                "and memory limits and their own temporary folder, but with the network and your files")
+    return result.ok
 
 
-# ------------------------------------------------------------------------------------------------- messages
+def _device_of_machine() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def send(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
-    data = json.dumps(message).encode()
-    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-    sock.sendmsg([data], ancillary)
+# ------------------------------------------------------------------------------------------------------ workspace
 
 
-def receive(sock: socket.socket) -> tuple[dict, list[int]]:
-    """One message and the file descriptors that came with it; EOFError when the other side is gone. A message that
-    is not a JSON object is a protocol error (the parent treats it like a crash)."""
-    data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
-    if not data:
-        raise EOFError
-    message = json.loads(data.decode())
-    if not isinstance(message, dict):
-        raise ValueError("not a message")  # noqa: TRY004 - a protocol error, handled like a crash
-    return message, fds
+class Workspace:
+    """A submission's private folders on the host, which only convbench creates and removes: `submission/NAME` (a
+    copy of the file or folder, read-only inside the sandbox) and `builds` (read-write in the build step alone).
+    A persistent `builds` (convbench's cache, for a user's own kernels) may be given instead of a private one."""
+
+    def __init__(self, path: Path, kind: str, options: BuildOptions, builds: Path | None = None,
+                 siblings: bool = True):
+        self.root = Path(tempfile.mkdtemp(prefix="convbench-submission-"))  # mode 0700: ours alone
+        os.chmod(self.root, 0o711)  # the sandbox's own uid reaches its binds through it, lists nothing
+        self.submission = self.root / "submission" / path.name
+        self._stage(Path(path), kind, siblings)
+        self.header: Path | None = None
+        if options.header:
+            source = Path(options.header).expanduser()
+            if source.is_file():
+                self.header = self.root / "options" / "gpu-new-forward.h"
+                self._copy(source, self.header)
+        self.builds = builds if builds is not None else self.root / "builds"
+        self.builds.mkdir(parents=True, exist_ok=True)
+        if sandbox.as_root():  # every sandbox of this submission writes and reads it through the group
+            os.chown(self.builds, 0, sandbox.SANDBOX_GID)
+            os.chmod(self.builds, 0o2770)
+
+    @staticmethod
+    def _copy(source: Path, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        with open(source, "rb") as f, open(target, "xb") as out:
+            shutil.copyfileobj(f, out)
+        os.chmod(target, 0o644)
+
+    def _stage(self, path: Path, kind: str, siblings: bool) -> None:
+        """The submission as it will be seen: a folder's regular files (hidden ones left out, bounded); a file with
+        the files beside it that its kind reads (a mini-dnn file's headers; for your own Python kernel its
+        modules, not in `grade`, where files beside each other may be other teams')."""
+        (self.root / "submission").mkdir(mode=0o755)
+        os.chmod(self.root / "submission", 0o755)
+        count = size = 0
+        if path.is_dir():
+            for folder, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    source = Path(folder, name)
+                    if name.startswith(".") or source.is_symlink() or not source.is_file():
+                        continue
+                    count += 1
+                    size += source.stat().st_size
+                    if count > STAGED_FILES or size > STAGED_BYTES:
+                        raise UsageError(f"{path}: more than {STAGED_FILES} files or {STAGED_BYTES >> 20} MiB; a "
+                                         "submission is its sources: give the folder that holds only those")
+                    self._copy(source, self.submission / source.relative_to(path))
+            self.submission.mkdir(exist_ok=True, mode=0o755)
+            for folder, dirs, _ in os.walk(self.submission):
+                for d in dirs:
+                    os.chmod(Path(folder, d), 0o755)
+            os.chmod(self.submission, 0o755)
+            return
+        self._copy(path, self.submission)
+        wanted = BESIDE_SUFFIXES.get(kind, ()) if (siblings or kind != "python") else ()
+        for source in sorted(path.parent.iterdir())[:STAGED_FILES] if wanted else []:
+            if source != path and source.suffix in wanted and source.is_file() and not source.is_symlink() \
+                    and not source.name.startswith(".") and source.stat().st_size <= 4 << 20:
+                self._copy(source, self.root / "submission" / source.name)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
-class Shared:
-    """A memfd mapped in this process: a phase header, then float32 arrays at page-aligned offsets."""
-
-    def __init__(self, size: int, fd: int | None = None):
-        self.fd = os.memfd_create("convbench-sandbox", 0) if fd is None else fd
-        if fd is None:
-            os.ftruncate(self.fd, size)
-        self.size = size
-        self.map = mmap.mmap(self.fd, size)
-
-    def tensor(self, offset: int, shape) -> torch.Tensor:
-        n = 1
-        for d in shape:
-            n *= int(d)
-        if offset < PHASE_BYTES or offset + 4 * n > self.size:
-            raise ValueError("an array outside the shared memory")
-        if n == 0:
-            return torch.empty(tuple(shape))
-        return torch.frombuffer(self.map, dtype=torch.float32, count=n, offset=offset).view(tuple(shape))
-
-    def phase(self) -> str:
-        raw = self.map[:PHASE_BYTES]
-        return raw.split(b"\0", 1)[0].decode(errors="replace").strip()
-
-    def set_phase(self, text: str) -> None:
-        data = text.encode()[:PHASE_BYTES - 1] + b"\0"
-        self.map[:len(data)] = data
-
-    def close(self) -> None:
-        try:
-            self.map.close()
-        except BufferError:
-            pass  # a tensor still views it: the mapping goes when that tensor does
-        os.close(self.fd)
+# --------------------------------------------------------------------------------------------------------- worker
 
 
-def layout(*shapes) -> tuple[list[int], int]:
-    """Page-aligned offsets of float32 arrays of these shapes after the header, and the total size."""
-    offsets, at = [], ALIGN
-    for shape in shapes:
-        offsets.append(at)
-        n = 4
-        for d in shape:
-            n *= int(d)
-        at += -(-max(n, 1) // ALIGN) * ALIGN
-    return offsets, at
+@dataclass(frozen=True)
+class TimedRun:
+    """One timed call: y, the child's own report, and convbench's clock around the call."""
 
-
-# ---------------------------------------------------------------------------------------------------- parent side
+    y: torch.Tensor
+    reply: dict
+    window_s: float  # the parent's clock: request (op "call") or "go" (op "layer") to "done"
 
 
 class Worker:
-    """One child process for one submission; `call` and `layer` run the implementation there."""
+    """One child process for one submission; `run` sends it a call or a layer."""
 
-    def __init__(self, kind: str, path: Path, options: BuildOptions, hint: str = ""):
-        self.kind, self.path, self.options, self.hint = kind, Path(path), options, hint
+    def __init__(self, kind: str, path: Path | None, options: BuildOptions, hint: str = "", *,
+                 builds: Path | None = None, siblings: bool = True):
+        # a bad setting is one line before anything starts (they are read again at each call: they may change)
+        timeout_s(), memory_limit_bytes()
+        self.total_s = total_timeout_s()
+        self.kind, self.options, self.hint = kind, options, hint
+        self.path = Path(path) if path is not None else Path("calibration")
+        self.workspace = Workspace(self.path, kind, options, builds, siblings) if path is not None else None
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.shared: Shared | None = None
-        self.log = None
-        self.log_pos = 0
-        self.tmp: str | None = None
+        self.out_fd: int | None = None
+        self.output = b""  # the last OUTPUT_KEEP bytes it printed
+        self.output_total = 0
+        self.forwarded = 0
+        self.scratch: str | None = None  # the plain child's own folder (the sandbox's scratch is a tmpfs inside)
         self.meta: dict | None = None
+        self.built = kind not in NVCC_KINDS
+        self.build_error: SandboxError | None = None  # the build step's failure, met again by prepare
         self.prepared = False
-        self.quiet = False  # capture the child's output (get it with take_output) instead of copying it to stderr
-        self.captured: list[str] = []
+        self.quiet = False  # keep the child's output (take it with captured_text) instead of copying it to stderr
         self.ignored_error = ""  # the first CUDA error a call of the file's returned and it went on from
         self.warned: set[str] = set()  # inputs it was caught writing to (warned once)
-        self.namespaced = False  # runs under bubblewrap
+        self.sandboxed = False
+        self.deadline = time.monotonic() + self.total_s
         self._atexit = False
 
     # -------------------------------------------------------------------------------------------- life cycle
 
-    def start(self) -> dict:
-        global _NOTED_PLAIN
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        fd, name = tempfile.mkstemp(prefix="convbench-sandbox-", suffix=".log")
-        child_out = open(name, "ab")  # noqa: SIM115 - handed to the child, closed below
-        self.log = open(name, "rb")  # noqa: SIM115 - kept open until close()
-        os.close(fd)
-        os.unlink(name)
-        self.log_pos = 0
-        self.tmp = tempfile.mkdtemp(prefix="convbench-sandbox-")
+    def _inside(self) -> tuple[str, str | None]:
+        """The submission's path and header as the child sees them."""
+        if self.workspace is None:
+            return "calibration", None
+        if self.sandboxed:
+            header = f"/options/{self.workspace.header.name}" if self.workspace.header else None
+            return f"{sandbox.SUBMISSION}/{self.path.name}", header
+        return str(self.workspace.submission), str(self.workspace.header) if self.workspace.header else None
+
+    def _command(self, mode: str, child_fd: int) -> tuple[list[str], dict, tuple[int, ...]]:
+        device = _device_of_machine()
+        self.sandboxed = _sandbox_usable(device)
         root = str(Path(__file__).resolve().parents[2])  # the child imports this very convbench
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CONVBENCH_SANDBOX_CHILD")}
-        env.update(PYTHONPATH=root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
-                   PYTHONUNBUFFERED="1", CONVBENCH_SANDBOX_CHILD="1", TMPDIR=self.tmp,
-                   CONVBENCH_CACHE=str(cache_dir()))
-        cmd = [sys.executable, "-c", CHILD_ENTRY, str(child.fileno()), self.kind, str(self.path),
-               json.dumps(asdict(self.options))]
-        if bwrap_works():
-            cache = cache_dir()
-            cache.mkdir(parents=True, exist_ok=True)
-            submission = self.path if self.path.is_dir() else self.path.parent
-            ro = [str(submission), root, sys.prefix, sys.base_prefix]
-            if self.options.header:
-                ro.append(str(Path(self.options.header).resolve().parent))
-            cmd = _bwrap_prefix([str(cache), self.tmp], [p for p in dict.fromkeys(ro) if Path(p).exists()]) + cmd
-            self.namespaced = True
-        elif not _NOTED_PLAIN:
-            _NOTED_PLAIN = True
-            ui.note("note: bubblewrap (bwrap) is not available here, so user kernels run in a plain child process: "
-                    "with time and memory limits and their own temporary folder, but with the network and your files "
-                    "(install bubblewrap for those)")
+        path, header = self._inside()
+        options = asdict(replace(self.options, header=header))
+        argv = [sys.executable, "-c", ENTRY, str(child_fd), self.kind, path, json.dumps(options)]
+        extra = {"PYTHONPATH": root, "PYTHONUNBUFFERED": "1", "CONVBENCH_SANDBOX_CHILD": "1"}
+        if mode != "build":
+            extra[nvcc_build.BUILDS_READ_ONLY_ENV] = "1"
+        if not self.sandboxed:
+            self.scratch = tempfile.mkdtemp(prefix="convbench-scratch-")
+            env = sandbox.environment(extra)
+            for key in ("HOME", "CONVBENCH_CACHE", "NUMBA_CACHE_DIR", "TRITON_CACHE_DIR", "CUPY_CACHE_DIR",
+                        "XDG_CACHE_HOME"):
+                env[key] = env[key].replace(sandbox.SCRATCH, self.scratch, 1)
+            env["TMPDIR"] = self.scratch
+            if self.workspace is not None:
+                env[nvcc_build.BUILDS_ENV] = str(self.workspace.builds)
+            return argv, env, ()
+        read_only, writable = [], []
+        if self.workspace is not None:
+            read_only.append((str(self.workspace.submission), path))
+            if self.workspace.header:
+                read_only.append((str(self.workspace.header), header))
+            builds = (str(self.workspace.builds), sandbox.BUILDS)
+            (writable if mode == "build" else read_only).append(builds)
+            extra[nvcc_build.BUILDS_ENV] = sandbox.BUILDS
+        gpu = sandbox.gpu_of_this_process() if device == "cuda" else None
+        if gpu is not None:
+            extra["CUDA_VISIBLE_DEVICES"] = "0"  # the only GPU the sandbox has
+        mounts = sandbox.Mounts(tuple(read_only), tuple(writable), gpu)
+        launch = sandbox.command(argv, sandbox.environment(extra), mounts, memory=memory_limit_bytes())
+        return launch.argv, launch.env, (launch.plan_fd,)
+
+    def start(self, mode: str = "run") -> dict:
+        """Start the child ("run": the build folder read-only; "build": writable, for the build step alone) and
+        read what the file is."""
+        self._check_deadline("starting")
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        out_read, out_write = os.pipe()
+        extra_fds: tuple[int, ...] = ()
         try:
-            self.proc = subprocess.Popen(cmd, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=child_out,
-                                         stderr=child_out, env=env, close_fds=True, start_new_session=True)
+            cmd, env, extra_fds = self._command(mode, child.fileno())
+            self.proc = subprocess.Popen(cmd, pass_fds=(child.fileno(), *extra_fds), stdin=subprocess.DEVNULL,
+                                         stdout=out_write, stderr=out_write, env=env, close_fds=True,
+                                         start_new_session=True)
+        except BaseException:
+            os.close(out_read)
+            parent.close()
+            raise
         finally:
             child.close()
-            child_out.close()
-        self.sock = parent
+            os.close(out_write)
+            for fd in extra_fds:
+                os.close(fd)
+        fcntl.fcntl(out_read, fcntl.F_SETFL, fcntl.fcntl(out_read, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self.out_fd, self.sock = out_read, parent
         if not self._atexit:
-            atexit.register(self.close)
+            atexit.register(self.remove)
             self._atexit = True
-        self.meta = self._reply("loading the file")
+        self.meta = self._reply("loading the file", first=True)
         return self.meta
 
     def close(self, kill: bool = False) -> None:
@@ -314,11 +382,9 @@ class Worker:
         self.proc = self.sock = None
         self.prepared = False
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 if not kill:
                     send(sock, {"op": "quit"})
-            except OSError:
-                pass
             sock.close()
         if proc is not None:
             try:
@@ -330,169 +396,316 @@ class Worker:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.kill()
                 proc.wait()
+            if self.sandboxed and sandbox.as_root():
+                sandbox.remove_cgroups(proc.pid)
         if self.shared is not None:
             self.shared.close()
             self.shared = None
-        if self.log is not None:
-            self._forward_output()
-            self.log.close()
-            self.log = None
-        if self.tmp is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp = None
+        if self.out_fd is not None:
+            self._drain()
+            os.close(self.out_fd)
+            self.out_fd = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def remove(self) -> None:
+        """Close, and remove the workspace (the copy, the builds): the submission is done with."""
+        self.close()
+        if self.workspace is not None:
+            self.workspace.remove()
 
     # ----------------------------------------------------------------------------------------------- calls
 
     def prepare(self) -> None:
         if self.prepared:
             return
+        if not self.built:
+            self.build()
         if self.proc is None:
             self.start()
-        # the build's own limit, on top of the reply's: the child reports a build that ran out of it
-        self._request({"op": "prepare"}, "building (prepare)", extra_s=nvcc_build.compile_timeout())
+        # NVRTC compiles here (a bare forward_kernel): the compile limit on top of the reply's
+        self._request({"op": "prepare"}, "loading the build (prepare)", extra_s=nvcc_build.compile_timeout())
         self.prepared = True
 
-    def run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str) -> tuple[torch.Tensor, dict]:
+    def build(self) -> None:
+        """The build step: a child of its own whose build folder is writable, which compiles and exits (a failure
+        is kept: later calls raise it again without building again)."""
+        if self.build_error is not None:
+            raise self.build_error
+        running = self.proc is not None
+        if running:
+            self.close()
+        try:
+            self.start(mode="build")
+            self._request({"op": "build"}, "building", extra_s=nvcc_build.compile_timeout())
+        except SandboxError as e:
+            self.build_error = e
+            raise
+        finally:
+            self.close()
+        self.built = True
+        if running:
+            self.start()
+
+    def run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, copy: bool = True
+            ) -> tuple[torch.Tensor, dict]:
         """op "call" (x, k already on the device: Op Time) or "layer" (host to host: Layer Time) in the child;
-        (y on the host, the reply: op_s, layer_s, times). Raises a one-line UsageError for anything but a clean
-        return."""
+        (y on the host, the checked reply: op_s, layer_s, times). Raises a one-line SandboxError for anything but
+        a clean return. `copy=False`: y is a view of the shared memory, valid until the next call (for a caller
+        that copies it at once: 10000 images' conv1 is a gigabyte)."""
+        result = self._run(op, x, k, device, timed=False, copy=copy)
+        return result.y, result.reply
+
+    def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str) -> TimedRun:
+        """As run, on a fresh shared memory the child sees only with the request, timed by convbench's clock: from
+        sending the request (op "call") or "go" (op "layer", once the file's prolog has run) to the child's
+        "done" after its synchronize. y is a view of that memory, valid until the next call."""
+        return self._run(op, x, k, device, timed=True, copy=False)
+
+    def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True
+             ) -> TimedRun:
         self.prepare()
         x_host = x.detach().to("cpu", torch.float32).contiguous()
         k_host = k.detach().to("cpu", torch.float32).contiguous()
         y_shape = output_shape(x_host.shape, k_host.shape)
         offsets, size = layout(x_host.shape, k_host.shape, y_shape)
         fds: tuple[int, ...] = ()
-        if self.shared is None or self.shared.size < size:
+        if timed or self.shared is None or self.shared.size < size:
             if self.shared is not None:
                 self.shared.close()
-            self.shared = Shared(max(size, 2 * (self.shared.size if self.shared else 0)))
+            self.shared = Shared(size if timed else max(size, 2 * (self.shared.size if self.shared else 0)))
             fds = (self.shared.fd,)
         sx = self.shared.tensor(offsets[0], x_host.shape)
         sk = self.shared.tensor(offsets[1], k_host.shape)
         sx.copy_(x_host)
         sk.copy_(k_host)
         self.shared.set_phase("")
-        what = _describe(tuple(x_host.shape), tuple(k_host.shape))
-        reply = self._request({"op": op, "device": device, "x": [offsets[0], list(x_host.shape)],
-                               "k": [offsets[1], list(k_host.shape)], "y": [offsets[2], list(y_shape)]},
-                              f"running {what}", fds=fds)
-        y = self.shared.tensor(offsets[2], y_shape).clone()
+        what = f"running {_describe(tuple(x_host.shape), tuple(k_host.shape))}"
+        message = {"op": op, "device": device, "x": [offsets[0], list(x_host.shape)],
+                   "k": [offsets[1], list(k_host.shape)], "y": [offsets[2], list(y_shape)], "timed": timed}
+        window = 0.0
+        if timed:
+            started = time.perf_counter()
+            self._send(message, fds)
+            if op == "layer":
+                first = self._reply(what, expect="ready")
+                if "event" in first:
+                    started = time.perf_counter()
+                    self._send({"op": "go"})
+                    done = self._reply(what, expect="done")
+                else:
+                    done = first  # it ended before the op (an error is raised in _reply; a result is refused)
+            else:
+                done = self._reply(what, expect="done")
+            window = time.perf_counter() - started
+            if "event" not in done:
+                self._fail(f"the sandbox process answered before its timed call ran while {what}", kill=True)
+            reply = self._reply(what)
+        else:
+            self._send(message, fds)
+            reply = self._reply(what)
+        y = self.shared.tensor(offsets[2], y_shape)
+        self._inputs_written(x, k, x_host, k_host, sx, sk, what)
+        if copy:
+            y = y.clone()
+        return TimedRun(y, reply, window)
+
+    def _inputs_written(self, x, k, x_host, k_host, sx, sk, what: str) -> None:
         changed = [n for n, (before, after) in (("x", (x_host, sx)), ("k", (k_host, sk)))
                    if not torch.equal(before.view(torch.int32), after.view(torch.int32))]
-        if changed:
-            # what a kernel in this process would have done to the caller's tensors: verify's input check sees it
-            if "x" in changed:
-                x.copy_(sx.to(x.device))
-            if "k" in changed:
-                k.copy_(sk.to(k.device))
-            if set(changed) <= self.warned:
-                return y, reply
-            self.warned.update(changed)
-            ui.note(f"warning: {self.path.name} wrote to its input{'s' if len(changed) > 1 else ''} "
-                    f"{' and '.join(changed)} ({what}); a convolution must leave x and k unchanged: results after "
-                    "this call are not to be trusted")
-        return y, reply
+        if not changed:
+            return
+        # what a kernel in this process would have done to the caller's tensors: verify's input check sees it
+        if "x" in changed:
+            x.copy_(sx.to(x.device))
+        if "k" in changed:
+            k.copy_(sk.to(k.device))
+        if set(changed) <= self.warned:
+            return
+        self.warned.update(changed)
+        ui.note(f"warning: {self.path.name} wrote to its input{'s' if len(changed) > 1 else ''} "
+                f"{' and '.join(changed)} ({what.removeprefix('running ')}); a convolution must leave x and k "
+                "unchanged: results after this call are not to be trusted")
 
     # ------------------------------------------------------------------------------------------- plumbing
 
-    def _request(self, message: dict, what: str, fds: tuple[int, ...] = (), extra_s: float = 0.0) -> dict:
+    def _send(self, message: dict, fds: tuple[int, ...] = ()) -> None:
         try:
             send(self.sock, message, fds)
         except OSError:
             pass  # the child is gone: _reply reads the end of the socket and says how it ended
+
+    def _request(self, message: dict, what: str, extra_s: float = 0.0) -> dict:
+        self._send(message)
         return self._reply(what, extra_s)
 
-    def _reply(self, what: str, extra_s: float = 0.0) -> dict:
+    def _check_deadline(self, what: str) -> None:
+        if time.monotonic() > self.deadline:
+            self._fail(f"used up the {self.total_s:g} s a submission may run in the sandbox while {what}; set "
+                       "CONVBENCH_SANDBOX_TOTAL_TIMEOUT=SECONDS to allow more", kill=True, verdict="timeout")
+
+    def _reply(self, what: str, extra_s: float = 0.0, first: bool = False, expect: str | None = None) -> dict:
+        """The child's next message, checked (protocol.py: the description of the file when `first`, an event of a
+        timed call when `expect`, else an answer; an error raised as SandboxError), within the per-answer and
+        whole-submission limits and the memory limit."""
         limit = timeout_s() + extra_s
         memory = memory_limit_bytes()
-        deadline = time.monotonic() + limit
+        deadline = min(time.monotonic() + limit, self.deadline + extra_s)
         while True:
-            ready, _, _ = select.select([self.sock], [], [], POLL_S)
-            if ready:
+            ready, _, _ = select.select([self.sock, self.out_fd], [], [], POLL_S)
+            if self.out_fd in ready:
+                self._drain()
+            if self.sock in ready:
                 break
-            self._forward_output()
             if self.proc.poll() is not None:
                 break  # gone: reading the socket gives EOF
-            used = tree_rss(self.proc.pid)
+            used = self._memory_used()
             if used > memory:
-                self._fail(f"used {used / 2**30:.1f} GiB of memory, over the sandbox's {memory / 2**30:.1f} GiB, "
-                           f"while {self._phase_or(what)}; set CONVBENCH_SANDBOX_MEMORY=GiB to allow more", kill=True)
+                self._fail(f"used {_gib(used)} of memory, over the sandbox's {_gib(memory)}, while "
+                           f"{self._phase_or(what)}; set CONVBENCH_SANDBOX_MEMORY=GiB to allow more", kill=True)
             if time.monotonic() > deadline:
+                whole = time.monotonic() > self.deadline
                 self._fail(f"no answer within {limit:g} s while {self._phase_or(what)} in the sandbox process (a "
-                           "kernel that never ends?); set CONVBENCH_SANDBOX_TIMEOUT=SECONDS to wait longer", kill=True,
-                           verdict="timeout")
+                           "kernel that never ends?); set CONVBENCH_SANDBOX_TIMEOUT=SECONDS to wait longer"
+                           if not whole else
+                           f"used up the {self.total_s:g} s a submission may run in the sandbox while "
+                           f"{self._phase_or(what)}; set CONVBENCH_SANDBOX_TOTAL_TIMEOUT=SECONDS to allow more",
+                           kill=True, verdict="timeout")
         try:
-            reply, fds = receive(self.sock)
+            message, fds = receive(self.sock)
             for fd in fds:
                 os.close(fd)
-        except (EOFError, OSError, ValueError, UnicodeDecodeError):
+            if expect is not None:
+                message = check_event(message, expect)
+            elif first:
+                message = check_meta(message)
+            else:
+                message = check_reply(message)
+        except Malformed as e:
+            self._fail(f"the sandbox process sent {e} while {self._phase_or(what)}", kill=True)
+        except (EOFError, OSError):
             try:
                 code = self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 code = None
-            text = self._forward_output()
-            lines = [line.strip() for line in text.splitlines() if line.strip()]
-            last = f"; its last output: {lines[-1][:300]!r}" if lines else ""
-            self._fail(f"the sandbox process {_exit_text(code, self.namespaced)} while {self._phase_or(what)}{last}", kill=True)
-        self._forward_output()
-        if reply.get("status") == "error":
+            self._drain()
+            lines = [line.strip() for line in self.output[-4000:].decode(errors="replace").splitlines()
+                     if line.strip()]
+            last = f"; its last output: {printable(lines[-1], 300)!r}" if lines else ""
+            if lines and lines[-1].startswith("sandbox: out of memory"):
+                self._fail(f"used more than the sandbox's {_gib(memory)} of memory while {self._phase_or(what)} (the "
+                           "kernel stopped it); set CONVBENCH_SANDBOX_MEMORY=GiB to allow more", kill=True)
+            if code == 125 and lines and lines[-1].startswith("sandbox: "):
+                raise SandboxError(f"{self.path.name}: the sandbox could not be made ({printable(lines[-1], 300)})",
+                                   "error")
+            self._fail(f"the sandbox process {_exit_text(code)} while {self._phase_or(what)}{last}", kill=True)
+        if message.get("status") == "error":
             self.close()  # the child exits after an error (its CUDA context may be broken); a new one starts next time
-            message = str(reply.get("message", "failed"))[:2000].replace("\n", " ")
-            prefix = "" if self.path.name in message else f"{self.path.name}: "
-            stage = reply.get("stage")
-            verdict = ("compile error" if stage == "prepare" or "does not compile" in message else
+            text = self._host_paths(message["message"])
+            prefix = "" if self.path.name in text else f"{self.path.name}: "
+            stage = message.get("stage")
+            verdict = ("compile error" if stage in ("prepare", "build") or "does not compile" in text else
                        "error" if stage == "load" else "crash")
-            where = "" if "(B=" in message else f" (sandbox process, {what.removeprefix('running ')})"
-            hint = self.hint if verdict == "crash" and "compute-sanitizer" not in message else ""
-            raise SandboxError(f"{prefix}{message}{where}{hint}", verdict)
-        if reply.get("status") != "ok":
-            self._fail(f"the sandbox process answered something else than a result while {what}", kill=True)
-        return reply
+            where = "" if "(B=" in text else f" (sandbox process, {what.removeprefix('running ')})"
+            hint = self.hint if verdict == "crash" and "compute-sanitizer" not in text else ""
+            raise SandboxError(f"{prefix}{text}{where}{hint}", verdict)
+        return message
+
+    def _memory_used(self) -> int:
+        """What the child's processes use: their memory control group's count where the sandbox has one (shared
+        pages and /dev/shm counted once), else the sum of their resident sets."""
+        if self.sandboxed:
+            used = sandbox.cgroup_usage(self.proc.pid)
+            if used is not None:
+                return used
+        used = tree_rss(self.proc.pid)
+        return tree_rss(self.proc.pid, proportional=True) if used > memory_limit_bytes() else used
+
+    def _host_paths(self, text: str) -> str:
+        """The child's paths (/submission/NAME) in a message turned back into the user's."""
+        inside, _ = self._inside()
+        if self.workspace is not None and inside != str(self.path):
+            text = text.replace(inside, str(self.path))
+        return text
 
     def _phase_or(self, what: str) -> str:
         phase = self.shared.phase() if self.shared is not None else ""
         return f"{what}, in {phase}" if phase else what
 
     def _fail(self, text: str, kill: bool, verdict: str = "crash") -> None:
-        self._forward_output()
+        self._drain()
         self.close(kill=kill)
         raise SandboxError(f"{self.path.name}: {text}{self.hint if verdict == 'crash' else ''}", verdict)
 
-    def _forward_output(self) -> str:
-        """Copy what the child printed since last time to our stderr (or keep it, when quiet); return it."""
-        if self.log is None:
-            return ""
-        self.log.seek(self.log_pos)
-        data = self.log.read(1 << 20)
-        self.log_pos += len(data)
-        text = data.decode(errors="replace")
-        if text:
-            if self.quiet:
-                self.captured.append(text)
-            else:
-                sys.stderr.write(text if text.endswith("\n") else text + "\n")
-                sys.stderr.flush()
-        return text
+    def _drain(self) -> None:
+        """Read what the child printed since last time (without blocking); keep the last OUTPUT_KEEP bytes, and
+        copy it to our stderr (control characters escaped, OUTPUT_KEEP bytes at most) unless quiet."""
+        if self.out_fd is None:
+            return
+        new = b""
+        for _ in range(64):  # at most 4 MiB a call: a child that prints without end cannot hold us here
+            try:
+                chunk = os.read(self.out_fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    break
+                raise
+            if not chunk:
+                break
+            new += chunk
+        if not new:
+            return
+        self.output_total += len(new)
+        self.output = (self.output + new)[-OUTPUT_KEEP:]
+        if self.quiet or self.forwarded >= OUTPUT_KEEP:
+            return
+        text = printable(new[:OUTPUT_KEEP - self.forwarded].decode(errors="replace"), OUTPUT_KEEP)
+        self.forwarded += len(new)
+        if self.forwarded >= OUTPUT_KEEP:
+            text += f"\n[{self.path.name}: its output past {OUTPUT_KEEP >> 10} KiB is not shown]"
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+
+    def captured_text(self) -> str:
+        """What the child printed (the last OUTPUT_KEEP bytes), control characters escaped."""
+        self._drain()
+        cut = f"[{self.output_total - len(self.output)} bytes before these not kept]\n" \
+            if self.output_total > len(self.output) else ""
+        return cut + printable(self.output.decode(errors="replace"), OUTPUT_KEEP + 1000)
 
 
-def remote(kind: str, path: Path, options: BuildOptions, hint: str = "") -> UserImpl:
-    """The implementation in `path`, run in a sandbox child process: a UserImpl whose calls go to the child and whose
-    times (reported_op_time, reported_layer_time) are the child's."""
-    worker = Worker(kind, path, options, hint)
-    meta = worker.start()
+def remote(kind: str, path: Path, options: BuildOptions, hint: str = "", builds: Path | None = None,
+           siblings: bool = True) -> UserImpl:
+    """The implementation in `path`, run in a sandbox child process (see as_impl)."""
+    return as_impl(Worker(kind, path, options, hint, builds=builds, siblings=siblings))
+
+
+def as_impl(worker: Worker) -> UserImpl:
+    """A worker's submission as an implementation: a UserImpl whose calls go to the child (started now, if it is
+    not running) and whose times (reported_op_time, reported_layer_time) are the child's own reports. fn.worker is
+    the worker."""
+    try:
+        meta = worker.meta if worker.proc is not None and worker.meta else worker.start()
+    except BaseException:
+        worker.remove()
+        raise
     times: dict = {}
     device = meta["device"]
+    path = worker.path
 
     def keep(reply: dict) -> None:
         times.clear()
         times.update(reply.get("times") or {})
         if times.get("ignored_error") and not worker.ignored_error:
-            worker.ignored_error = str(times["ignored_error"])[:500]
+            worker.ignored_error = str(times["ignored_error"])
 
     def fn(x, k, y):
-        out, reply = worker.run("call", x, k, x.device.type)
+        out, reply = worker.run("call", x, k, x.device.type, copy=False)
         keep(reply)
-        times["op_s"] = _seconds(reply.get("op_s"))
+        times["op_s"] = reply.get("op_s")
         if x.device.type == "cpu":
             times["layer_s"] = times["op_s"]  # no copies on the CPU: the layer is the call
         y.copy_(out)
@@ -500,123 +713,39 @@ def remote(kind: str, path: Path, options: BuildOptions, hint: str = "") -> User
     def host_layer(x_host, k):
         out, reply = worker.run("layer", x_host, k, "cuda")
         keep(reply)
-        times["op_s"], times["layer_s"] = _seconds(reply.get("op_s")), _seconds(reply.get("layer_s"))
+        times["op_s"], times["layer_s"] = reply.get("op_s"), reply.get("layer_s")
         return out
 
     fn.worker = worker
     return UserImpl(meta["name"], device, meta["summary"], meta["demonstrates"], fn, writes_into=True,
                     precision=meta["precision"], arithmetic=meta["arithmetic"], tolerance=float(meta["tolerance"]),
                     setup=worker.prepare, module=f"sandbox:{path}", host_layer=host_layer if device == "cuda" else None,
-                    path=str(path), kind=kind, last_times=times)
+                    path=str(path), kind=worker.kind, last_times=times)
 
 
-def _seconds(value) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf"):
-        return float(value)
-    return None
+# ---------------------------------------------------------------------------------------------------- calibration
 
 
-# ---------------------------------------------------------------------------------------------------- child side
+class Calibration:
+    """What a timed call costs around an empty implementation, measured in a child of convbench's own (no
+    submission in it) started exactly as a submission's: the parent subtracts it from every timed window. The
+    least of REPEATS runs, per op and shapes."""
 
+    REPEATS = 7
 
-def _message(e: BaseException) -> str:
-    if isinstance(e, UsageError):
-        return str(e)
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+    def __init__(self):
+        self.worker = Worker("calibration", None, BuildOptions())
+        self.worker.quiet = True
+        self.cache: dict = {}
 
+    def cost(self, op: str, x_shape, k_shape, device: str) -> float:
+        key = (op, tuple(x_shape), tuple(k_shape), device)
+        if key not in self.cache:
+            if self.worker.proc is None:
+                self.worker.start()
+            x, k = torch.zeros(tuple(x_shape)), torch.zeros(tuple(k_shape))
+            self.cache[key] = min(self.worker.run_timed(op, x, k, device).window_s for _ in range(self.REPEATS))
+        return self.cache[key]
 
-def _serve(impl: UserImpl, request: dict, shared: Shared) -> dict:
-    device = request["device"]
-    x = shared.tensor(*request["x"])
-    k = shared.tensor(*request["k"])
-    y = shared.tensor(*request["y"])
-    k_dev = k.to(device)
-    times: dict = {}
-    if request["op"] == "call":
-        x_dev = x.to(device)
-        y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
-        shared.set_phase("conv_forward")
-        _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
-        shared.set_phase("")
-        reported = impl.reported_op_time()
-        y.copy_(y_dev)
-        if device != "cpu":  # what the kernel left in its inputs goes back, for the parent's check
-            x.copy_(x_dev)
-            k.copy_(k_dev)
-        times = dict(getattr(impl, "last_times", {}) or {})
-        return {"status": "ok", "op_s": reported if reported is not None else op_s, "times": times}
-    # "layer": host to host, as the network runs it
-    if impl.host_layer is not None:
-        shared.set_phase("host_layer")
-        out, layer_s = timed(device, lambda: impl.host_layer(x, k_dev))
-        y.copy_(out)
-        op_s = impl.reported_op_time()
-    else:
-        op_s = None
-
-        def layer():
-            nonlocal op_s
-            x_dev = x.to(device)
-            y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
-            shared.set_phase("conv_forward")
-            _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
-            y.copy_(y_dev)
-
-        _, layer_s = timed(device, layer)
-    shared.set_phase("")
-    times = dict(getattr(impl, "last_times", {}) or {})
-    reported_layer = times.get("layer_s")
-    return {"status": "ok", "op_s": op_s, "layer_s": reported_layer if reported_layer is not None else layer_s,
-            "times": times}
-
-
-def _leave(code: int) -> None:
-    """Exit at once, without the interpreter's clean-up: after a CUDA fault the context is broken, and unloading
-    modules from it (CuPy's, torch's) would only print tracebacks of their own."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-def child_main(argv: list[str]) -> int:
-    sock = socket.socket(fileno=int(argv[0]))
-    kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
-    try:
-        impl = load_unguarded(kind, path, options)
-    except BaseException as e:  # noqa: BLE001 - everything goes back to the parent as one line
-        send(sock, {"status": "error", "stage": "load", "message": _message(e)})
-        return 1
-    send(sock, {"status": "ok", "name": impl.name, "device": impl.device, "summary": impl.summary,
-                "demonstrates": impl.demonstrates, "precision": impl.precision, "arithmetic": impl.arithmetic,
-                "tolerance": impl.tolerance})
-    shared = None
-    while True:
-        try:
-            request, fds = receive(sock)
-        except (EOFError, OSError):
-            return 0  # the parent went away
-        if fds:
-            if shared is not None:
-                nvcc_build.use_phase_buffer(None, 0)
-                shared.close()
-            shared = Shared(os.fstat(fds[0]).st_size, fds[0])
-            # a mini-dnn or MXNet shim names each phase (prolog, conv_forward_gpu, ...) here as it starts it
-            nvcc_build.use_phase_buffer(ctypes.addressof(ctypes.c_char.from_buffer(shared.map)), PHASE_BYTES)
-        try:
-            if request["op"] == "quit":
-                return 0
-            if request["op"] == "prepare":
-                impl.prepare()
-                device_properties = getattr(impl.fn, "device_properties", None)
-                if callable(device_properties):
-                    device_properties()  # a mini-dnn file's get_device_properties(): the course printed it at start
-                reply = {"status": "ok"}
-            else:
-                reply = _serve(impl, request, shared)
-                synchronize(request["device"])
-        except BaseException as e:  # noqa: BLE001
-            send(sock, {"status": "error", "stage": request.get("op"), "message": _message(e)})
-            _leave(1)
-        send(sock, reply)
+    def close(self) -> None:
+        self.worker.remove()

@@ -14,12 +14,11 @@ import functools
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import torch
 
-from convbench.core import ui
+from convbench.core import cachefile, ui
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
@@ -112,18 +111,18 @@ def _arch_specific_module(source: Path, defines: tuple, target: str):
             cubin, _ = compiler._NVRTCProgram(text, source.name, method="cubin").compile(options)
         except compiler.CompileException as e:
             raise UsageError(f"{source.name} does not compile: {_first_error(e)}; fix the kernel source") from None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")  # unique per writer (processes, threads)
-        with os.fdopen(fd, "wb") as f:
-            f.write(cubin)
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+        try:  # a random name per writer (processes, threads), renamed whole: never through a symlink
+            cachefile.write_bytes(path, cubin)
+        except OSError as e:
+            raise UsageError(f"could not cache the compiled kernel in {path.parent} ({e.strerror or e}); set "
+                             "$CONVBENCH_CACHE to a writable folder") from None
     return cp.RawModule(path=str(path))
 
 
 def _cubin_loads(cp, path: Path) -> bool:
     """Whether a cached cubin is an ELF file the driver loads (a truncated or changed file is not)."""
     try:
-        data = path.read_bytes()
+        data = cachefile.read_bytes(path)  # a symlink planted at the name is not followed: compiled again
         if not data.startswith(b"\x7fELF"):
             return False
         cp.cuda.function.Module().load(data)

@@ -2,21 +2,23 @@
 
 An implementation with parameters declares its `DEFAULTS` and the candidate values it accepts, and asks
 `config(name, x, k, DEFAULTS)` on every call. The sweep times every candidate on the GPU and records the fastest
-per layer shape (the batch size is not part of the key) in `$CONVBENCH_CACHE/tuning/<GPU name>.json`; shipped
-choices from our own sweeps live in `convbench/tuning/` and apply when the user has not swept.
+per layer shape (the batch size is not part of the key) in `$CONVBENCH_CACHE/tuning/<GPU name>.json` (read and
+written through core/cachefile.py: never through a symlink, replaced whole); shipped choices from our own sweeps live
+in `convbench/tuning/` and apply when the user has not swept.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from importlib import resources
 from pathlib import Path
 
 import torch
 
+from convbench.core import cachefile
+from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
 
@@ -42,10 +44,19 @@ def _read(path) -> dict:
         return {}
 
 
+def _read_mine() -> dict:
+    """The user's sweeps from the cache ({} where absent or unreadable: the shipped choices apply)."""
+    try:
+        data = json.loads(cachefile.read_bytes(user_file()))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 @functools.cache
 def _table() -> dict:
     shipped = _read(resources.files("convbench") / "tuning" / f"{gpu_name()}.json")
-    mine = _read(user_file())
+    mine = _read_mine()
     return {impl: {**shipped.get(impl, {}), **mine.get(impl, {})} for impl in {*shipped, *mine}}
 
 
@@ -68,11 +79,12 @@ def force(impl: str, cfg: dict | None) -> None:
 def record(impl: str, key: str, cfg: dict) -> Path:
     """Save one choice into the user's file (atomically) and make it visible to `config` at once."""
     path = user_file()
-    data = _read(path)
+    data = _read_mine()
     data.setdefault(impl, {})[key] = cfg
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    try:
+        cachefile.write_bytes(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+    except OSError as e:
+        raise UsageError(f"could not record the sweep's choice in {path} ({e.strerror or e}); set $CONVBENCH_CACHE "
+                         "to a writable folder") from None
     _table.cache_clear()
     return path

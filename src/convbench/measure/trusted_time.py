@@ -1,0 +1,120 @@
+"""The Op Time a grade ranks by: timed by convbench's own clock, on inputs the submission cannot predict, each timed
+call's output checked against float64, and the submission's own report believed only where the two agree.
+
+Why: a submission runs in its own process, which it controls entirely. Its timer (CUDA events, the shim's clock)
+and the messages carrying its times can be rebound or forged; inputs it has seen can be answered from a table it
+filled at import time. So for every conv layer at every size grade makes CALLS timed calls of its own:
+
+  input    the layer's real input (images, or the previous layer's activations), its images shuffled and each
+           value scaled by 1 + u, |u| <= 1 %, u drawn from a seed the submission never sees: the statistics of
+           real data, bytes no one could have prepared for
+  clock    the parent's: from sending the request to the child's "done" after its synchronize (op "call": the
+           call with its input copied to the device; op "layer", a mini-dnn file: from "go", sent once the
+           file's prolog has run, to "done" after conv_forward_gpu + cudaDeviceSynchronize), minus what the same
+           request costs an empty implementation (worker.Calibration): trusted_s
+  check    the output against float64, as every conv output of the graded run; a wrong one is a wrong answer
+  report   the child's own Op Time for a call counts where it is within the device's MARGINS below trusted_s (and
+           no longer than the call's whole window); else trusted_s counts. A layer none of whose calls agree is
+           flagged (not ranked): its timer lies, or measures something else
+
+A submission can therefore make its reported time look at most the margin shorter than it is; a machine under load
+slows convbench's clock, which then counts for the calls it disturbed, and never flags a layer whose timer agreed
+once. Work it does outside the timed window (a mini-dnn prolog,
+as the course allowed) is not in Op Time; where that leaves less than the hardware could do (floor_flags) or no
+GPU work at all (op_empty), the grade is flagged and not ranked by Op Time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass, field
+
+import torch
+
+from convbench.core.precision import ARITHMETICS
+from convbench.measure import ceilings
+from convbench.measure.problem import ConvShape
+
+CALLS = 3  # timed calls per layer and size (at the largest size, 1 + the re-times if more)
+# How far the child's own Op Time may fall below convbench's clock and still count: REL of the time plus ABS. A round
+# trip between processes jitters by tens of microseconds on a GPU grader; on a busy CPU machine the parent waits
+# for a core for milliseconds (and spinning OpenMP threads hold the cores after a call).
+MARGINS = {"cuda": (0.10, 50e-6), "cpu": (0.25, 5e-3)}
+PERTURBATION = 0.01
+# The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
+# faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
+# only when it would need more than this many times the measured rates.
+FLOOR_MARGIN = 2.0
+
+
+def secret_rng() -> torch.Generator:
+    """A generator seeded from the operating system's randomness: its numbers exist nowhere else."""
+    return torch.Generator().manual_seed(random.SystemRandom().randrange(2**63))
+
+
+def fresh_input(x: torch.Tensor, rng: torch.Generator) -> torch.Tensor:
+    """The layer's input with its images in a secret order and every value scaled by a secret factor within 1 %."""
+    order = torch.randperm(x.shape[0], generator=rng)
+    scale = 1 + PERTURBATION * (2 * torch.rand(x.shape, generator=rng) - 1)
+    return (x[order] * scale).contiguous()
+
+
+@dataclass
+class LayerTiming:
+    """One conv layer's timed calls at one size."""
+
+    layer: str
+    windows: list[float] = field(default_factory=list)  # the parent's clock around each call
+    cost: float = 0.0  # the same request around an empty implementation (subtracted)
+    reported: list[float | None] = field(default_factory=list)  # the child's own Op Time of each call
+    op_empty: bool = False  # a call's own report said its op made no GPU work
+
+    @property
+    def trusted(self) -> list[float]:
+        return [max(0.0, w - self.cost) for w in self.windows]
+
+    def accepted(self, device: str) -> tuple[list[float], list[str]]:
+        """Each call's Op Time: the child's where it agrees with convbench's clock (at least the clock's time less
+        the device's margin, at most the whole window), else convbench's. And a line for the flags where no call
+        agreed (a timer that lies, or measures something else)."""
+        rel, absolute = MARGINS[device]
+        times, agreed = [], 0
+        for child, trusted, window in zip(self.reported, self.trusted, self.windows):
+            if child is not None and trusted * (1 - rel) - absolute <= child <= window + absolute:
+                times.append(child)
+                agreed += 1
+            else:
+                times.append(trusted)
+        problems = [] if agreed else [
+            f"{self.layer}: its own timer disagreed with convbench's clock on every call (it said "
+            + ", ".join("nothing" if c is None else f"{c:.3g} s" for c in self.reported)
+            + "; convbench measured " + ", ".join(f"{t:.3g} s" for t in self.trusted) + ")"]
+        return times, problems
+
+    def op_time(self, device: str) -> float:
+        """The layer's Op Time: the median of its calls' accepted times."""
+        return statistics.median(self.accepted(device)[0])
+
+
+def floor_flags(net_shapes: dict[int, list[ConvShape]], op_times: dict[int, list[float]],
+                retimed: list[list[float]], device: str) -> list[str]:
+    """Layers whose Op Time is under the least time this machine could take, with FLOOR_MARGIN to spare (a time
+    that measured less than the work: work done outside the timed call, or a clock that lies): one line each.
+    `net_shapes`: the conv shapes at each size; `retimed`: the largest size's further calls."""
+    if not op_times:
+        return []
+    ceil, _ = ceilings.load(device)
+    fastest = min(ARITHMETICS, key=lambda a: 1 / ceil.flop_per_s(a))
+    largest = max(op_times)
+    runs = [(n, times, "") for n, times in op_times.items()]
+    runs += [(largest, times, f" (timed call {j + 1})") for j, times in enumerate(retimed, 1)]
+    flags = []
+    for n, times, which in runs:
+        for i, (shape, t) in enumerate(zip(net_shapes.get(n, []), times), 1):
+            floor = ceil.floor_s(shape.flop, shape.nbytes, fastest) / FLOOR_MARGIN
+            if not math.isfinite(t) or t < floor:
+                flags.append(f"conv{i} at {n} images{which}: Op Time {t:.3g} s is under this machine's floor "
+                             f"{floor:.3g} s (half the time at its measured ceilings)")
+    return flags

@@ -1,0 +1,205 @@
+"""The submission's side of the sandbox: the process worker.py starts (inside jail.py's namespaces), which loads the
+submission and answers the parent's requests. Everything here runs next to the submission's code and can be
+changed by it; the parent trusts none of it (protocol.py checks every message; times are the parent's own).
+
+Requests (one JSON message each; arrays in the shared memory whose descriptor came with the request, or earlier):
+    build      compile the submission (nvcc) into the build folder, load nothing: the one step that may write
+               there, and the submission's code does not run in it
+    prepare    load the library / module, run its set-up (get_device_properties)
+    call       x, k to the device, y filled with NaN, the implementation called and synchronized, y (and x, k as
+               the call left them) back; with "timed": after the synchronize an event "done" goes to the parent
+               at once, whose clock has run since it sent the request
+    layer      host to host, as the network runs a layer (a mini-dnn file's prolog, conv_forward_gpu, epilog); with
+               "timed": the shim stops before conv_forward_gpu and says "ready", runs it when the parent says "go"
+               (the parent's clock starts there) and says "done" after its cudaDeviceSynchronize
+    quit
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import torch
+
+from convbench.core.errors import UsageError
+from convbench.core.shapes import output_shape
+from convbench.core.timing import synchronize, timed
+from convbench.user import nvcc_build
+from convbench.user.base import BuildOptions, UserImpl
+from convbench.user.loader import load_unguarded
+from convbench.user.protocol import PHASE_BYTES, Shared, receive, send
+
+ENTRY = "import sys; from convbench.user.child import child_main; sys.exit(child_main(sys.argv[1:]))"
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, UsageError):
+        return str(e)
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+def _leave(code: int) -> None:
+    """Exit at once, without the interpreter's clean-up: after a CUDA fault the context is broken, and unloading
+    modules from it (CuPy's, torch's) would only print tracebacks of their own."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+class Handshake:
+    """The timed layer's two points, called from the shim (nvcc_build.timing_hook): 1 before the op (say "ready",
+    wait for "go"), 2 after its synchronize (say "done")."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.active = False
+
+    def __call__(self, point: int) -> None:
+        if not self.active:
+            return
+        try:
+            if point == 1:
+                send(self.sock, {"event": "ready"})
+                message, fds = receive(self.sock)
+                for fd in fds:
+                    os.close(fd)
+                if message.get("op") != "go":
+                    _leave(1)
+            elif point == 2:
+                send(self.sock, {"event": "done"})
+        except (EOFError, OSError, ValueError):
+            _leave(0)  # the parent is gone
+
+
+def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, handshake: Handshake) -> dict:
+    device = request["device"]
+    x = shared.tensor(*request["x"])
+    k = shared.tensor(*request["k"])
+    y = shared.tensor(*request["y"])
+    timed_call = bool(request.get("timed"))
+    times: dict = {}
+    if request["op"] == "call":
+        k_dev = k.to(device)
+        x_dev = x.to(device)
+        y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
+        shared.set_phase("conv_forward")
+        _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
+        synchronize(device)
+        if timed_call:
+            send(sock, {"event": "done"})
+        shared.set_phase("")
+        reported = impl.reported_op_time()
+        y.copy_(y_dev)
+        if device != "cpu":  # what the kernel left in its inputs goes back, for the parent's check
+            x.copy_(x_dev)
+            k.copy_(k_dev)
+        times = dict(getattr(impl, "last_times", {}) or {})
+        return {"status": "ok", "op_s": reported if reported is not None else op_s, "times": times}
+    # "layer": host to host, as the network runs it
+    k_dev = k.to(device)
+    if impl.host_layer is not None:
+        shared.set_phase("host_layer")
+        handshake.active = timed_call
+        try:
+            out, layer_s = timed(device, lambda: impl.host_layer(x, k_dev))
+        finally:
+            handshake.active = False
+        y.copy_(out)
+        op_s = impl.reported_op_time()
+    else:
+        op_s = None
+
+        def layer():
+            nonlocal op_s
+            x_dev = x.to(device)
+            y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
+            shared.set_phase("conv_forward")
+            if timed_call:
+                handshake.active = True
+                handshake(1)
+            _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
+            synchronize(device)
+            if timed_call:
+                handshake(2)
+                handshake.active = False
+            y.copy_(y_dev)
+
+        _, layer_s = timed(device, layer)
+    shared.set_phase("")
+    times = dict(getattr(impl, "last_times", {}) or {})
+    reported_layer = times.get("layer_s")
+    return {"status": "ok", "op_s": op_s, "layer_s": reported_layer if reported_layer is not None else layer_s,
+            "times": times}
+
+
+def _calibration_impl(handshake: Handshake) -> UserImpl:
+    """convbench's own empty implementation, run by the parent's calibration child: what a timed call costs when
+    the call itself does nothing (the parent subtracts it). Its layer goes through the handshake as a mini-dnn
+    shim's does."""
+    def nothing(x, k, y):
+        return None
+
+    def host_layer(x_host, k):
+        handshake(1)
+        synchronize("cuda" if torch.cuda.is_available() else "cpu")
+        handshake(2)
+        return torch.empty(output_shape(x_host.shape, k.shape))
+
+    return UserImpl("calibration", "any", "nothing (the cost of a timed call around an empty one)", "", nothing,
+                    writes_into=True, host_layer=host_layer, kind="calibration")
+
+
+def child_main(argv: list[str]) -> int:
+    sock = socket.socket(fileno=int(argv[0]))
+    kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
+    handshake = Handshake(sock)
+    nvcc_build.use_timing_hook(handshake)
+    try:
+        impl = _calibration_impl(handshake) if kind == "calibration" else load_unguarded(kind, path, options)
+    except BaseException as e:  # noqa: BLE001 - everything goes back to the parent as one line
+        send(sock, {"status": "error", "stage": "load", "message": _message(e)})
+        return 1
+    send(sock, {"status": "ok", "name": impl.name, "device": impl.device, "summary": impl.summary,
+                "demonstrates": impl.demonstrates, "precision": impl.precision, "arithmetic": impl.arithmetic,
+                "tolerance": impl.tolerance})
+    shared = None
+    while True:
+        try:
+            request, fds = receive(sock)
+        except (EOFError, OSError, ValueError):
+            return 0  # the parent went away
+        if fds:
+            if shared is not None:
+                nvcc_build.use_phase_buffer(None, 0)
+                shared.close()
+            shared = Shared(os.fstat(fds[0]).st_size, fds[0])
+            # a mini-dnn or MXNet shim names each phase (prolog, conv_forward_gpu, ...) here as it starts it
+            nvcc_build.use_phase_buffer(ctypes.addressof(ctypes.c_char.from_buffer(shared.map)), PHASE_BYTES)
+        try:
+            op = request.get("op")
+            if op == "quit":
+                return 0
+            if op == "build":
+                impl.fn.compile()
+                reply = {"status": "ok"}
+            elif op == "prepare":
+                impl.prepare()
+                device_properties = getattr(impl.fn, "device_properties", None)
+                if callable(device_properties):
+                    device_properties()  # a mini-dnn file's get_device_properties(): the course printed it at start
+                reply = {"status": "ok"}
+            else:
+                reply = _serve(impl, request, shared, sock, handshake)
+                synchronize(request["device"])
+        except BaseException as e:  # noqa: BLE001
+            send(sock, {"status": "error", "stage": request.get("op"), "message": _message(e)})
+            _leave(1)
+        send(sock, reply)

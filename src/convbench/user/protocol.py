@@ -1,0 +1,203 @@
+"""How the trusted parent and a sandboxed submission's process talk: JSON messages on a SOCK_SEQPACKET socket, arrays
+in shared memory (a memfd), and the checks every message from the child passes before the parent uses it.
+
+Nothing the child sends is unpickled or trusted as it comes: a message is at most MAX_MESSAGE bytes of JSON, must be
+an object of the expected shape (`check_meta`, `check_reply`, `check_event`), its numbers finite and in range, its
+strings bounded and their control characters escaped (`printable`); anything else is `Malformed`, which the parent
+treats as a crash of the submission. The shared memory holds float32 arrays at page-aligned offsets after a short
+header in which the child names the phase it is in (so that a death mid-call says where); the parent reads that
+header as untrusted text too.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import math
+import mmap
+import os
+import re
+import socket
+
+import torch
+
+from convbench.core.precision import ARITHMETICS
+
+PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
+ALIGN = 4096
+MAX_MESSAGE = 1 << 16
+MAX_TEXT = 2000  # characters of any one string the child sends
+NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,100}$")
+DEVICES = ("cpu", "cuda", "any")
+STAGES = ("load", "build", "prepare", "call", "layer")
+REPORTED_TIMES = ("prolog_s", "op_s", "epilog_s", "layer_s")
+
+
+class Malformed(ValueError):
+    """A message from the child that is not what the protocol allows (the parent reports it as a crash)."""
+
+
+def printable(text: str, limit: int = MAX_TEXT) -> str:
+    """`text` cut to `limit` characters with every control character but newline and tab written as an escape
+    (\\x1b...): what a submission prints or sends never moves a terminal's cursor or colours a page."""
+    text = text[:limit]
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def send(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
+    data = json.dumps(message).encode()
+    ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    sock.sendmsg([data], ancillary)
+
+
+def receive(sock: socket.socket) -> tuple[dict, list[int]]:
+    """One message and the file descriptors that came with it; EOFError when the other side is gone; Malformed for
+    anything that is not a JSON object (the descriptors are closed first)."""
+    data, fds, flags, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        raise EOFError
+    try:
+        if flags & socket.MSG_TRUNC:
+            raise Malformed(f"a message longer than {MAX_MESSAGE} bytes")
+        try:
+            message = json.loads(data.decode())
+        except (UnicodeDecodeError, ValueError):
+            raise Malformed("a message that is not JSON") from None
+        if not isinstance(message, dict):
+            raise Malformed("a message that is not a JSON object")
+    except Malformed:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return message, fds
+
+
+# ------------------------------------------------------------------------------------------- what the child may say
+
+
+def _text(message: dict, key: str, default: str = "", limit: int = MAX_TEXT) -> str:
+    value = message.get(key, default)
+    if not isinstance(value, str):
+        raise Malformed(f"{key} is not text")
+    return printable(value, limit)
+
+
+def _seconds(value, key: str) -> float | None:
+    """A time the child reports: None, or a finite number of seconds from 0 to a day."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86400 \
+            or not math.isfinite(value):
+        raise Malformed(f"{key} is not a number of seconds")
+    return float(value)
+
+
+def check_meta(message: dict) -> dict:
+    """The child's first message: what the file it loaded is (name, device, precision, tolerance, texts)."""
+    if message.get("status") == "error":
+        return check_reply(message)
+    if message.get("status") != "ok":
+        raise Malformed("its first message is neither a description of the file nor an error")
+    name = _text(message, "name", limit=100)
+    if not NAME.match(name):
+        raise Malformed("a name that is not one word of at most 100 characters")
+    device = message.get("device")
+    if device not in DEVICES:
+        raise Malformed("a device other than cpu, cuda or any")
+    precision, arithmetic = message.get("precision"), message.get("arithmetic")
+    if precision not in ARITHMETICS or ARITHMETICS[precision].precision != precision or arithmetic not in ARITHMETICS:
+        raise Malformed("a precision or arithmetic convbench does not have")
+    tolerance = message.get("tolerance")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 < tolerance < 1:
+        raise Malformed("a tolerance that is not a relative error between 0 and 1")
+    return {"status": "ok", "name": name, "device": device, "precision": precision, "arithmetic": arithmetic,
+            "tolerance": float(tolerance), "summary": _text(message, "summary", limit=300),
+            "demonstrates": _text(message, "demonstrates", limit=300)}
+
+
+def check_reply(message: dict) -> dict:
+    """A request's answer: an error (one line) or a result with the child's own times."""
+    status = message.get("status")
+    if status == "error":
+        stage = message.get("stage")
+        return {"status": "error", "stage": stage if stage in STAGES else None,
+                "message": _text(message, "message", "failed").replace("\n", " ")}
+    if status != "ok":
+        raise Malformed("an answer that is neither a result nor an error")
+    times = message.get("times") or {}
+    if not isinstance(times, dict):
+        raise Malformed("times that are not an object")
+    checked: dict = {k: _seconds(times.get(k), k) for k in REPORTED_TIMES if k in times}
+    if "op_empty" in times:
+        if not isinstance(times["op_empty"], bool):
+            raise Malformed("op_empty is not true or false")
+        checked["op_empty"] = times["op_empty"]
+    if times.get("ignored_error"):
+        checked["ignored_error"] = _text(times, "ignored_error", limit=500)
+    return {"status": "ok", "op_s": _seconds(message.get("op_s"), "op_s"),
+            "layer_s": _seconds(message.get("layer_s"), "layer_s"), "times": checked}
+
+
+def check_event(message: dict, expected: str) -> dict:
+    """A mid-call event of a timed call: "ready" (the op is about to run) or "done" (it ran and synchronized)."""
+    if message.get("event") != expected:
+        if message.get("status") in ("ok", "error"):
+            return check_reply(message)  # the call ended (an error, or a kind that never waits): the caller sees it
+        raise Malformed(f"a message other than {expected!r} during a timed call")
+    return {"event": expected}
+
+
+# ------------------------------------------------------------------------------------------------- shared memory
+
+
+class Shared:
+    """A memfd mapped in this process: a phase header, then float32 arrays at page-aligned offsets."""
+
+    def __init__(self, size: int, fd: int | None = None):
+        self.fd = os.memfd_create("convbench-sandbox", os.MFD_CLOEXEC) if fd is None else fd
+        if fd is None:
+            os.ftruncate(self.fd, size)
+        self.size = size
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # faulted in now, not inside a timed call
+        self.map = mmap.mmap(self.fd, size, flags=flags)
+
+    def tensor(self, offset: int, shape) -> torch.Tensor:
+        if not isinstance(offset, int) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ValueError("an array outside the shared memory")
+        n = 1
+        for d in shape:
+            n *= int(d)
+        if offset < PHASE_BYTES or offset + 4 * n > self.size:
+            raise ValueError("an array outside the shared memory")
+        if n == 0:
+            return torch.empty(tuple(shape))
+        return torch.frombuffer(self.map, dtype=torch.float32, count=n, offset=offset).view(tuple(shape))
+
+    def phase(self) -> str:
+        raw = self.map[:PHASE_BYTES]
+        return printable(raw.split(b"\0", 1)[0].decode(errors="replace").strip(), 100)
+
+    def set_phase(self, text: str) -> None:
+        data = text.encode()[:PHASE_BYTES - 1] + b"\0"
+        self.map[:len(data)] = data
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        except BufferError:
+            pass  # a tensor still views it: the mapping goes when that tensor does
+        os.close(self.fd)
+
+
+def layout(*shapes) -> tuple[list[int], int]:
+    """Page-aligned offsets of float32 arrays of these shapes after the header, and the total size."""
+    offsets, at = [], ALIGN
+    for shape in shapes:
+        offsets.append(at)
+        n = 4
+        for d in shape:
+            n *= int(d)
+        at += -(-max(n, 1) // ALIGN) * ALIGN
+    return offsets, at

@@ -1,0 +1,126 @@
+"""Measured ceilings are held to physical bounds (measure/ceilings.py BOUNDS): a cached rate of 1e18 FLOP/s turned
+the floor check off for everyone after. And bench never prints a %floor that rounds to 0.0 without a warning."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+import standins
+import torch.nn.functional as F
+from clihelp import assert_usage_error, cli
+
+from convbench.cli import bench as bench_cli
+from convbench.measure import ceilings
+from convbench.measure.ceilings import Ceilings
+
+REPO = Path(__file__).resolve().parents[1]
+SANE = {"cpu": (1e10, 1e11, None), "cuda": (2e12, 5e13, 4e14)}
+
+
+def fake_measure(calls: list, *rates_per_call):
+    """measure() that answers the given (copy, fp32) rates in turn, then sane ones."""
+
+    def measure(device):
+        rates = rates_per_call[len(calls)] if len(calls) < len(rates_per_call) else SANE[device][:2]
+        calls.append(device)
+        tf32 = SANE[device][2]
+        return Ceilings(ceilings.machine_key(device), device, *rates, tf32, f"run {len(calls)}",
+                        tf32 and 9e14, tf32 and 8e14)
+
+    return measure
+
+
+@pytest.mark.parametrize("device, key, value, why", [
+    ("cpu", "fp32_flop_per_s", 1e18, "above the physical maximum"),
+    ("cpu", "copy_bytes_per_s", 1e15, "above the physical maximum"),
+    ("cpu", "fp32_flop_per_s", 1.0, "below the physical minimum"),
+    ("cuda", "tf32_flop_per_s", 1e18, "above the physical maximum"),
+    ("cuda", "fp16_flop_per_s", 5e16, "above the physical maximum"),
+    ("cuda", "copy_bytes_per_s", 3e13, "above the physical maximum"),
+])
+def test_a_cached_rate_outside_physical_bounds_is_measured_again(device, key, value, why, tmp_path, monkeypatch,
+                                                                 capsys):
+    calls = []
+    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(ceilings, "machine_key", lambda d: f"m-{d}")
+    monkeypatch.setattr(ceilings, "measure", fake_measure(calls))
+    planted = fake_measure([])(device).to_json() | {key: value, "measured": "planted"}
+    path = ceilings.cache_file(device)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(planted))
+    capsys.readouterr()
+    c, fresh = ceilings.load(device)
+    assert fresh and c.measured == "run 1" and getattr(c, key) != value
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{key} {value:.3g} is {why}" in err and "measuring them again" in err, err
+    assert json.loads(path.read_text())["measured"] == "run 1"  # the cache is right again
+    assert ceilings.load(device) == (c, False)
+
+
+def test_every_bound_is_generous_for_real_machines():
+    """Rates recorded by real runs (an H100, a 2-core CI machine) sit well inside; the bound names its unit."""
+    h100 = {"copy_bytes_per_s": 2.9e12, "fp32_flop_per_s": 5e13, "tf32_flop_per_s": 4e14, "fp16_flop_per_s": 7e14,
+            "bf16_flop_per_s": 7e14}
+    assert ceilings.out_of_bounds(h100, "cuda") == ""
+    assert ceilings.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 1e11}, "cpu") == ""
+    assert ceilings.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 2e15}, "cpu") == \
+        "fp32_flop_per_s 2e+15 is above the physical maximum of 1e+15 FLOP/s for cpu"
+
+
+def test_a_fresh_measurement_outside_is_measured_once_more(tmp_path, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(ceilings, "measure", fake_measure(calls, (1e10, 1e18)))
+    c, fresh = ceilings.load("cpu")
+    assert fresh and len(calls) == 2 and c.fp32_flop_per_s == 1e11
+    assert "the ceilings just measured are not physical (fp32_flop_per_s 1e+18" in capsys.readouterr().err
+    assert ceilings.load("cpu") == (c, False)
+
+
+def test_twice_outside_uses_the_bounds_and_caches_nothing(tmp_path, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(ceilings, "measure", fake_measure(calls, (1e10, 1e18), (1e16, 1e18)))
+    c, fresh = ceilings.load("cpu")
+    assert fresh and len(calls) == 2
+    assert (c.copy_bytes_per_s, c.fp32_flop_per_s) == (ceilings.CPU_COPY_MAX, ceilings.CPU_FLOP_MAX)
+    assert "warning: the ceilings measured again are not physical either" in capsys.readouterr().err
+    assert not ceilings.cache_file("cpu").exists()
+    c, fresh = ceilings.load("cpu")  # measured again next time, sanely now
+    assert fresh and c.fp32_flop_per_s == 1e11
+
+
+def test_a_results_file_with_ceilings_outside_is_refused(tmp_path, capsys):
+    doc = json.loads((REPO / "results" / "2026-11-26-0238-h100-bench" / "bench-H100.json").read_text())
+    assert ceilings.out_of_bounds(doc["ceilings"], "cuda") == ""  # the real run's are accepted
+    doc["ceilings"]["fp32_flop_per_s"] = 1e18
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(doc))
+    rc, out, err = cli(capsys, "leaderboard", "--results", path)
+    assert_usage_error(rc, out, err, "is malformed: ceilings.fp32_flop_per_s 1e+18 is above the physical maximum")
+
+
+def slow_conv(x, k):
+    time.sleep(0.02)
+    return F.conv2d(x, k)
+
+
+def test_bench_never_prints_a_floor_share_of_zero_without_saying_why(capsys, monkeypatch):
+    """An implementation 10^4 times from its floor: the share is printed with two significant digits, not as 0.0,
+    and a warning names the layer, the Op Time, the floor and the ceiling it comes from."""
+    standins.register(monkeypatch, standins.impl("sleepy", fn=slow_conv))
+    at_max = Ceilings("m", "cpu", ceilings.CPU_COPY_MAX, ceilings.CPU_FLOP_MAX, None, "test")
+    monkeypatch.setattr(ceilings, "load", lambda device, remeasure=False: (at_max, False))
+    rc, out, err = cli(capsys, "bench", "--impls", "sleepy", "--nets", "sp19", "--sizes", "10", "--reps", "1")
+    assert rc == 0, err
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] == ["sleepy"] or "Σ" in line]
+    shares = [r[-3] for r in rows]
+    assert shares and all(s != "0.0" and float(s) < bench_cli.NEAR_ZERO_PCT for s in shares), out
+    warning = [line for line in err.splitlines() if line.startswith("warning: sleepy on sp19 at 10 images")]
+    assert len(warning) == 1, err
+    assert re.search(r"% of its floor \(conv\d: Op Time [\d.]+ ms, [\d,]+x the floor [\d.e+-]+ µs = [\d.,]+ "
+                     r"(MFLOP at the fp32 ceiling|MB at the copy ceiling)", warning[0]), warning[0]
