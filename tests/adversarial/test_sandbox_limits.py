@@ -140,11 +140,18 @@ def test_a_bad_limit_setting_is_one_line_before_anything_starts(tmp_path, monkey
         user.load(attack_kernel(tmp_path, "fine.py", "pass"))
 
 
-def test_memory_is_bounded_and_said_in_units_that_mean_something(tmp_path, monkeypatch):
-    """1 GiB asked for under a 256 MiB limit: stopped (by the kernel, through the sandbox's memory group, or by the
-    watch), and said in MiB: the finding was "used 0.0 GiB of memory, over the sandbox's 0.0 GiB"."""
-    monkeypatch.setenv("CONVBENCH_SANDBOX_MEMORY", "0.25")
-    impl = user.load(attack_kernel(tmp_path, "hog.py", "a = [bytearray(64 << 20) for _ in range(16)]; time = 1"))
+def test_memory_is_bounded(tmp_path, monkeypatch):
+    """6 GiB asked for under a 2 GiB limit: stopped (by the kernel, through the sandbox's memory group, or by the
+    watch), in one line naming the limit."""
+    monkeypatch.setenv("CONVBENCH_SANDBOX_MEMORY", "2")
+    impl = user.load(attack_kernel(tmp_path, "hog.py", "a = [bytearray(256 << 20) for _ in range(24)]"))
     impl.fn.worker.quiet = True
-    with pytest.raises(UsageError, match=r"hog\.py: used (\d+ MiB of memory, over|more than) the sandbox's 256 MiB"):
+    with pytest.raises(UsageError, match=r"hog\.py: used (\d+\.\d GiB of memory, over|more than) the sandbox's 2\.0 GiB"):
         impl(torch.randn(1, 1, 5, 5), torch.randn(1, 1, 3, 3))
+
+
+def test_memory_is_said_in_units_that_mean_something():
+    """The finding: "used 0.0 GiB of memory, over the sandbox's 0.0 GiB". Under a GiB, MiB."""
+    from convbench.user.worker import _gib
+
+    assert (_gib(256 << 20), _gib(1 << 20), _gib(3 << 29)) == ("256 MiB", "1 MiB", "1.5 GiB")

@@ -75,24 +75,19 @@ def test_a_rebound_timer_is_not_believed(tmp_path, calibration, trick):
 
 
 def test_an_early_done_is_under_the_floor(tmp_path, calibration):
-    """The child says "done" the moment a timed request arrives and swallows its real "done": convbench's window
-    then holds no work, the Op Time is under the machine's floor, and the grade is flagged."""
+    """The child says "done" the moment convbench says "go", and swallows its real "done" after the call: convbench's
+    window then holds no work, the Op Time is under the machine's floor, and the grade is flagged."""
     g = grade(kernel(tmp_path, "early.py", """
         import time, torch.nn.functional as F
         import convbench.user.child as c
-        _serve, _send = c._serve, c.send
-        state = {"swallow": False}
-        def send(sock, m, fds=()):
-            if m.get("event") == "done" and state["swallow"]:
-                state["swallow"] = False
-                return None
-            return _send(sock, m, fds)
-        def serve(impl, request, shared, sock, handshake):
-            if request.get("timed"):
-                _send(sock, {"event": "done"})
-                state["swallow"] = True
-            return _serve(impl, request, shared, sock, handshake)
-        c.send, c._serve = send, serve
+        real = c.Handshake.__call__
+        def early(self, point):
+            if point == 1:
+                seed = real(self, 1)
+                c.send(self.sock, {"event": "done"})
+                return seed
+            return None  # the real "done" is never sent
+        c.Handshake.__call__ = early
         def conv_forward(x, k):
             time.sleep(0.03)
             return F.conv2d(x, k)

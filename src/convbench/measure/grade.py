@@ -46,6 +46,7 @@ from convbench.measure.verify import verify_impl
 from convbench.network.model import Network, correctness
 from convbench.network.weights import Weights, load_weights
 from convbench.user import current_build_options, kind_of
+from convbench.user.protocol import perturb
 from convbench.user.worker import Calibration, SandboxError, Worker, as_impl
 
 VERDICTS = ("ok", "unsupported shape", "wrong answer", "compile error", "crash", "timeout", "error")
@@ -213,7 +214,7 @@ class TimedCalls:
     def __init__(self, worker: Worker, calibration: Calibration, device: str, calls: int, tolerance: float):
         self.worker, self.calibration, self.calls, self.tolerance = worker, calibration, calls, tolerance
         # a mini-dnn file is timed as the course timed it, around conv_forward_gpu inside its layer (after the
-        # prolog); every other kind around its call on device-resident inputs
+        # prolog); every other kind around its call on device-resident inputs, scaled by a seed sent with "go"
         self.op = "layer" if worker.kind == "minidnn" else "call"
         self.device = "cuda" if self.op == "layer" else device
         self.rng = secret_rng()
@@ -222,18 +223,21 @@ class TimedCalls:
 
     def __call__(self, layer: str, x: torch.Tensor, k: torch.Tensor) -> None:
         timing = LayerTiming(layer)
-        # the empty call's cost: for a layer, the handshake alone (any shape); for a call, the same shapes' copies
+        # the empty call's cost: for a layer, the handshake around the op (any shape does: a small one); for a
+        # call, on the same shapes (the seed's scaling of x is in the window)
         cal_x = (1, x.shape[1], k.shape[2], k.shape[3]) if self.op == "layer" else tuple(x.shape)
-        timing.cost = self.calibration.cost(self.op, cal_x, tuple(k.shape), self.device)
+        timing.cost = self.calibration.cost(self.worker.kind, self.op, cal_x, tuple(k.shape), self.device)
         for i in range(self.calls):
             xi = fresh_input(x.detach().cpu(), self.rng)
-            run = self.worker.run_timed(self.op, xi, k, self.device)
+            seed = int(torch.randint(0, 2**62, (1,), generator=self.rng)) if self.op == "call" else None
+            run = self.worker.run_timed(self.op, xi, k, self.device, seed=seed)
             timing.windows.append(run.window_s)
             timing.reported.append(run.reply.get("op_s"))
             timing.op_empty = timing.op_empty or bool(run.reply["times"].get("op_empty"))
             if not self.wrong:
+                computed_on = perturb(xi.to(self.device), seed) if seed is not None else xi
                 check = LayerCheck(self.tolerance)
-                check(layer, xi, k, run.y)
+                check(layer, computed_on, k, run.y)
                 if check.first_wrong:
                     self.wrong = f"timed call {i + 1}, on fresh inputs: {check.first_wrong}"
         self.layers.append(timing)

@@ -7,8 +7,9 @@ Requests (one JSON message each; arrays in the shared memory whose descriptor ca
                there, and the submission's code does not run in it
     prepare    load the library / module, run its set-up (get_device_properties)
     call       x, k to the device, y filled with NaN, the implementation called and synchronized, y (and x, k as
-               the call left them) back; with "timed": after the synchronize an event "done" goes to the parent
-               at once, whose clock has run since it sent the request
+               the call left them) back; with "timed": once x, k and y are on the device the child says "ready";
+               the parent's "go" (its clock starts) brings a seed, with which x is scaled (protocol.perturb) before
+               the call, so that no work on it can start earlier; after the synchronize the child says "done"
     layer      host to host, as the network runs a layer (a mini-dnn file's prolog, conv_forward_gpu, epilog); with
                "timed": the shim stops before conv_forward_gpu and says "ready", runs it when the parent says "go"
                (the parent's clock starts there) and says "done" after its cudaDeviceSynchronize
@@ -28,12 +29,11 @@ from pathlib import Path
 import torch
 
 from convbench.core.errors import UsageError
-from convbench.core.shapes import output_shape
 from convbench.core.timing import synchronize, timed
 from convbench.user import nvcc_build
 from convbench.user.base import BuildOptions, UserImpl
 from convbench.user.loader import load_unguarded
-from convbench.user.protocol import PHASE_BYTES, Shared, receive, send
+from convbench.user.protocol import PHASE_BYTES, Shared, check_go, perturb, receive, send
 
 ENTRY = "import sys; from convbench.user.child import child_main; sys.exit(child_main(sys.argv[1:]))"
 
@@ -62,21 +62,22 @@ class Handshake:
         self.sock = sock
         self.active = False
 
-    def __call__(self, point: int) -> None:
+    def __call__(self, point: int) -> int | None:
+        """At 1: "ready", then the parent's "go" and its seed; at 2: "done"."""
         if not self.active:
-            return
+            return None
         try:
             if point == 1:
                 send(self.sock, {"event": "ready"})
                 message, fds = receive(self.sock)
                 for fd in fds:
                     os.close(fd)
-                if message.get("op") != "go":
-                    _leave(1)
-            elif point == 2:
+                return check_go(message)
+            if point == 2:
                 send(self.sock, {"event": "done"})
         except (EOFError, OSError, ValueError):
-            _leave(0)  # the parent is gone
+            _leave(0)  # the parent is gone, or said something else than go
+        return None
 
 
 def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, handshake: Handshake) -> dict:
@@ -88,17 +89,24 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
     times: dict = {}
     if request["op"] == "call":
         k_dev = k.to(device)
-        x_dev = x.to(device)
+        x_dev = x.to(device) if device != "cpu" or not timed_call else x.clone()
         y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
+        if timed_call:
+            synchronize(device)
+            handshake.active = True
+            seed = handshake(1)
+            if seed is not None:
+                perturb(x_dev, seed)
         shared.set_phase("conv_forward")
         _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
         synchronize(device)
         if timed_call:
-            send(sock, {"event": "done"})
+            handshake(2)
+            handshake.active = False
         shared.set_phase("")
         reported = impl.reported_op_time()
         y.copy_(y_dev)
-        if device != "cpu":  # what the kernel left in its inputs goes back, for the parent's check
+        if device != "cpu" and not timed_call:  # what the kernel left in its inputs goes back, for the check
             x.copy_(x_dev)
             k.copy_(k_dev)
         times = dict(getattr(impl, "last_times", {}) or {})
@@ -140,30 +148,13 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             "times": times}
 
 
-def _calibration_impl(handshake: Handshake) -> UserImpl:
-    """convbench's own empty implementation, run by the parent's calibration child: what a timed call costs when
-    the call itself does nothing (the parent subtracts it). Its layer goes through the handshake as a mini-dnn
-    shim's does."""
-    def nothing(x, k, y):
-        return None
-
-    def host_layer(x_host, k):
-        handshake(1)
-        synchronize("cuda" if torch.cuda.is_available() else "cpu")
-        handshake(2)
-        return torch.empty(output_shape(x_host.shape, k.shape))
-
-    return UserImpl("calibration", "any", "nothing (the cost of a timed call around an empty one)", "", nothing,
-                    writes_into=True, host_layer=host_layer, kind="calibration")
-
-
 def child_main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
     handshake = Handshake(sock)
     nvcc_build.use_timing_hook(handshake)
     try:
-        impl = _calibration_impl(handshake) if kind == "calibration" else load_unguarded(kind, path, options)
+        impl = load_unguarded(kind, path, options)
     except BaseException as e:  # noqa: BLE001 - everything goes back to the parent as one line
         send(sock, {"status": "error", "stage": "load", "message": _message(e)})
         return 1

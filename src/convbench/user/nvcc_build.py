@@ -266,7 +266,13 @@ def use_phase_buffer(address: int | None, size: int = PHASE_BYTES) -> None:
 
 HOOK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_int)
 _HOOK: list = [lambda point: None]
-_HOOK_POINTER = HOOK_TYPE(lambda point: _HOOK[0](point))  # one C function for the process, alive as long as it
+
+
+def _hook(point: int) -> None:
+    _HOOK[0](point)  # what the handler returns (a timed call's seed) is not the C side's business
+
+
+_HOOK_POINTER = HOOK_TYPE(_hook)  # one C function for the process, alive as long as it
 
 
 def use_timing_hook(handler) -> None:

@@ -149,6 +149,31 @@ def check_event(message: dict, expected: str) -> dict:
     return {"event": expected}
 
 
+# --------------------------------------------------------------------------------------- the timed call's secret
+
+
+PERTURBATION = 0.01
+
+
+def perturb(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """x scaled in place, element by element, by 1 + u with |u| < PERTURBATION, u drawn from `seed` on x's device:
+    the input a timed call computes on, known to no one before the parent sends the seed with "go". The child
+    and the parent (for its check) run this same code on the same kind of device, and get the same bits."""
+    generator = torch.Generator(device=x.device).manual_seed(int(seed))
+    factor = torch.rand(x.shape, generator=generator, device=x.device)
+    return x.mul_(factor.mul_(2 * PERTURBATION).add_(1 - PERTURBATION))
+
+
+def check_go(message: dict) -> int | None:
+    """The parent's "go" of a timed call, and its seed (None for a layer, whose input is the prolog's)."""
+    if message.get("op") != "go":
+        raise Malformed("a timed call that was not told to go")
+    seed = message.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+        raise Malformed("a seed that is not a number")
+    return seed
+
+
 # ------------------------------------------------------------------------------------------------- shared memory
 
 

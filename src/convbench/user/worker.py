@@ -275,14 +275,14 @@ class TimedRun:
 class Worker:
     """One child process for one submission; `run` sends it a call or a layer."""
 
-    def __init__(self, kind: str, path: Path | None, options: BuildOptions, hint: str = "", *,
+    def __init__(self, kind: str, path: Path, options: BuildOptions, hint: str = "", *,
                  builds: Path | None = None, siblings: bool = True):
         # a bad setting is one line before anything starts (they are read again at each call: they may change)
         timeout_s(), memory_limit_bytes()
         self.total_s = total_timeout_s()
         self.kind, self.options, self.hint = kind, options, hint
-        self.path = Path(path) if path is not None else Path("calibration")
-        self.workspace = Workspace(self.path, kind, options, builds, siblings) if path is not None else None
+        self.path = Path(path)
+        self.workspace = Workspace(self.path, kind, options, builds, siblings)
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.shared: Shared | None = None
@@ -306,8 +306,6 @@ class Worker:
 
     def _inside(self) -> tuple[str, str | None]:
         """The submission's path and header as the child sees them."""
-        if self.workspace is None:
-            return "calibration", None
         if self.sandboxed:
             header = f"/options/{self.workspace.header.name}" if self.workspace.header else None
             return f"{sandbox.SUBMISSION}/{self.path.name}", header
@@ -457,14 +455,16 @@ class Worker:
         result = self._run(op, x, k, device, timed=False, copy=copy)
         return result.y, result.reply
 
-    def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str) -> TimedRun:
-        """As run, on a fresh shared memory the child sees only with the request, timed by convbench's clock: from
-        sending the request (op "call") or "go" (op "layer", once the file's prolog has run) to the child's
-        "done" after its synchronize. y is a view of that memory, valid until the next call."""
-        return self._run(op, x, k, device, timed=True, copy=False)
+    def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, seed: int | None = None
+                  ) -> TimedRun:
+        """As run, on a fresh shared memory, timed by convbench's clock: from "go" (sent once the child has its
+        inputs on the device, or for a layer once the file's prolog has run) to the child's "done" after its
+        synchronize. With a `seed` (op "call"), x is scaled by protocol.perturb(x, seed) right after "go": the
+        output is that input's. y is a view of the shared memory, valid until the next call."""
+        return self._run(op, x, k, device, timed=True, copy=False, seed=seed)
 
-    def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True
-             ) -> TimedRun:
+    def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True,
+             seed: int | None = None) -> TimedRun:
         self.prepare()
         x_host = x.detach().to("cpu", torch.float32).contiguous()
         k_host = k.detach().to("cpu", torch.float32).contiguous()
@@ -486,21 +486,16 @@ class Worker:
                    "k": [offsets[1], list(k_host.shape)], "y": [offsets[2], list(y_shape)], "timed": timed}
         window = 0.0
         if timed:
-            started = time.perf_counter()
             self._send(message, fds)
-            if op == "layer":
-                first = self._reply(what, expect="ready")
-                if "event" in first:
-                    started = time.perf_counter()
-                    self._send({"op": "go"})
-                    done = self._reply(what, expect="done")
-                else:
-                    done = first  # it ended before the op (an error is raised in _reply; a result is refused)
-            else:
-                done = self._reply(what, expect="done")
+            ready = self._reply(what, expect="ready")
+            if "event" not in ready:  # it ended before the call (an error is raised in _reply; a result is refused)
+                self._fail(f"the sandbox process answered before its timed call ran while {what}", kill=True)
+            started = time.perf_counter()
+            self._send({"op": "go", "seed": seed} if seed is not None else {"op": "go"})
+            done = self._reply(what, expect="done")
             window = time.perf_counter() - started
             if "event" not in done:
-                self._fail(f"the sandbox process answered before its timed call ran while {what}", kill=True)
+                self._fail(f"the sandbox process answered before its timed call ended while {what}", kill=True)
             reply = self._reply(what)
         else:
             self._send(message, fds)
@@ -727,25 +722,32 @@ def as_impl(worker: Worker) -> UserImpl:
 
 
 class Calibration:
-    """What a timed call costs around an empty implementation, measured in a child of convbench's own (no
-    submission in it) started exactly as a submission's: the parent subtracts it from every timed window. The
-    least of REPEATS runs, per op and shapes."""
+    """What a timed call costs around an empty implementation of the same kind, measured in children of convbench's
+    own (user/calibration/: an empty Python kernel, bare kernel, mini-dnn file and MXNet-era file) started exactly
+    as a submission's and going through the same shim: the parent subtracts it from every timed window. The least
+    of REPEATS runs, per kind, op and shapes."""
 
     REPEATS = 7
+    FILES = {"python": "empty.py", "mxnet": "empty-kernel.cu", "minidnn": "minidnn", "mxnet-forward": "mxnet"}
 
     def __init__(self):
-        self.worker = Worker("calibration", None, BuildOptions())
-        self.worker.quiet = True
+        self.workers: dict[str, Worker] = {}
         self.cache: dict = {}
 
-    def cost(self, op: str, x_shape, k_shape, device: str) -> float:
-        key = (op, tuple(x_shape), tuple(k_shape), device)
+    def cost(self, kind: str, op: str, x_shape, k_shape, device: str) -> float:
+        key = (kind, op, tuple(x_shape), tuple(k_shape), device)
         if key not in self.cache:
-            if self.worker.proc is None:
-                self.worker.start()
+            worker = self.workers.get(kind)
+            if worker is None:
+                path = Path(__file__).with_name("calibration") / self.FILES[kind]
+                worker = self.workers[kind] = Worker(kind, path, BuildOptions())
+                worker.quiet = True
             x, k = torch.zeros(tuple(x_shape)), torch.zeros(tuple(k_shape))
-            self.cache[key] = min(self.worker.run_timed(op, x, k, device).window_s for _ in range(self.REPEATS))
+            self.cache[key] = min(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None).window_s
+                                  for _ in range(self.REPEATS))
         return self.cache[key]
 
     def close(self) -> None:
-        self.worker.remove()
+        for worker in self.workers.values():
+            worker.remove()
+        self.workers.clear()
