@@ -18,6 +18,7 @@ import mmap
 import os
 import re
 import socket
+import time
 
 import torch
 
@@ -50,10 +51,11 @@ def send(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
     sock.sendmsg([data], ancillary)
 
 
-def receive(sock: socket.socket) -> tuple[dict, list[int]]:
+def receive(sock: socket.socket, wait: bool = True) -> tuple[dict, list[int]]:
     """One message and the file descriptors that came with it; EOFError when the other side is gone; Malformed for
-    anything that is not a JSON object (the descriptors are closed first)."""
-    data, fds, flags, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+    anything that is not a JSON object (the descriptors are closed first). `wait=False`: BlockingIOError at once
+    when no message is there (a timed call's busy wait)."""
+    data, fds, flags, _ = socket.recv_fds(sock, MAX_MESSAGE, 4, 0 if wait else socket.MSG_DONTWAIT)
     if not data:
         for fd in fds:
             os.close(fd)
@@ -153,6 +155,18 @@ def check_event(message: dict, expected: str) -> dict:
 
 
 PERTURBATION = 0.01
+
+
+def receive_soon(sock: socket.socket, spin_s: float) -> tuple[dict, list[int]]:
+    """receive(), polling without sleep for up to `spin_s` first: a process that sleeps in recv is woken late on a
+    virtual machine (hundreds of microseconds), which a timed call must not count."""
+    end = time.perf_counter() + spin_s
+    while time.perf_counter() < end:
+        try:
+            return receive(sock, wait=False)
+        except BlockingIOError:
+            continue
+    return receive(sock)
 
 
 def perturb(x: torch.Tensor, seed: int) -> torch.Tensor:
