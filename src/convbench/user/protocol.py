@@ -28,7 +28,7 @@ PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
 ALIGN = 4096
 MAX_MESSAGE = 1 << 16
 MAX_TEXT = 2000  # characters of any one string the child sends
-NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,100}$")
+NAME = re.compile(r"^(?! )[^\x00-\x1f\x7f-\x9f]{1,100}(?<! )$")  # a file or folder name: spaces inside only
 DEVICES = ("cpu", "cuda", "any")
 STAGES = ("load", "build", "prepare", "call", "layer")
 REPORTED_TIMES = ("prolog_s", "op_s", "epilog_s", "layer_s")
@@ -41,8 +41,8 @@ class Malformed(ValueError):
 def printable(text: str, limit: int = MAX_TEXT) -> str:
     """`text` cut to `limit` characters with every control character but newline and tab written as an escape
     (\\x1b...): what a submission prints or sends never moves a terminal's cursor or colours a page."""
-    text = text[:limit]
-    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+    escaped = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text[:limit])
+    return escaped[:limit]
 
 
 def send(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
@@ -102,9 +102,9 @@ def check_meta(message: dict) -> dict:
         return check_reply(message)
     if message.get("status") != "ok":
         raise Malformed("its first message is neither a description of the file nor an error")
-    name = _text(message, "name", limit=100)
-    if not NAME.match(name):
-        raise Malformed("a name that is not one word of at most 100 characters")
+    name = message.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise Malformed("a name that is not a file name of at most 100 characters")
     device = message.get("device")
     if device not in DEVICES:
         raise Malformed("a device other than cpu, cuda or any")
@@ -128,7 +128,8 @@ def check_reply(message: dict) -> dict:
                 "message": _text(message, "message", "failed").replace("\n", " ")}
     if status != "ok":
         raise Malformed("an answer that is neither a result nor an error")
-    times = message.get("times") or {}
+    times = message.get("times", {})
+    times = {} if times is None else times
     if not isinstance(times, dict):
         raise Malformed("times that are not an object")
     checked: dict = {k: _seconds(times.get(k), k) for k in REPORTED_TIMES if k in times}
