@@ -70,11 +70,15 @@ def add_team(db: str, name: str, staff: bool = False) -> str:
 
 
 class Server(ServeProcess):
-    """`convbench serve` with CPU graders and the fastest grading settings."""
+    """`convbench serve` with CPU graders and the fastest grading settings. The tests' kernels are trusted code:
+    --allow-unsandboxed lets them run where this machine has no working sandbox (where it has one, it is used and
+    the flag changes nothing); sandboxed=False leaves the flag out."""
 
-    def __init__(self, db: str, folder: Path, *extra: str, workers: int = 1):
+    def __init__(self, db: str, folder: Path, *extra: str, workers: int = 1, sandboxed: bool = False,
+                 env: dict | None = None):
         super().__init__(db, folder, ["--device", "cpu", "--workers", str(workers), "--sizes", "10", "--shapes", "1",
-                                      "--repeats", "1", "--rate-limit", "0", *extra])
+                                      "--repeats", "1", "--rate-limit", "0",
+                                      *([] if sandboxed else ["--allow-unsandboxed"]), *extra], env=env)
 
     def start(self, timeout: float = 120) -> Server:
         try:
@@ -98,3 +102,17 @@ class Server(ServeProcess):
                 return body
             time.sleep(0.5)
         raise AssertionError(f"submission {sub_id} not {states} in {timeout} s: {body}; {self.tail(2000)}")
+
+
+def run_convbench(*argv: str, cwd: Path | None = None, env: dict | None = None,
+                  timeout: float = 180) -> subprocess.CompletedProcess:
+    """`convbench ARGV...` in a process of its own, to its end: (returncode, stdout, stderr) as text."""
+    return subprocess.run([*CONVBENCH, *map(str, argv)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+
+def submit_no_wait(server: Server, token: str, path: Path) -> int:
+    """`convbench submit PATH --no-wait`: the new submission's number."""
+    out = run_convbench("submit", path, "--server", server.url, "--token", token, "--no-wait", timeout=120)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip())

@@ -18,14 +18,17 @@ from pathlib import Path
 from convbench.cli.grade import _sizes
 from convbench.core import ui
 from convbench.core.errors import UsageError
-from convbench.user.worker import HIDE_ENV
+from convbench.core.printable import visible
 
 try:
-    from convbench.service import DEFAULT_DB, archive, db, jobs, store, web
+    from convbench.service import DEFAULT_DB, archive, db, jobs, lease, sandboxing, store, web
 except ImportError as e:  # the service extra is missing: one line, as for any other bad set-up
     raise UsageError(f"the grading service needs the package {e.name or e}, which is not installed; install the "
                      "service extra: pip install -e '.[service]'") from None
 
+
+
+HIDE_ENV = "CONVBENCH_SANDBOX_HIDE"  # folders the sandbox hides from kernels (convbench.user.sandbox reads it)
 
 
 def _db_url(args) -> str:
@@ -60,10 +63,33 @@ def _deadlines(items: list[str] | None) -> tuple[tuple[str, datetime.datetime], 
             moment = datetime.datetime.fromisoformat(when)
         except ValueError:
             moment = None
-        if not name or moment is None:
-            raise UsageError(f"--deadline {item!r}: give MILESTONE=YYYY-MM-DDTHH:MM[+ZONE], e.g. m3=2026-12-01T23:59")
+        if not name or moment is None or not store.MILESTONE.fullmatch(name):
+            raise UsageError(f"--deadline {item!r}: give MILESTONE=YYYY-MM-DDTHH:MM[+ZONE], e.g. m3=2026-12-01T23:59 "
+                             f"(a milestone is 1-{store.MILESTONE_CHARS} letters, digits, '_', '.', '-')")
         out.append((name, moment if moment.tzinfo else moment.astimezone()))
     return tuple(out)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything else starts (the database, the cluster): a port in use
+    is one line here, not a Dask traceback later. uvicorn serves on this very socket, so nothing can take the port
+    in between."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        raise UsageError(f"--host {host}: not an address of this machine ({e}); give 127.0.0.1, 0.0.0.0 or a name "
+                         "that resolves") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart meets TIME_WAIT
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port} ({e.strerror}); another program (another serve?) has it: "
+                         "stop it or choose another --port") from None
+    sock.set_inheritable(False)
+    return sock
 
 
 def _quiet_dask() -> None:
@@ -108,59 +134,129 @@ def _local_cluster(device: str, workers: int | None):
     for spec in specs.values():
         spec["options"]["memory_limit"] = _memory_share(len(specs))
         spec["options"]["env"].update(_thread_share(len(specs)))
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1"}},
-                       workers=specs, silence_logs=40), len(specs)
+    # allowed_failures=0: Dask must not re-run a task whose worker died (a kernel that exhausts memory would take
+    # down grader after grader); the dispatcher reports it, the staff re-run it
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": "127.0.0.1:0", "host": "127.0.0.1",
+                                               "allowed_failures": 0}}
+    return SpecCluster(scheduler=scheduler, workers=specs, silence_logs=40), len(specs)
+
+
+def _check_scheduler(client, address: str) -> None:
+    """An external scheduler must not re-run a task on other workers either (see _local_cluster)."""
+    failures = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
+    if failures != 0:
+        raise UsageError(f"--scheduler {address}: that scheduler re-runs a task on {failures} more worker(s) after its "
+                         "worker dies; start it with DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=0 dask scheduler")
+
+
+def _sandbox_env(state) -> None:
+    """What the sandbox check found, in the environment the graders start with (recorded with each grade)."""
+    os.environ[jobs.SANDBOX_ENV] = state.backend if state.ok else f"none ({sandboxing.FLAG})"
 
 
 def cmd_serve(args) -> int:
+    """Checks that touch nothing first (the options, the port, whether another server holds the database, the
+    sandbox), then the database and its lease: only the server holding the lease re-queues jobs and starts a
+    cluster."""
     _quiet_dask()
-    import uvicorn
-    from distributed import Client
-
     for option, value in (("--course-weights", args.course_weights), ("--data-dir", args.data_dir)):
         if value and not args.scheduler and not Path(value).is_dir():  # the local graders read it from here
             raise UsageError(f"{option} {value}: no such folder; give the folder of the staff's files (for "
                              "--course-weights: minidnn/weights-86.bin, mxnet/<net>-*.params)")
-    sessions = _sessions(args)
-    folder = db.local_folder(_db_url(args))
-    if folder is not None:  # kernels graded by the local cluster must not read the database file
-        os.environ[HIDE_ENV] = os.pathsep.join(filter(None, [os.environ.get(HIDE_ENV), str(folder)]))
+    if not store.MILESTONE.fullmatch(args.milestone):
+        raise UsageError(f"--milestone {args.milestone!r}: use 1-{store.MILESTONE_CHARS} letters, digits, '_', '.', "
+                         "'-', e.g. m3")
     device = args.device or ("cuda" if _has_gpu() else "cpu")
     settings = jobs.Settings(device=device, sizes=tuple(_sizes(args.sizes)), shapes=args.shapes, net=args.net,
                              course_weights=str(Path(args.course_weights).resolve()) if args.course_weights else None,
                              data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
                              repeats=args.repeats)
     policy = web.Policy(max_upload_bytes=int(args.max_upload_kib * 1024), rate_limit_s=args.rate_limit,
-                        deadlines=_deadlines(args.deadline), default_milestone=args.milestone)
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler, timeout="20s")
-        where = f"the Dask scheduler at {args.scheduler}"
-    else:
-        cluster, count = _local_cluster(device, args.workers)
-        client = Client(cluster)
-        where = f"a local Dask cluster of {count} {'GPU' if device == 'cuda' else 'CPU'} worker(s)"
-    dispatcher = jobs.Dispatcher(sessions, client, settings)
-    dispatcher.start()
-    app = web.create_app(sessions, policy, {"device": device, "cluster": where})
-    ui.note(f"serve: http://{args.host}:{args.port}/ on {where}; grading on {device}, sizes "
-            f"{','.join(map(str, settings.sizes))}")
+                        deadlines=_deadlines(args.deadline), default_milestone=args.milestone, device=device)
+    listening = _listen(args.host, args.port)
+    # kernels graded here must not see the database file nor the staff's files: hidden before the self-test, which
+    # checks that they are
+    hide = [db.local_folder(_db_url(args)), args.course_weights, args.data_dir]
+    hide = [str(Path(p).resolve()) for p in hide if p and Path(p).is_dir()]
+    os.environ[HIDE_ENV] = os.pathsep.join(filter(None, [os.environ.get(HIDE_ENV), *hide]))
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        address = f"http://{args.host}:{args.port}"
+        as_is = db.unmigrated(_db_url(args))
+        if as_is is not None:  # before any migration; nor is a new database made only to be refused
+            lease.Lease(as_is, url=address).refuse_if_held(lease.database_name(as_is))
+            as_is.kw["bind"].dispose()
+        # the local graders run here; with --scheduler each `convbench worker` checks its own machine
+        sandbox = None if args.scheduler else sandboxing.check(device, args.allow_unsandboxed, "serve")
+        sessions = _sessions(args)
+        hold = lease.Lease(sessions, url=address)
+        hold.acquire(lease.database_name(sessions))
+    except BaseException:
+        listening.close()
+        raise
+    lost: list[str] = []
+    servers: list = []  # the web server once made: stopped when the lease is lost
+
+    def on_lost(why: str) -> None:
+        lost.append(why)
+        for server in servers:
+            server.should_exit = True
+
+    hold.start_heartbeat(on_lost)  # at once: starting the cluster may take longer than the lease's TTL
+    try:
+        _serve(args, settings, policy, sandbox, sessions, hold, listening, servers)
     finally:
-        dispatcher.stop()
-        client.close()
+        listening.close()
+        if not hold.lost.is_set():
+            hold.release()
+    if lost:
+        raise UsageError(f"serve stopped: it lost the database's lease ({lost[0]}); no two servers may run on one "
+                         "database: check for another serve, then start this one again")
+    return 0
+
+
+def _serve(args, settings, policy, sandbox, sessions, hold, listening, servers: list) -> None:
+    """serve, once it holds the database's lease: the cluster, the dispatcher, the web server (until it stops)."""
+    import uvicorn
+    from distributed import Client
+
+    device = settings.device
+    if sandbox is not None:
+        _sandbox_env(sandbox)
+    cluster = client = dispatcher = None
+    try:
+        if args.scheduler:
+            client = Client(args.scheduler, timeout="20s")
+            _check_scheduler(client, args.scheduler)
+            where = f"the Dask scheduler at {args.scheduler}"
+        else:
+            cluster, count = _local_cluster(device, args.workers)
+            client = Client(cluster)
+            where = f"a local Dask cluster of {count} {'GPU' if device == 'cuda' else 'CPU'} worker(s)"
+        dispatcher = jobs.Dispatcher(sessions, client, settings, hold)
+        dispatcher.start()
+        app = web.create_app(sessions, policy, {"device": device, "cluster": where}, sandbox)
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        servers.append(server)
+        if hold.lost.is_set():
+            return
+        ui.note(f"serve: http://{args.host}:{args.port}/ on {where}; grading on {device}, sizes "
+                f"{','.join(map(str, settings.sizes))}")
+        server.run(sockets=[listening])
+    finally:
+        if dispatcher is not None:
+            dispatcher.stop()
+        if client is not None:
+            client.close()
         if cluster is not None:
             cluster.close()
-    return 0
 
 
 def _visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries: one grader each."""
     import torch
 
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return [v for v in visible.split(",") if v] if visible else [str(i) for i in range(torch.cuda.device_count())]
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return [v for v in listed.split(",") if v] if listed else [str(i) for i in range(torch.cuda.device_count())]
 
 
 def _has_gpu() -> bool:
@@ -185,8 +281,8 @@ def cmd_submit(args) -> int:
             reply = http.post("/api/submissions", files={"file": (f"{name}.tar.gz", data, "application/gzip")},
                               data={"milestone": args.milestone} if args.milestone else {})
             body = _json(reply)
-            ui.note(f"submit: {name} is submission #{body['id']}, position {body['position']} in the queue "
-                    f"({server}{body['url']})")
+            ui.note(visible(f"submit: {name} is submission #{body['id']}, position {body['position']} in the queue "
+                            f"({server}{body['url']})"))
             if args.no_wait:
                 print(body["id"])
                 return 0
@@ -196,7 +292,8 @@ def cmd_submit(args) -> int:
                 sub = _json(http.get(f"/api/submissions/{body['id']}"))
                 shown = (sub["state"], sub["position"])
                 if shown != last:
-                    ui.note(f"submit: {sub['state']}" + (f", position {sub['position']}" if sub["position"] else ""))
+                    ui.note(visible(f"submit: {sub['state']}" + (f", position {sub['position']}" if sub["position"]
+                                                                  else "")))
                     last = shown
                 if sub["state"] in ("done", "failed"):
                     break
@@ -215,31 +312,43 @@ def _json(reply) -> dict:
         body = reply.json()
     except ValueError:
         body = {}
+    if not isinstance(body, dict):
+        body = {}
     if reply.status_code >= 400:
-        raise UsageError(f"the server refused ({reply.status_code}): {body.get('error') or reply.text[:200]}")
+        why = " ".join(str(body.get("error") or reply.text[:200]).split())
+        raise UsageError(f"the server refused ({reply.status_code}): {visible(why)}")
     return body
 
 
 def _print_result(sub: dict) -> None:
+    """The grade as `grade` prints it. Every string in it came from the server, and some from the kernel (what it
+    printed, its error's message): control characters are shown escaped, never sent to the terminal."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    def v(value) -> str:
+        return visible(str(value))
 
     result = sub.get("result") or {}
     grade = result.get("grade") or {}
     if sub["state"] == "failed":
-        print(f"submission #{sub['id']}: the job failed: {result.get('error', '?')}")
+        print(f"submission #{v(sub['id'])}: the job failed: {v(result.get('error', '?'))}")
         return
-    print(f"submission #{sub['id']}: {sub['verdict']}" + (f" ({grade['detail']})" if grade.get("detail") else ""))
-    table = Table(title=f"on {sub['gpu']}: Op Time and Correctness (timed by the server)")
+    detail = f" ({v(grade['detail'])})" if grade.get("detail") else ""
+    print(f"submission #{v(sub['id'])}: {v(sub['verdict'])}{detail}")
+    table = Table(title=escape(f"on {v(sub['gpu'])}: Op Time and Correctness (timed by the server)"))
     for col in ("images", "Correctness", "reference", "Op Time per layer (s)", "Layer Time per layer (s)"):
         table.add_column(col, justify="right")
     for n, c in (grade.get("correctness") or {}).items():
-        table.add_row(n, str(c), str(grade["reference"].get(n, "")),
+        table.add_row(escape(v(n)), escape(v(c)), escape(v(grade["reference"].get(n, ""))),
                       " ".join(f"{t:.6f}" for t in grade["op_times"].get(n, [])),
                       " ".join(f"{t:.6f}" for t in grade["layer_times"].get(n, [])))
     Console(highlight=False).print(table)
+    if grade.get("output"):
+        print("what it printed:\n" + v(grade["output"]).rstrip("\n"))
     if result.get("flags"):
-        print("not ranked: " + "; ".join(result["flags"]))
+        print("not ranked: " + "; ".join(v(f) for f in result["flags"]))
     elif sub["ranked"]:
         print(f"ranked: Σ Op Time {sub['op_time_s'] * 1000:.3f} ms")
 
@@ -251,6 +360,7 @@ def cmd_worker(args) -> int:
     from distributed import Nanny
 
     device = args.device or ("cuda" if _has_gpu() else "cpu")
+    _sandbox_env(sandboxing.check(device, args.allow_unsandboxed, "worker"))  # before joining: no job yet
     if device == "cuda":
         specs = [({jobs.GPU_RESOURCE: 1}, {"CUDA_VISIBLE_DEVICES": i}, f"{socket.gethostname()}-gpu{i}")
                  for i in _visible_gpus()]

@@ -7,6 +7,20 @@ import argparse
 
 from convbench.service import DEFAULT_DB, DEFAULT_PORT, REPEATS
 
+UNSANDBOXED_HELP = ("grade even where the sandbox's self-test fails: kernels then run without it, so for trusted "
+                    "code only (every page says so)")
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port; use a whole number from 1 to 65535") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range; use a whole number from 1 to 65535")
+    return port
+
 
 def add_parsers(sub, positive_int) -> None:
     """The service's sub-commands, on main.py's parser."""
@@ -20,7 +34,7 @@ def add_parsers(sub, positive_int) -> None:
 
     serve = sub.add_parser("serve", help="grading service: the web application, the queue and a local Dask cluster")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=positive_int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     serve.add_argument("--db", help=db_help)
     serve.add_argument("--scheduler", metavar="ADDRESS", help="use a running Dask scheduler (tcp://HOST:8786) "
                        "instead of starting a local cluster; add GPUs to it with `convbench worker`")
@@ -34,12 +48,14 @@ def add_parsers(sub, positive_int) -> None:
     serve.add_argument("--data-dir", metavar="DIR", help="staff-held test images (Fashion-MNIST ubyte files the "
                        "students never saw), on every worker; default: the usual test set")
     serve.add_argument("--repeats", type=positive_int, default=REPEATS,
-                       help=f"extra timed runs of the largest size for the spread (default {REPEATS})")
+                       help=f"the largest size's timed calls per layer are 1 + this, at least 3; their spread "
+                       f"decides ties (default {REPEATS})")
     serve.add_argument("--rate-limit", type=float, default=30.0, help="seconds between a team's submissions (30)")
     serve.add_argument("--max-upload-kib", type=float, default=2048, help="largest upload (default 2048 KiB)")
     serve.add_argument("--milestone", default="final", help="the milestone uploads count for (default final)")
     serve.add_argument("--deadline", action="append", metavar="MILESTONE=TIME",
                        help="uploads after TIME are marked late (repeatable), e.g. m3=2026-12-01T23:59")
+    serve.add_argument("--allow-unsandboxed", action="store_true", help=UNSANDBOXED_HELP)
 
     submit = sub.add_parser("submit", help="grading service: upload a file or folder, follow it, print the grade")
     submit.add_argument("path", metavar="PATH", help="a kernel file or the folder that holds it")
@@ -54,3 +70,4 @@ def add_parsers(sub, positive_int) -> None:
     worker.add_argument("--scheduler", required=True, metavar="ADDRESS", help="tcp://HOST:PORT of the scheduler")
     worker.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda where there is a GPU")
     worker.add_argument("--workers", type=positive_int, help="CPU graders to start (CPU only; default 1)")
+    worker.add_argument("--allow-unsandboxed", action="store_true", help=UNSANDBOXED_HELP)

@@ -240,6 +240,8 @@ class TimedCalls:
                 check(layer, computed_on, k, run.y)
                 if check.first_wrong:
                     self.wrong = f"timed call {i + 1}, on fresh inputs: {check.first_wrong}"
+            del run, xi
+            self.worker.release()
         self.layers.append(timing)
 
 

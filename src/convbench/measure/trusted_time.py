@@ -5,9 +5,10 @@ Why: a submission runs in its own process, which it controls entirely. Its timer
 and the messages carrying its times can be rebound or forged; inputs it has seen can be answered from a table it
 filled at import time. So for every conv layer at every size grade makes CALLS timed calls of its own:
 
-  input    the layer's real input (images, or the previous layer's activations), its images shuffled and each
-           value scaled by 1 + u, |u| <= 1 %, u drawn from a seed the submission never sees: the statistics of
-           real data, bytes no one could have prepared for
+  input    the layer's real input (images, or the previous layer's activations), its images shuffled by a secret
+           order, staged on the device before the clock starts; then, with "go", a seed the child must use to scale
+           every value by 1 + u, |u| < 1 % (protocol.perturb): the statistics of real data, bytes no one could have
+           prepared for, and no work on them before the clock runs
   clock    the parent's: from sending the request to the child's "done" after its synchronize (op "call": the
            call with its input copied to the device; op "layer", a mini-dnn file: from "go", sent once the
            file's prolog has run, to "done" after conv_forward_gpu + cudaDeviceSynchronize), minus what the same
@@ -42,7 +43,6 @@ CALLS = 3  # timed calls per layer and size (at the largest size, 1 + the re-tim
 # trip between processes jitters by tens of microseconds on a GPU grader; on a busy CPU machine the parent waits
 # for a core for milliseconds (and spinning OpenMP threads hold the cores after a call).
 MARGINS = {"cuda": (0.10, 50e-6), "cpu": (0.25, 5e-3)}
-PERTURBATION = 0.01
 # The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
 # faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
 # only when it would need more than this many times the measured rates.
@@ -55,10 +55,8 @@ def secret_rng() -> torch.Generator:
 
 
 def fresh_input(x: torch.Tensor, rng: torch.Generator) -> torch.Tensor:
-    """The layer's input with its images in a secret order and every value scaled by a secret factor within 1 %."""
-    order = torch.randperm(x.shape[0], generator=rng)
-    scale = 1 + PERTURBATION * (2 * torch.rand(x.shape, generator=rng) - 1)
-    return (x[order] * scale).contiguous()
+    """The layer's input with its images in a secret order (the seed sent with "go" then scales every value)."""
+    return x[torch.randperm(x.shape[0], generator=rng)].contiguous()
 
 
 @dataclass

@@ -9,6 +9,7 @@ Tables:
     submissions  one upload: the archive of its files (stored with the row, before the upload is acknowledged),
                  its state (queued -> running -> done | failed), the grade (JSON), where and when it ran
     events       what happened to a submission (queued, started on a worker, re-queued, graded, hidden, ...)
+    server_lease one row: the `convbench serve` that owns the queue (holder, host, pid, heartbeat; lease.py)
 """
 
 from __future__ import annotations
@@ -95,6 +96,21 @@ class Submission(Base):
     result: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # the grade, the machine, the flags
 
 
+class ServerLease(Base):
+    """Which `convbench serve` owns the queue: one row (id 1), written only through lease.py."""
+
+    __tablename__ = "server_lease"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    holder: Mapped[str | None] = mapped_column(String(64), nullable=True)  # a random id per serve; None: free
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    url: Mapped[str | None] = mapped_column(String(255), nullable=True)  # where that serve listens
+    acquired: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    heartbeat: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # bumped by every write: a take-over is a compare-and-swap on it, so two starting servers cannot both win
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class Event(Base):
     __tablename__ = "events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -149,6 +165,20 @@ def migrate(engine: Engine) -> None:
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+def unmigrated(url: str) -> sessionmaker | None:
+    """Sessions on the database at `url` as it is (no migration), for reading it before deciding to change it; None
+    for an SQLite file that does not exist yet (opening it would create it)."""
+    from sqlalchemy.engine import make_url
+
+    engine = engine_for(url)
+    if engine.url.drivername.startswith("sqlite"):
+        database = make_url(url).database
+        if not database or database == ":memory:" or not Path(database).is_file():
+            engine.dispose()
+            return None
+    return sessionmaker(engine, expire_on_commit=False)
 
 
 def connect(url: str) -> sessionmaker:

@@ -2,17 +2,20 @@
 
 The job (`grade_job`) gets the submission's archive, not a path (a worker on another machine cannot see the
 server's disk), unpacks it in a temporary folder and grades it exactly as `convbench grade` does (measure/grade.py:
-every call of the student's code in its sandbox process), then times the largest size again REPEATS times (in the
-same sandbox process, each run's answers checked against the graded run's) for a spread. convbench times the calls;
-nothing the submission prints counts. A result under the hardware floor (measure/ceilings.py: bytes at the copy
-rate, FLOPs at the fastest arithmetic's rate, with a margin), or a re-run that was not accepted, is flagged and not
-ranked. It reports where it ran: host, GPU, driver, SM clock and temperature before and after.
+every call of the student's code in its sandbox process, each layer timed by convbench's clock in several calls,
+1 + REPEATS at the largest size, each call's output checked), and ranks it by the same rules (Grade.flags: a timer
+that disagrees with convbench's clock, an Op Time under the hardware floor, one that measured nothing). The
+spread of the largest size's calls decides ties. It reports where it ran: host, GPU, driver, SM clock and
+temperature before and after.
 
 The dispatcher (`Dispatcher`, a thread in `convbench serve`) sends queued submissions to the cluster, each as a
 task needing one GPU (resource GPU=1; a CPU-only cluster's workers declare CPUGRADER=1 instead), keyed by
-submission and attempt. Dask re-runs a task whose worker died; the dispatcher records the first result of the
-attempt that holds the claim (store.finish), so nothing is graded twice, and at start it re-queues what a previous
-server left running.
+submission and attempt. Dask never re-runs a submission's task (the scheduler's allowed-failures is 0: a kernel
+that exhausts memory would otherwise take down grader after grader); the database's attempts are the only re-runs
+(a server restart, the staff's re-run). The dispatcher records the result of the attempt that holds the claim
+(store.finish), so nothing is graded twice; it acts only while its server holds the database's lease (lease.py), and
+at start it re-queues what a previous server left running. A task that failed is one plain line for the team; the
+cluster's own words (KilledWorker, ...) are kept for the staff.
 """
 
 from __future__ import annotations
@@ -30,13 +33,17 @@ import torch
 from sqlalchemy.orm import sessionmaker
 
 from convbench.core import ui
-from convbench.core.precision import ARITHMETICS
-from convbench.measure import ceilings
+from convbench.core.errors import UsageError
 from convbench.measure.environment import cpu_model
-from convbench.measure.grade import course_shapes, grade_one
+from convbench.measure.grade import grade_one
 from convbench.service import REPEATS, archive, store
+from convbench.service.lease import Lease
+from convbench.user.worker import Calibration
 
 GPU_RESOURCE, CPU_RESOURCE = "GPU", "CPUGRADER"
+SANDBOX_ENV = "CONVBENCH_SERVICE_SANDBOX"  # what serve's or worker's sandbox check found, recorded with each grade
+WORKER_DIED = ("the grader process stopped while grading this submission (it may have run out of memory); staff can "
+               "re-run it")
 
 
 @dataclass(frozen=True)
@@ -70,38 +77,13 @@ def _smi(index: str | None) -> dict:
 
 def machine(device: str) -> dict:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0] or None
-    info = {"host": socket.gethostname(), "device": device, "cpu": cpu_model(), "threads": torch.get_num_threads()}
+    info = {"host": socket.gethostname(), "device": device, "cpu": cpu_model(), "threads": torch.get_num_threads(),
+            "sandbox": os.environ.get(SANDBOX_ENV, "unchecked")}
     if device == "cuda":
         info.update(_smi(visible))
         info["gpu_index"] = visible
     info["kind"] = info.get("gpu") or f"CPU ({info['cpu']})"
     return info
-
-
-# The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
-# faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
-# only when it would need more than this many times the measured rates.
-FLOOR_MARGIN = 2.0
-
-
-def _floor_flags(grade, device: str) -> list[str]:
-    """Layers whose Op Time is under the least time this machine could take, with FLOOR_MARGIN to spare (a timer
-    that lies, or an Op Time that measured nothing): one line each."""
-    if not grade.op_times or not grade.net:
-        return []
-    ceil, _ = ceilings.load(device)
-    fastest = min(ARITHMETICS, key=lambda a: 1 / ceil.flop_per_s(a))
-    flags = []
-    largest = max(grade.op_times)
-    runs = [(n, times, "") for n, times in grade.op_times.items()]
-    runs += [(largest, times, f" (re-time {j})") for j, times in enumerate(grade.retimed, 1)]
-    for n, times, which in runs:
-        for i, (shape, t) in enumerate(zip(course_shapes(grade.net, (n,)), times), 1):
-            floor = ceil.floor_s(shape.flop, shape.nbytes, fastest) / FLOOR_MARGIN
-            if t < floor:
-                flags.append(f"conv{i} at {n} images{which}: Op Time {t:.3g} s is under this machine's floor "
-                             f"{floor:.3g} s (half the time at its measured ceilings)")
-    return flags
 
 
 # The reference implementation's Correctness per (net, weights, images, device, test set), kept by each worker
@@ -122,6 +104,16 @@ def _staff_files(settings: dict) -> tuple:
     return tuple(found)
 
 
+_CALIBRATIONS: list[Calibration] = []
+
+
+def _calibration() -> Calibration:
+    """The empty calls' costs (worker.Calibration), measured once per grader process and kept across its jobs."""
+    if not _CALIBRATIONS:
+        _CALIBRATIONS.append(Calibration())
+    return _CALIBRATIONS[0]
+
+
 def grade_job(data: bytes, settings: dict, seed: int) -> dict:
     """Runs on a Dask worker: the submission's grade, the machine, the spread, the flags (a plain dict)."""
     started = time.time()
@@ -140,24 +132,34 @@ def grade_job(data: bytes, settings: dict, seed: int) -> dict:
         data_dir = Path(settings["data_dir"]) if settings.get("data_dir") else None
         g = grade_one(path, sizes, device, int(settings["shapes"]), seed, settings.get("net"), weights_folder,
                       _REFERENCES.setdefault(_staff_files(settings), {}), lambda _what: None, data_dir,
-                      retimes=int(settings.get("repeats", REPEATS)))
+                      retimes=int(settings.get("repeats", REPEATS)), calibration=_calibration())
         spread = None
-        flags: list[str] = []
-        if g.correct and g.op_total(max(sizes)) is not None:
-            totals = [g.op_total(max(sizes)), *(sum(times) for times in g.retimed)]
+        largest = g.op_total(max(sizes))
+        if g.correct and largest is not None:
+            # each timed call of the largest size, and the Op Time it ranks by (per layer the median of the calls)
+            totals = [largest, *(sum(call) for call in g.retimed)]
             spread = (min(totals), max(totals))
-            flags = _floor_flags(g, device)
-            if g.retime_problem:  # a run that was not checked like the graded one cannot rank it
-                flags.append(g.retime_problem)
-            if g.op_empty:
-                flags.append("its timed call made no GPU work (the Op Time measured nothing)")
     grade = g.to_json()
     grade["path"] = grade["path"].replace(folder, "").lstrip("/")
-    ranked = bool(g.correct and spread is not None and not flags)
+    flags = list(g.flags)  # measure/grade.py's ranking rules, the same as `convbench grade` keeps
+    ranked = bool(g.ranked and spread is not None)
     worker = _worker_name() or before["host"]
     return {"grade": grade, "machine": before, "after": machine(device), "worker": worker,
-            "spread_s": list(spread) if spread else None, "op_time_s": spread[0] if spread else None,
+            "spread_s": list(spread) if spread else None, "op_time_s": largest if spread else None,
             "flags": flags, "ranked": ranked, "seconds": time.time() - started, "settings": settings}
+
+
+def team_message(error: BaseException) -> tuple[str, str]:
+    """(the line a team sees, the raw reason the staff see) for a task that ended in `error`: the cluster's internals
+    (a worker that died, a lost connection) never reach a team."""
+    from distributed.scheduler import KilledWorker
+
+    raw = f"{type(error).__name__}: {str(error)[:500]}"
+    if isinstance(error, KilledWorker) or type(error).__module__.startswith(("distributed", "tornado")):
+        return WORKER_DIED, raw
+    if isinstance(error, UsageError):  # written for users: the archive's checks, one line
+        return str(error).splitlines()[0] if str(error) else WORKER_DIED, raw
+    return (f"the grader failed on this submission ({type(error).__name__}); staff can see why and re-run it", raw)
 
 
 def _worker_name() -> str | None:
@@ -177,13 +179,14 @@ class Dispatcher:
     sessions: sessionmaker
     client: object  # distributed.Client
     settings: Settings
+    lease: Lease  # this server's hold on the database: the dispatcher acts only while it is held
     poll_s: float = 0.5
     in_flight: dict = field(default_factory=dict)  # future key -> (submission id, attempt, future)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
-        again = store.requeue_running(self.sessions, "the server restarted while it ran")
+        again = store.requeue_running(self.sessions, "the server restarted while it ran", self.lease.id)
         if again:
             ui.note(f"serve: {len(again)} job(s) a previous server left running are queued again")
         self._thread = threading.Thread(target=self._loop, name="convbench-dispatcher", daemon=True)
@@ -199,6 +202,9 @@ class Dispatcher:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            if not self.lease.held():  # another server may own the queue now: touch nothing (serve is stopping)
+                self._stop.wait(self.poll_s)
+                continue
             try:
                 self._tick()
             except Exception as e:  # noqa: BLE001 - the dispatcher must outlive a database hiccup; it retries
@@ -233,8 +239,9 @@ class Dispatcher:
             elif future.status == "cancelled":
                 store.requeue(self.sessions, sub_id, "its task was cancelled on the cluster", only_running=True)
             else:
-                error = future.exception()
-                store.fail(self.sessions, sub_id, attempt, f"{type(error).__name__}: {str(error)[:300]}")
+                shown, raw = team_message(future.exception())
+                ui.note(f"serve: submission {sub_id} attempt {attempt} failed on the cluster: {raw}")
+                store.fail(self.sessions, sub_id, attempt, shown, staff_detail=raw)
             del self.in_flight[key]
         free = self.slots() - len(self.in_flight)  # only as many as can start: the rest keep their queue position
         for sub in store.queued(self.sessions, limit=max(0, free)):

@@ -44,10 +44,11 @@ def descendants(pid: int) -> list[int]:
 
 
 class ServeProcess:
-    """`convbench serve --db DB --port PORT OPTIONS...`, run in `folder` (its log: folder/serve.log)."""
+    """`convbench serve --db DB --port PORT OPTIONS...`, run in `folder` (its log: folder/serve.log), with `env`
+    added to this process's environment."""
 
-    def __init__(self, db: str, folder: Path, options: list[str], port: int | None = None):
-        self.db, self.folder, self.options = db, Path(folder), list(options)
+    def __init__(self, db: str, folder: Path, options: list[str], port: int | None = None, env: dict | None = None):
+        self.db, self.folder, self.options, self.env = db, Path(folder), list(options), dict(env or {})
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.folder / "serve.log"
@@ -57,7 +58,8 @@ class ServeProcess:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [*CONVBENCH, "serve", "--db", self.db, "--host", "127.0.0.1", "--port", str(self.port), *self.options],
-                cwd=self.folder, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+                cwd=self.folder, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, **self.env})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

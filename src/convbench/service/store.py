@@ -6,7 +6,10 @@ Guarantees:
   survives a crash of anything afterwards;
 - a job is claimed with its attempt number, and its result is recorded only by the attempt that holds the claim
   (`finish` is a conditional UPDATE): a re-queued job whose first worker comes back late is graded once;
-- tokens are stored as SHA-256 digests and compared in constant time.
+- tokens are stored as SHA-256 digests and compared in constant time;
+- what a request brings (ids, names, milestones, file names) is checked against the columns' bounds here, before any
+  query: out of range is a Refused (4xx, one line), never a database error (SQLite's 64-bit and PostgreSQL's 32-bit
+  integers, PostgreSQL's VARCHAR lengths and its refusal of NUL characters differ; the bounds are the narrower).
 """
 
 from __future__ import annotations
@@ -24,10 +27,18 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import sessionmaker
 
 from convbench.core.errors import UsageError
-from convbench.service.db import Event, Submission, Team, now
+from convbench.service.db import Event, ServerLease, Submission, Team, now
 
 TEAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 STATES = ("queued", "running", "done", "failed")
+
+# ------------------------------------------------------------------------------------------------------ bounds
+
+MAX_ID = 2**31 - 1  # PostgreSQL's INTEGER (SQLite's is 64-bit): no row has a larger id
+MILESTONE_CHARS = Submission.__table__.c.milestone.type.length
+FILENAME_CHARS = Submission.__table__.c.filename.type.length
+MILESTONE = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MILESTONE_CHARS - 1}}}")
+MAX_TOKEN_CHARS = 256  # ours are 35; a longer one is no team's
 
 
 class Refused(UsageError):
@@ -36,6 +47,33 @@ class Refused(UsageError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
+
+
+def check_milestone(milestone: str) -> str:
+    if not MILESTONE.fullmatch(milestone):
+        raise Refused(f"milestone {milestone[:40]!r}: use 1-{MILESTONE_CHARS} letters, digits, '_', '.', '-' "
+                      "(starting with a letter or digit), e.g. m3", 400)
+    return milestone
+
+
+def check_filename(name: str) -> str:
+    """A submitted file's or folder's name as stored and shown: one path component, printable, within the column."""
+    if (not name or len(name) > FILENAME_CHARS or name in (".", "..") or "/" in name or "\\" in name
+            or not name.isprintable()):
+        raise Refused(f"file name {name[:40]!r}{'...' if len(name) > 40 else ''}: use a name of 1-{FILENAME_CHARS} "
+                      "printable characters, without '/'", 400)
+    return name
+
+
+def check_id(sub_id: int) -> int:
+    if not 1 <= sub_id <= MAX_ID:
+        raise Refused(f"no submission {sub_id}", 404)
+    return sub_id
+
+
+def known_team_name(name: str) -> bool:
+    """Whether `name` could be a team's (the names teams add allows): anything else is no team, unasked."""
+    return bool(TEAM_NAME.fullmatch(name))
 
 
 def digest(token: str) -> str:
@@ -62,7 +100,7 @@ def add_team(sessions: sessionmaker, name: str, staff: bool = False) -> str:
 
 
 def team_for_token(sessions: sessionmaker, token: str | None) -> Team | None:
-    if not token:
+    if not token or len(token) > MAX_TOKEN_CHARS:
         return None
     wanted = digest(token)
     with sessions() as s:
@@ -78,6 +116,8 @@ def teams(sessions: sessionmaker) -> list[Team]:
 
 
 def set_banned(sessions: sessionmaker, name: str, banned: bool) -> None:
+    if not known_team_name(name):
+        raise Refused(f"no team {name[:64]!r}", 404)
     with sessions.begin() as s:
         team = s.scalar(select(Team).where(Team.name == name))
         if team is None:
@@ -93,6 +133,8 @@ def add_submission(sessions: sessionmaker, team: Team, filename: str, archive: b
     of the team's last submission, (403) for a banned team."""
     if team.banned:
         raise Refused(f"team {team.name} may not submit (banned by the staff)", 403)
+    check_filename(filename)
+    check_milestone(milestone)
     with sessions.begin() as s:
         if not team.staff and rate_limit_s > 0:
             last = s.scalar(select(func.max(Submission.created)).where(Submission.team_id == team.id))
@@ -112,6 +154,8 @@ def add_submission(sessions: sessionmaker, team: Team, filename: str, archive: b
 
 
 def get(sessions: sessionmaker, sub_id: int) -> Submission | None:
+    if not 1 <= sub_id <= MAX_ID:
+        return None
     with sessions() as s:
         return s.get(Submission, sub_id)
 
@@ -167,18 +211,22 @@ def finish(sessions: sessionmaker, sub_id: int, attempt: int, result: dict) -> b
     return bool(changed)
 
 
-def fail(sessions: sessionmaker, sub_id: int, attempt: int, why: str) -> bool:
-    """The job itself failed (the cluster gave up on it), not the submission's code: state failed, a message."""
+def fail(sessions: sessionmaker, sub_id: int, attempt: int, why: str, staff_detail: str | None = None) -> bool:
+    """The job itself failed (the cluster gave up on it), not the submission's code: state failed, a message for the
+    team (`why`, shown to it and in the history) and, for the staff only, the raw reason (`staff_detail`)."""
+    result = {"error": why} | ({"staff_detail": staff_detail} if staff_detail else {})
     with sessions.begin() as s:
         changed = s.execute(update(Submission).where(
             Submission.id == sub_id, Submission.state == "running", Submission.attempts == attempt).values(
-            state="failed", finished=now(), verdict="error", result={"error": why})).rowcount
+            state="failed", finished=now(), verdict="error", result=result)).rowcount
         if changed:
             s.add(Event(submission_id=sub_id, what=f"failed: {why}"))
     return bool(changed)
 
 
 def requeue(sessions: sessionmaker, sub_id: int, why: str, only_running: bool = False) -> bool:
+    if not 1 <= sub_id <= MAX_ID:
+        return False
     with sessions.begin() as s:
         sub = s.get(Submission, sub_id, with_for_update=True)
         if sub is None or (only_running and sub.state != "running"):
@@ -188,11 +236,24 @@ def requeue(sessions: sessionmaker, sub_id: int, why: str, only_running: bool = 
     return True
 
 
-def requeue_running(sessions: sessionmaker, why: str) -> list[int]:
-    """Every running job back in the queue (a server restart: their futures died with the old process)."""
-    with sessions() as s:
-        ids = list(s.scalars(select(Submission.id).where(Submission.state == "running")))
-    return [i for i in ids if requeue(sessions, i, why, only_running=True)]
+class LeaseLost(UsageError):
+    """The server acting on the queue does not hold the database's lease (lease.py)."""
+
+
+def requeue_running(sessions: sessionmaker, why: str, holder: str) -> list[int]:
+    """Every running job back in the queue (a server restart: their futures died with the old process), only by
+    the server holding the lease (`holder`, its id): a second server on a live database would take the live one's
+    jobs. One transaction that first writes the lease row, so no other server can take the lease meanwhile."""
+    with sessions.begin() as s:
+        held = s.execute(update(ServerLease).where(ServerLease.id == 1, ServerLease.holder == holder).values(
+            generation=ServerLease.generation + 1)).rowcount == 1
+        if not held:
+            raise LeaseLost("this server does not hold the database's lease; it may not re-queue running jobs")
+        subs = list(s.scalars(select(Submission).where(Submission.state == "running").order_by(Submission.id)))
+        for sub in subs:
+            sub.state, sub.started, sub.finished = "queued", None, None
+            s.add(Event(submission_id=sub.id, what=f"re-queued: {why}"))
+    return [sub.id for sub in subs]
 
 
 ONE_GRADER = "one grader"
@@ -211,6 +272,7 @@ def retime(sessions: sessionmaker, top: int) -> list[int]:
 
 
 def set_hidden(sessions: sessionmaker, sub_id: int, hidden: bool) -> None:
+    check_id(sub_id)
     with sessions.begin() as s:
         sub = s.get(Submission, sub_id)
         if sub is None:
@@ -261,6 +323,8 @@ def board_name(sub: Submission) -> str:
 def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[str, list[Row]]:
     """Per network and GPU kind: each team's best ranked submission (fastest Σ Op Time at the largest size),
     fastest first. Teams whose timing spreads overlap share a rank (neither is measurably faster)."""
+    if milestone:
+        check_milestone(milestone)
     with sessions() as s:
         query = (select(Submission, Team.name).join(Team, Team.id == Submission.team_id)
                  .where(Team.banned.is_(False), Submission.hidden.is_(False)))
@@ -290,9 +354,16 @@ def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[st
     return boards
 
 
+MAX_MS = 1e7  # a gradebook's thresholds: finite, and far beyond any timed run
+
+
 def gradebook(sessions: sessionmaker, milestone: str, full_ms: float, zero_ms: float) -> str:
     """CSV: per team its best on-time ranked Σ Op Time (any GPU kind: the fastest) and a score, the course's kind of
     rubric: 100 at or under full_ms, falling linearly to 0 at zero_ms; no ranked submission scores 0."""
+    check_milestone(milestone)
+    if not 0 <= full_ms < zero_ms <= MAX_MS:
+        raise Refused(f"give 0 <= full_ms < zero_ms <= {MAX_MS:g} (full marks at or under full_ms, none from "
+                      "zero_ms)")
     with sessions() as s:
         rows = s.execute(select(Team.name, func.min(Submission.op_time_s)).join(
             Submission, (Submission.team_id == Team.id) & (Submission.milestone == milestone)

@@ -12,6 +12,7 @@ header as untrusted text too.
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import math
 import mmap
@@ -23,6 +24,7 @@ import time
 import torch
 
 from convbench.core.precision import ARITHMETICS
+from convbench.core.printable import visible
 
 PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
 ALIGN = 4096
@@ -39,10 +41,10 @@ class Malformed(ValueError):
 
 
 def printable(text: str, limit: int = MAX_TEXT) -> str:
-    """`text` cut to `limit` characters with every control character but newline and tab written as an escape
-    (\\x1b...): what a submission prints or sends never moves a terminal's cursor or colours a page."""
-    escaped = re.sub(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", lambda m: f"\\x{ord(m.group()):02x}", text[:limit])
-    return escaped[:limit]
+    """`text` cut to `limit` characters with every control and text-direction character but newline and tab written
+    as its escape (core/printable.py): what a submission prints or sends never moves a terminal's cursor or turns a
+    page's text around."""
+    return visible(text[:limit])[:limit]
 
 
 def send(sock: socket.socket, message: dict, fds: tuple[int, ...] = ()) -> None:
@@ -170,13 +172,21 @@ def receive_soon(sock: socket.socket, spin_s: float) -> tuple[dict, list[int]]:
     return receive(sock)
 
 
+PERTURB_CHUNK = 1 << 24  # elements scaled at a time: the random numbers never take more than 64 MiB
+
+
 def perturb(x: torch.Tensor, seed: int) -> torch.Tensor:
-    """x scaled in place, element by element, by 1 + u with |u| < PERTURBATION, u drawn from `seed` on x's device:
-    the input a timed call computes on, known to no one before the parent sends the seed with "go". The child
-    and the parent (for its check) run this same code on the same kind of device, and get the same bits."""
+    """x (contiguous) scaled in place, element by element, by 1 + u with |u| < PERTURBATION, u drawn from `seed` on
+    x's device: the input a timed call computes on, known to no one before the parent sends the seed with "go".
+    The child and the parent (for its check) run this same code on the same kind of device, and get the same
+    bits."""
     generator = torch.Generator(device=x.device).manual_seed(int(seed))
-    factor = torch.rand(x.shape, generator=generator, device=x.device)
-    return x.mul_(factor.mul_(2 * PERTURBATION).add_(1 - PERTURBATION))
+    flat = x.view(-1)
+    for start in range(0, flat.numel(), PERTURB_CHUNK):
+        part = flat[start:start + PERTURB_CHUNK]
+        factor = torch.rand(part.shape, generator=generator, device=x.device)
+        part.mul_(factor.mul_(2 * PERTURBATION).add_(1 - PERTURBATION))
+    return x
 
 
 def check_go(message: dict) -> int | None:
@@ -200,8 +210,7 @@ class Shared:
         if fd is None:
             os.ftruncate(self.fd, size)
         self.size = size
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # faulted in now, not inside a timed call
-        self.map = mmap.mmap(self.fd, size, flags=flags)
+        self.map = mmap.mmap(self.fd, size)  # pages come as they are touched: only what each side uses is resident
 
     def tensor(self, offset: int, shape) -> torch.Tensor:
         if not isinstance(offset, int) or not all(isinstance(d, int) and d >= 0 for d in shape):
@@ -222,6 +231,14 @@ class Shared:
     def set_phase(self, text: str) -> None:
         data = text.encode()[:PHASE_BYTES - 1] + b"\0"
         self.map[:len(data)] = data
+
+    def release(self, offset: int = 0, length: int | None = None) -> None:
+        """Give the pages of [offset, offset + length) back (they read as zeros after): what is no longer needed
+        of a large call's arrays is not kept in memory twice."""
+        length = self.size - offset if length is None else length
+        start = offset - offset % mmap.PAGESIZE
+        with contextlib.suppress(OSError, ValueError):
+            self.map.madvise(mmap.MADV_REMOVE, start, min(self.size, offset + length) - start)
 
     def close(self) -> None:
         try:

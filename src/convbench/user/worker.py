@@ -297,6 +297,7 @@ class Worker:
         self.prepared = False
         self.quiet = False  # keep the child's output (take it with captured_text) instead of copying it to stderr
         self.ignored_error = ""  # the first CUDA error a call of the file's returned and it went on from
+        self._last_reply: dict = {}
         self.warned: set[str] = set()  # inputs it was caught writing to (warned once)
         self.sandboxed = False
         self.deadline = time.monotonic() + self.total_s
@@ -446,14 +447,18 @@ class Worker:
         if running:
             self.start()
 
-    def run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, copy: bool = True
+    def run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, into: torch.Tensor | None = None
             ) -> tuple[torch.Tensor, dict]:
         """op "call" (x, k already on the device: Op Time) or "layer" (host to host: Layer Time) in the child;
         (y on the host, the checked reply: op_s, layer_s, times). Raises a one-line SandboxError for anything but
-        a clean return. `copy=False`: y is a view of the shared memory, valid until the next call (for a caller
-        that copies it at once: 10000 images' conv1 is a gigabyte)."""
-        result = self._run(op, x, k, device, timed=False, copy=copy)
-        return result.y, result.reply
+        a clean return. y is copied out of the shared memory (which the child could still write) into `into` where
+        given, else into a new tensor, and the shared memory's pages are given back (10000 images' conv1 is a
+        gigabyte: held once, not twice)."""
+        result = self._run(op, x, k, device, timed=False, copy=False)
+        y = result.y.clone() if into is None else into.copy_(result.y)
+        del result
+        self.shared.release()
+        return y, self._last_reply
 
     def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, seed: int | None = None
                   ) -> TimedRun:
@@ -490,6 +495,8 @@ class Worker:
             ready = self._reply(what, expect="ready")
             if "event" not in ready:  # it ended before the call (an error is raised in _reply; a result is refused)
                 self._fail(f"the sandbox process answered before its timed call ran while {what}", kill=True)
+            del sx
+            self.shared.release(offsets[0], offsets[1] - offsets[0])  # x is staged in the child: not needed here
             started = time.perf_counter()
             self._send({"op": "go", "seed": seed} if seed is not None else {"op": "go"})
             # on a GPU the parent polls for "done" without sleeping (a woken process is late on a virtual machine);
@@ -503,10 +510,17 @@ class Worker:
             self._send(message, fds)
             reply = self._reply(what)
         y = self.shared.tensor(offsets[2], y_shape)
-        self._inputs_written(x, k, x_host, k_host, sx, sk, what)
+        if not timed:
+            self._inputs_written(x, k, x_host, k_host, sx, sk, what)
         if copy:
             y = y.clone()
+        self._last_reply = reply
         return TimedRun(y, reply, window)
+
+    def release(self) -> None:
+        """Give back the shared memory's pages (a timed call's y once it has been checked)."""
+        if self.shared is not None:
+            self.shared.release()
 
     def _inputs_written(self, x, k, x_host, k_host, sx, sk, what: str) -> None:
         changed = [n for n, (before, after) in (("x", (x_host, sx)), ("k", (k_host, sk)))
@@ -711,12 +725,11 @@ def as_impl(worker: Worker) -> UserImpl:
             worker.ignored_error = str(times["ignored_error"])
 
     def fn(x, k, y):
-        out, reply = worker.run("call", x, k, x.device.type, copy=False)
+        _, reply = worker.run("call", x, k, x.device.type, into=y)
         keep(reply)
         times["op_s"] = reply.get("op_s")
         if x.device.type == "cpu":
             times["layer_s"] = times["op_s"]  # no copies on the CPU: the layer is the call
-        y.copy_(out)
 
     def host_layer(x_host, k):
         out, reply = worker.run("layer", x_host, k, "cuda")
@@ -756,8 +769,11 @@ class Calibration:
                 worker = self.workers[kind] = Worker(kind, path, BuildOptions())
                 worker.quiet = True
             x, k = torch.zeros(tuple(x_shape)), torch.zeros(tuple(k_shape))
-            self.cache[key] = min(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None).window_s
-                                  for _ in range(self.REPEATS))
+            windows = []
+            for _ in range(self.REPEATS):
+                windows.append(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None).window_s)
+                worker.release()
+            self.cache[key] = min(windows)
         return self.cache[key]
 
     def close(self) -> None:
