@@ -3,7 +3,7 @@
 # set to the folder for the run's files:
 #
 #   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
-#                                                   sandbox grade
+#                                                   sandbox clock grade
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
@@ -27,9 +27,11 @@
 #                                                                              -> $OUT/sanitize.log
 #   sandbox     the sandbox's self-test on this GPU grader, its GPU attacks and its limits (tests/adversarial)
 #                                                                              -> $OUT/sandbox.log
+#   clock       scripts/clock_jitter.py at 100 and 10000 images: the spread of convbench's clock around an empty
+#               sandboxed call of each kind                                -> $OUT/clock-N.json (and the log)
 #   grade       convbench grade of each GRADE_SETS folder of .submissions/ (real student files, never committed:
-#               carry them) with the course's files (COURSE, default .fixtures/course; GRADE_SIZES)
-#                                                                              -> $OUT/grade-SET.{json,txt,err}
+#               carry them; an entry FOLDER:GLOB takes some of its submissions) with the course's files (COURSE,
+#               default .fixtures/course; GRADE_SIZES; GRADE_TIMEOUT)      -> $OUT/grade-SET.{json,txt,err}
 #
 # Files all in $OUT; the default steps write 7 (the device tool returns 8), precision and small 2 more each. Measured
 # on an H100: tests 5.5 minutes, verify 7 (the two Triton impls, which compile per shape, take 4 of them), bench 2.5,
@@ -59,8 +61,8 @@ SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | grade) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox grade" >&2
+    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade" >&2
        exit 2 ;;
     esac
 done
@@ -263,14 +265,29 @@ print('self-test', 'passed' if r.ok else 'FAILED', r.backend, r.problem)
     return $rc
 }
 
-step_grade() {  # GRADE_SETS (folders of .submissions/, default minidnn): `convbench grade` of each, the course's files
-    local set rc=0
-    for set in ${GRADE_SETS:-minidnn}; do
-        timeout 540 "${cb[@]}" grade .submissions/"$set"/*/ --course-weights "${COURSE:-.fixtures/course}" \
-            --sizes "${GRADE_SIZES:-100,1000,10000}" --shapes 10 --seed 4 --jobs 16 --json "$OUT/grade-$set.json" \
-            > "$OUT/grade-$set.txt" 2> "$OUT/grade-$set.err"
+step_clock() {  # how steady convbench's clock around a sandboxed call is here (scripts/clock_jitter.py)
+    local n rc=0
+    for n in 100 10000; do
+        timeout 120 python3 scripts/clock_jitter.py --images $n --json "$OUT/clock-$n.json" || rc=1
+    done
+    return $rc
+}
+
+step_grade() {  # GRADE_SETS (default minidnn): `convbench grade` of each, the course's files. An entry is a folder of
+    # .submissions/ or FOLDER:GLOB (some of its submissions: grade-FOLDER-GLOB.json with * and ? as x); each grade is
+    # cut at GRADE_TIMEOUT seconds (default 540)
+    local entry set pick name rc=0
+    for entry in ${GRADE_SETS:-minidnn}; do
+        set=${entry%%:*} pick=*
+        [ "$set" = "$entry" ] || pick=${entry#*:}
+        name=$set
+        [ "$pick" = "*" ] || name=$set-$(printf %s "$pick" | tr '*?[]' 'xx__')
+        # shellcheck disable=SC2086 # the glob picks the submissions
+        timeout "${GRADE_TIMEOUT:-540}" "${cb[@]}" grade .submissions/"$set"/$pick/ \
+            --course-weights "${COURSE:-.fixtures/course}" --sizes "${GRADE_SIZES:-100,1000,10000}" --shapes 10 \
+            --seed 4 --jobs 16 --json "$OUT/grade-$name.json" > "$OUT/grade-$name.txt" 2> "$OUT/grade-$name.err"
         local code=$?
-        echo "grade $set: exit $code (1: some submission is not correct)"
+        echo "grade $entry: exit $code (1: some submission is not correct)"
         [ "$code" -le 1 ] || rc=1
     done
     return $rc
