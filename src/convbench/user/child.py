@@ -63,6 +63,7 @@ class Handshake:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.active = False
+        self.spin = False  # poll for "go" (on a GPU); on the CPU the call's own threads need the cores more
 
     def __call__(self, point: int) -> int | None:
         """At 1: "ready", then the parent's "go" and its seed; at 2: "done"."""
@@ -71,7 +72,8 @@ class Handshake:
         try:
             if point == 1:
                 send(self.sock, {"event": "ready"})
-                message, fds = receive_soon(self.sock, SPIN_S)  # the parent answers at once: stay awake for it
+                # the parent answers at once: stay awake for it
+                message, fds = receive_soon(self.sock, SPIN_S) if self.spin else receive(self.sock)
                 for fd in fds:
                     os.close(fd)
                 return check_go(message)
@@ -88,6 +90,7 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
     k = shared.tensor(*request["k"])
     y = shared.tensor(*request["y"])
     timed_call = bool(request.get("timed"))
+    handshake.spin = device != "cpu"
     times: dict = {}
     if request["op"] == "call":
         k_dev = k.to(device)

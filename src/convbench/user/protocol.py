@@ -162,13 +162,14 @@ PERTURBATION = 0.01
 
 def receive_soon(sock: socket.socket, spin_s: float) -> tuple[dict, list[int]]:
     """receive(), polling without sleep for up to `spin_s` first: a process that sleeps in recv is woken late on a
-    virtual machine (hundreds of microseconds), which a timed call must not count."""
+    virtual machine, which a timed call must not count. Each empty poll yields the CPU, to the parent where the
+    scheduler put both on one CPU (two processes polling there would each wait out the other's time slice)."""
     end = time.perf_counter() + spin_s
     while time.perf_counter() < end:
         try:
             return receive(sock, wait=False)
         except BlockingIOError:
-            continue
+            os.sched_yield()
     return receive(sock)
 
 

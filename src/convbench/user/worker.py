@@ -270,6 +270,7 @@ class TimedRun:
     y: torch.Tensor
     reply: dict
     window_s: float  # the parent's clock: request (op "call") or "go" (op "layer") to "done"
+    started: float = 0.0  # time.perf_counter() at "go" (the same clock as the child's, for diagnostics)
 
 
 class Worker:
@@ -489,7 +490,7 @@ class Worker:
         what = f"running {_describe(tuple(x_host.shape), tuple(k_host.shape))}"
         message = {"op": op, "device": device, "x": [offsets[0], list(x_host.shape)],
                    "k": [offsets[1], list(k_host.shape)], "y": [offsets[2], list(y_shape)], "timed": timed}
-        window = 0.0
+        window = started = 0.0
         if timed:
             self._send(message, fds)
             ready = self._reply(what, expect="ready")
@@ -515,7 +516,7 @@ class Worker:
         if copy:
             y = y.clone()
         self._last_reply = reply
-        return TimedRun(y, reply, window)
+        return TimedRun(y, reply, window, started)
 
     def release(self) -> None:
         """Give back the shared memory's pages (a timed call's y once it has been checked)."""
@@ -627,11 +628,14 @@ class Worker:
         return message
 
     def _poll_socket(self, seconds: float) -> bool:
-        """Whether a message is there, polling without sleep for up to `seconds`."""
+        """Whether a message is there, polling without sleep for up to `seconds`. Each empty poll yields the CPU:
+        the scheduler often puts the child on the CPU of the parent that woke it, and two processes polling on one
+        CPU would each wait out the other's time slice (milliseconds)."""
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:
             if select.select([self.sock], [], [], 0)[0]:
                 return True
+            os.sched_yield()
         return False
 
     def _memory_used(self) -> int:
