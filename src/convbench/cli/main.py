@@ -27,6 +27,21 @@ COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info",
             "worker": "service", "teams": "service"}
 
 
+GRADERS = {"grade", "serve", "worker"}  # commands that time a submission's calls from their own process
+OMP_SET_BY_GRADER = "CONVBENCH_GRADER_SET_OMP_WAIT_POLICY"
+
+
+def quiet_openmp() -> None:
+    """In a grader, OpenMP threads sleep as soon as their work is done (OMP_WAIT_POLICY=PASSIVE, read when torch
+    loads): by default they spin for milliseconds after each parallel copy of the grader's, holding the cores in the
+    window in which it times a submission's call. The submission's own process keeps the user's setting
+    (sandbox.environment drops the one set here)."""
+    if "OMP_WAIT_POLICY" in os.environ or "torch" in sys.modules:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ[OMP_SET_BY_GRADER] = "1"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line (problem + fix) and exit 2, without the usage block."""
 
@@ -246,6 +261,8 @@ def _main(argv: list[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
+        if args.command in GRADERS:
+            quiet_openmp()
         module = importlib.import_module(f"convbench.cli.{COMMANDS[args.command]}")
         code = getattr(module, "cmd_" + args.command)(args) or 0
         sys.stdout.flush()  # here, so that a closed pipe or a full disk is reported below, not at exit

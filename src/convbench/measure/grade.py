@@ -41,7 +41,7 @@ from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
 from convbench.measure import problem, trusted_time
 from convbench.measure.layer_check import LayerCheck
-from convbench.measure.trusted_time import LayerTiming, fresh_input, secret_rng
+from convbench.measure.trusted_time import SHORT_CALLS, SHORT_S, LayerTiming, fresh_input, secret_rng
 from convbench.measure.verify import verify_impl
 from convbench.network.model import Network, correctness
 from convbench.network.weights import Weights, load_weights
@@ -226,8 +226,11 @@ class TimedCalls:
         # the empty call's cost: for a layer, the handshake around the op (any shape does: a small one); for a
         # call, on the same shapes (the seed's scaling of x is in the window)
         cal_x = (1, x.shape[1], k.shape[2], k.shape[3]) if self.op == "layer" else tuple(x.shape)
-        timing.cost = self.calibration.cost(self.worker.kind, self.op, cal_x, tuple(k.shape), self.device)
-        for i in range(self.calls):
+        timing.cost, timing.noise = self.calibration.measure(self.worker.kind, self.op, cal_x, tuple(k.shape),
+                                                             self.device)
+        for i in itertools.count():
+            if i >= self.calls and not (self.device == "cuda" and i < SHORT_CALLS and sum(timing.windows) < SHORT_S):
+                break
             xi = fresh_input(x.detach().cpu(), self.rng)
             seed = int(torch.randint(0, 2**62, (1,), generator=self.rng)) if self.op == "call" else None
             run = self.worker.run_timed(self.op, xi, k, self.device, seed=seed)
@@ -302,12 +305,14 @@ def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibrat
         g.op_times[n] = [t.op_time(timer.device) for t in timer.layers]
         g.layer_times[n] = [t.layer_time for t in result.conv_timings]
         g.timing[n] = [{"layer": t.layer, "convbench_s": [round(v, 9) for v in t.trusted],
-                        "reported_s": t.reported, "empty_call_s": round(t.cost, 9)} for t in timer.layers]
+                        "reported_s": t.reported, "empty_call_s": round(t.cost, 9),
+                        "margin": [t.margin(timer.device)[0], round(t.margin(timer.device)[1], 9)]}
+                       for t in timer.layers]
         for t in timer.layers:
             problems += [f"{n} images: {p}" for p in t.accepted(timer.device)[1]]
             g.op_empty = g.op_empty or t.op_empty
         if n == max(sizes):
-            per_call = [t.accepted(timer.device)[0] for t in timer.layers]
+            per_call = [t.accepted(timer.device)[0][:calls] for t in timer.layers]  # the first calls: the re-times
             g.retimed = [list(call) for call in zip(*per_call)]
         seen = getattr(impl, "last_times", None) or {}
         g.op_empty = g.op_empty or bool(seen.get("op_empty"))

@@ -3,25 +3,26 @@ call's output checked against float64, and the submission's own report believed 
 
 Why: a submission runs in its own process, which it controls entirely. Its timer (CUDA events, the shim's clock)
 and the messages carrying its times can be rebound or forged; inputs it has seen can be answered from a table it
-filled at import time. So for every conv layer at every size grade makes CALLS timed calls of its own:
+filled at import time. So for every conv layer at every size grade makes CALLS timed calls of its own (on a GPU,
+up to SHORT_CALLS where they are short):
 
   input    the layer's real input (images, or the previous layer's activations), its images shuffled by a secret
            order, staged on the device before the clock starts; then, with "go", a seed the child must use to scale
            every value by 1 + u, |u| < 1 % (protocol.perturb): the statistics of real data, bytes no one could have
            prepared for, and no work on them before the clock runs
-  clock    the parent's: from sending the request to the child's "done" after its synchronize (op "call": the
-           call with its input copied to the device; op "layer", a mini-dnn file: from "go", sent once the
-           file's prolog has run, to "done" after conv_forward_gpu + cudaDeviceSynchronize), minus what the same
-           request costs an empty implementation (worker.Calibration): trusted_s
+  clock    the parent's, from "go" to the child's "done" after its synchronize (op "call": go is sent once the
+           inputs are on the device; op "layer", a mini-dnn file: once the file's prolog has run, and done follows
+           conv_forward_gpu + cudaDeviceSynchronize), minus what the same request costs an empty implementation
+           (worker.Calibration): trusted_s
   check    the output against float64, as every conv output of the graded run; a wrong one is a wrong answer
-  report   the child's own Op Time for a call counts where it is within the device's MARGINS below trusted_s (and
-           no longer than the call's whole window); else trusted_s counts. A layer none of whose calls agree is
-           flagged (not ranked): its timer lies, or measures something else
+  report   the child's own Op Time for a call counts where it is within the margin below the least trusted_s of
+           the layer (MARGINS, raised to the clock's measured noise) and no longer than the call's whole window;
+           else trusted_s counts. A layer none of whose calls agree is flagged (not ranked): its timer lies, or
+           measures something else
 
 A submission can therefore make its reported time look at most the margin shorter than it is; a machine under load
 slows convbench's clock, which then counts for the calls it disturbed, and never flags a layer whose timer agreed
-once. Work it does outside the timed window (a mini-dnn prolog,
-as the course allowed) is not in Op Time; where that leaves less than the hardware could do (floor_flags) or no
+once. Work it does outside the timed window (a mini-dnn prolog, as the course allowed) is not in Op Time; where that leaves less than the hardware could do (floor_flags) or no
 GPU work at all (op_empty), the grade is flagged and not ranked by Op Time.
 """
 
@@ -39,10 +40,18 @@ from convbench.measure import ceilings
 from convbench.measure.problem import ConvShape
 
 CALLS = 3  # timed calls per layer and size (at the largest size, 1 + the re-times if more)
-# How far the child's own Op Time may fall below convbench's clock and still count: REL of the time plus ABS. A round
-# trip between processes jitters by tens of microseconds on a GPU grader; on a busy CPU machine the parent waits
-# for a core for milliseconds (and spinning OpenMP threads hold the cores after a call).
+# On a GPU a layer whose calls are short gets more of them, up to SHORT_CALLS while its windows add up to less than
+# SHORT_S: its own timer is checked against the least of convbench's times, and the least of more calls lies closer
+# to the call itself (a round trip between processes is late now and then by far more than a kernel of 100 images
+# takes).
+SHORT_CALLS = 10
+SHORT_S = 0.05
+# How far the child's own Op Time may fall below the least of convbench's times for the layer and still count: REL
+# of that time plus ABS, ABS at least the clock's own noise on this machine (the empty call's median above its
+# least, worker.Calibration) up to NOISE_CAP. On a busy CPU machine the parent waits for a core for milliseconds
+# (and spinning OpenMP threads hold the cores after a call).
 MARGINS = {"cuda": (0.10, 50e-6), "cpu": (0.25, 5e-3)}
+NOISE_CAP = {"cuda": 1e-3, "cpu": 20e-3}
 # The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
 # faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
 # only when it would need more than this many times the measured rates.
@@ -65,7 +74,8 @@ class LayerTiming:
 
     layer: str
     windows: list[float] = field(default_factory=list)  # the parent's clock around each call
-    cost: float = 0.0  # the same request around an empty implementation (subtracted)
+    cost: float = 0.0  # the same request around an empty implementation (its least: subtracted)
+    noise: float = 0.0  # how far the empty call's median lies above its least
     reported: list[float | None] = field(default_factory=list)  # the child's own Op Time of each call
     op_empty: bool = False  # a call's own report said its op made no GPU work
 
@@ -73,14 +83,20 @@ class LayerTiming:
     def trusted(self) -> list[float]:
         return [max(0.0, w - self.cost) for w in self.windows]
 
-    def accepted(self, device: str) -> tuple[list[float], list[str]]:
-        """Each call's Op Time: the child's where it agrees with convbench's clock (at least the clock's time less
-        the device's margin, at most the whole window), else convbench's. And a line for the flags where no call
-        agreed (a timer that lies, or measures something else)."""
+    def margin(self, device: str) -> tuple[float, float]:
+        """(REL, ABS) for this layer: MARGINS, ABS raised to the clock's measured noise (at most NOISE_CAP)."""
         rel, absolute = MARGINS[device]
+        return rel, max(absolute, min(self.noise, NOISE_CAP[device]))
+
+    def accepted(self, device: str) -> tuple[list[float], list[str]]:
+        """Each call's Op Time: the child's where it agrees with convbench's clock (at least the least of the
+        layer's convbench times less the margin, at most its own call's whole window), else convbench's. And a
+        line for the flags where no call agreed (a timer that lies, or measures something else)."""
+        rel, absolute = self.margin(device)
+        least = min(self.trusted, default=0.0)
         times, agreed = [], 0
         for child, trusted, window in zip(self.reported, self.trusted, self.windows):
-            if child is not None and trusted * (1 - rel) - absolute <= child <= window + absolute:
+            if child is not None and least * (1 - rel) - absolute <= child <= window + absolute:
                 times.append(child)
                 agreed += 1
             else:
@@ -88,7 +104,8 @@ class LayerTiming:
         problems = [] if agreed else [
             f"{self.layer}: its own timer disagreed with convbench's clock on every call (it said "
             + ", ".join("nothing" if c is None else f"{c:.3g} s" for c in self.reported)
-            + "; convbench measured " + ", ".join(f"{t:.3g} s" for t in self.trusted) + ")"]
+            + "; convbench measured " + ", ".join(f"{t:.3g} s" for t in self.trusted)
+            + f", within {rel:.0%} + {absolute * 1e6:.0f} µs)"]
         return times, problems
 
     def op_time(self, device: str) -> float:
