@@ -31,27 +31,32 @@ def test_an_honest_timer_agrees_against_the_least_of_noisy_windows():
 
 
 def test_a_report_below_the_margin_is_replaced_and_flagged():
-    """A 500 µs kernel that says 100 µs: convbench's times count, and the layer is flagged."""
-    t = timing([800, 810, 805], [100, 100, 100])
+    """A 3 ms kernel that says 1 ms: convbench's times count, and the layer is flagged, naming the margin."""
+    t = timing([3300, 3310, 3305], [1000, 1000, 1000])
     times, problems = t.accepted("cuda")
-    assert times == pytest.approx([500 * US, 510 * US, 505 * US])
-    assert len(problems) == 1 and "disagreed" in problems[0] and "10% + 50 µs" in problems[0]
+    assert times == pytest.approx([3000 * US, 3010 * US, 3005 * US])
+    rel, absolute = MARGINS["cuda"]
+    assert len(problems) == 1 and "disagreed" in problems[0]
+    assert f"within {rel:.0%} + {absolute / US:.0f} µs" in problems[0]
 
 
 def test_a_report_longer_than_its_window_does_not_count():
     """A time longer than the whole round trip cannot be the call's own."""
-    t = timing([400, 400, 400], [5000, 5000, 5000])
+    t = timing([4000, 4000, 4000], [50000, 50000, 50000])
     assert t.accepted("cuda")[1], "a report longer than the window was believed"
 
 
 def test_the_margin_is_at_least_the_clock_noise_and_at_most_its_cap():
     rel, absolute = MARGINS["cuda"]
+    noisy = absolute + 300 * US
     assert timing([400], [100]).margin("cuda") == (rel, absolute)
-    assert timing([400], [100], noise_us=170).margin("cuda") == pytest.approx((rel, 170 * US))
+    assert timing([400], [100], noise_us=noisy / US).margin("cuda") == pytest.approx((rel, noisy))
     assert timing([400], [100], noise_us=1e6).margin("cuda") == (rel, NOISE_CAP["cuda"])
-    # 1 ms of true work said to be 0.8 ms: refused at the default margin, believed within 170 µs of noise
-    assert timing([1300] * 3, [800] * 3).accepted("cuda")[1]
-    assert not timing([1300] * 3, [800] * 3, noise_us=170).accepted("cuda")[1]
+    # true work of `work` said to be 150 µs less than the default margin allows: refused, believed within the noise
+    work = 5000 * US
+    said = work * (1 - rel) - absolute - 150 * US
+    assert timing([300 + work / US] * 3, [said / US] * 3).accepted("cuda")[1]
+    assert not timing([300 + work / US] * 3, [said / US] * 3, noise_us=noisy / US).accepted("cuda")[1]
 
 
 def test_a_missing_report_counts_convbench_time():

@@ -41,7 +41,14 @@ from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
 from convbench.measure import problem, trusted_time
 from convbench.measure.layer_check import LayerCheck
-from convbench.measure.trusted_time import SHORT_CALLS, SHORT_S, LayerTiming, fresh_input, secret_rng
+from convbench.measure.trusted_time import (
+    SHORT_CALLS,
+    SHORT_S,
+    SHORT_WALL_S,
+    LayerTiming,
+    fresh_input,
+    secret_rng,
+)
 from convbench.measure.verify import verify_impl
 from convbench.network.model import Network, correctness
 from convbench.network.weights import Weights, load_weights
@@ -228,8 +235,11 @@ class TimedCalls:
         cal_x = (1, x.shape[1], k.shape[2], k.shape[3]) if self.op == "layer" else tuple(x.shape)
         timing.cost, timing.noise = self.calibration.measure(self.worker.kind, self.op, cal_x, tuple(k.shape),
                                                              self.device)
+        began = time.perf_counter()
         for i in itertools.count():
-            if i >= self.calls and not (self.device == "cuda" and i < SHORT_CALLS and sum(timing.windows) < SHORT_S):
+            short = (self.device == "cuda" and i < SHORT_CALLS and sum(timing.windows) < SHORT_S
+                     and time.perf_counter() - began < SHORT_WALL_S)
+            if i >= self.calls and not short:
                 break
             xi = fresh_input(x.detach().cpu(), self.rng)
             seed = int(torch.randint(0, 2**62, (1,), generator=self.rng)) if self.op == "call" else None
