@@ -30,8 +30,12 @@ def _git(*args: str) -> str:
 
 
 def commit() -> str:
-    """The commit, from git where there is one, else from $CONVBENCH_COMMIT (the device copy has no .git)."""
-    head = _git("rev-parse", "--short", "HEAD") or os.environ.get("CONVBENCH_COMMIT", "unknown")
+    """$CONVBENCH_COMMIT where it is set (a copy of the tree sent to another machine names its commit so: a .git
+    there may be another one's), else the checkout's, from git."""
+    named = os.environ.get("CONVBENCH_COMMIT")
+    if named:
+        return named
+    head = _git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = _git("status", "--porcelain", "--untracked-files=no")
     return head + ("-dirty" if dirty else "")
 

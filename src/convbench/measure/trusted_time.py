@@ -49,10 +49,10 @@ SHORT_S = 0.05
 SHORT_WALL_S = 1.0
 # How far the child's own Op Time may fall below the least of convbench's times for the layer and still count: REL
 # of that time plus ABS, ABS at least the clock's own noise on this machine (the empty call's median above its
-# least, worker.Calibration) up to NOISE_CAP. On the GPU graders measured (results/2026-11-27-1100-h100-trusted-
-# time), convbench's least time for honest files' layers of 100 and 1000 images lay up to 0.3 ms above their own
-# timer's, steadily over ten calls, more than the empty calls of the same kind account for. On a busy CPU machine
-# the parent waits for a core for milliseconds (and spinning OpenMP threads hold the cores after a call).
+# least, worker.Calibration) up to NOISE_CAP. On a GPU grader convbench's least time for an honest file's short layer
+# lies steadily above the file's own timer, by more than the empty call of the same kind accounts for (the
+# measurements: results/2026-11-27-1005-h100-trusted-time); on a busy CPU machine the parent waits for a core for
+# milliseconds (and spinning OpenMP threads hold the cores after a call).
 MARGINS = {"cuda": (0.10, 0.5e-3), "cpu": (0.25, 5e-3)}
 NOISE_CAP = {"cuda": 1e-3, "cpu": 20e-3}
 # The measured ceilings are rates a library reaches, not the silicon's absolute peak (on the CPU, cpu-direct runs
