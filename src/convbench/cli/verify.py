@@ -1,8 +1,13 @@
-"""`convbench verify`: the max relative error of each implementation on random shapes; exit 1 on any failure."""
+"""`convbench verify`: the max relative error of each implementation on random shapes; exit 1 on any failure.
+
+Under the table, each failing implementation's first wrong element and its failing shapes, in lines of at most
+80 columns broken at spaces only (a number or a shape is never cut); `--json FILE`: every shape's record."""
 
 from __future__ import annotations
 
+import json
 import random
+import textwrap
 
 from rich.console import Console
 from rich.table import Table
@@ -14,8 +19,12 @@ from convbench.cli.devices import (
     resolve_many,
 )
 from convbench.core import ui
-from convbench.measure import problem
-from convbench.measure.verify import ImplReport, verify_fused, verify_impl
+from convbench.measure import outfiles, problem
+from convbench.measure.environment import environment
+from convbench.measure.verify import VERIFY_FORMAT, ImplReport, ShapeResult, verify_fused, verify_impl
+
+WIDTH = 80  # the failure lines fit an 80-column terminal, like the table
+LISTED = 10  # failing shapes listed per implementation; the rest are counted
 
 
 def units(n: float) -> str:
@@ -38,6 +47,7 @@ def cmd_verify(args) -> int:
         impls = all_on(device, precision)
     else:  # one name, or several separated by commas (one device for all)
         impls, device = resolve_many(args.impl, args.device, "--impl", precision)
+    json_path = outfiles.check_output_file(args.json, "--json") if args.json else None  # before the slow work
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     shapes = problem.shapes(args.shapes, seed)
     wide_shapes = min(len(shapes), problem.WIDE_SHAPES if args.wide_shapes is None else args.wide_shapes)
@@ -47,8 +57,30 @@ def cmd_verify(args) -> int:
     ui.note(f"verify: {len(impls)} implementation(s) on {device}, {len(shapes)} shapes each ({wide_shapes} also "
             f"with wide-range inputs), seed {seed} (repeat with --seed {seed}){also}")
 
+    reports = check_all(impls, device, shapes, seed, wide_shapes)
+    print_table(reports, device, wide_shapes, bool(fused))
+    for rep in reports:
+        if not rep.ok:
+            print("\n" + "\n".join(failure_lines(rep)))
+    # the table's shape column is the worst ordinary error's: where each wide-range maximum came from, apart
+    where = [f"{rep.label} {units(w.wide)} on {w.shape}" for rep in reports if (w := rep.worst_wide) is not None]
+    if where:
+        ui.note("wide, the largest error per implementation: " + "; ".join(where))
+    if json_path is not None:
+        doc = {"format": VERIFY_FORMAT, "environment": environment(), "device": device, "seed": seed,
+               "precision": precision, "shapes": len(shapes), "wide_shapes": wide_shapes,
+               "wide_limit": problem.WIDE_LIMIT, "ok": all(rep.ok for rep in reports),
+               "impls": [rep.to_json() for rep in reports]}
+        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json")
+        ui.note(f"wrote {json_path}")
+    return 0 if all(rep.ok for rep in reports) else 1
+
+
+def check_all(impls, device: str, shapes: list[problem.ConvShape], seed: int, wide_shapes: int) -> list[ImplReport]:
+    """Each implementation's convolution, then its fused op where it has one, under one progress bar."""
     reports = []
-    with ui.progress_bar("verify", (len(impls) + len(fused)) * len(shapes), enabled=ui.err.is_terminal) as bar:
+    fused = sum(1 for i in impls if i.fused is not None)
+    with ui.progress_bar("verify", (len(impls) + fused) * len(shapes), enabled=ui.err.is_terminal) as bar:
         for impl in impls:
             for check, is_fused in ((verify_impl, False), (verify_fused, True)):
                 if is_fused and impl.fused is None:
@@ -59,7 +91,10 @@ def cmd_verify(args) -> int:
                     results.append(r)
                     bar.advance()
                 reports.append(ImplReport(impl, results, is_fused))
+    return reports
 
+
+def print_table(reports: list[ImplReport], device: str, wide_shapes: int, fused: bool) -> None:
     notes = []
     if wide_shapes:
         notes.append("wide: inputs of magnitudes 1e-4..1e4 with random signs, the largest error of an element in units "
@@ -91,8 +126,44 @@ def cmd_verify(args) -> int:
         table.add_row(rep.label, rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
                       "–" if wide is None else units(wide.wide), verdict, shown.where())
     Console(highlight=False).print(table)
-    # the table's shape column is the worst ordinary error's: where each wide-range maximum came from, apart
-    where = [f"{rep.label} {units(w.wide)} on {w.shape}" for rep in reports if (w := rep.worst_wide) is not None]
-    if where:
-        ui.note("wide, the largest error per implementation: " + "; ".join(where))
-    return 0 if all(rep.ok for rep in reports) else 1
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    """text in lines of at most WIDTH columns, broken at spaces only, so that no number or shape is cut; the
+    lines after the first indented two more columns."""
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def what_went_wrong(r: ShapeResult) -> str:
+    """The shown failure: its first wrong element (grade's line), else why it failed without one."""
+    if r.first_wrong:
+        return f"first wrong element: {r.first_wrong}"
+    if r.check.wrote_inputs:
+        return f"on {r.where()} the output is right, but the call wrote to its input {r.check.wrote_inputs}"
+    if r.wide_failed:
+        return (f"on {r.where()} right on ordinary inputs; on wide-range ones an element is off by {units(r.wide)} "
+                f"units of fp32's bound (the limit: {problem.WIDE_LIMIT:g})")
+    return f"worst: {r.where()}, error {r.check.rel_error:.2e}"  # a fused op's: no element-wise report
+
+
+def _flags(r: ShapeResult) -> str:
+    return ((f" ({r.check.unwritten} NaN)" if r.check.unwritten else "")
+            + (f" (wrote {r.check.wrote_inputs})" if r.check.wrote_inputs else "")
+            + (f" (wide {units(r.wide)})" if r.wide_failed else ""))
+
+
+def failure_lines(rep: ImplReport) -> list[str]:
+    """A failing implementation under the table: its first wrong element, then its failing shapes with their
+    relative errors (the first LISTED, the rest counted)."""
+    fails = rep.failures
+    lines = [f"{rep.label}: FAIL on {len(fails)} of {len(rep.results)} shapes (tolerance {rep.impl.tolerance:.0e})"]
+    lines += _wrap(what_went_wrong(rep.shown_failure), "  ")
+    lines.append("  failing shapes, ||y - ref|| / ||ref||:")
+    listed = fails[:LISTED]
+    column = max(len(r.where()) for r in listed)
+    for r in listed:
+        lines += _wrap(f"{r.where():<{column}}  {r.check.rel_error:>8.2e}{_flags(r)}", "    ")
+    if len(fails) > LISTED:
+        lines.append(f"    … and {len(fails) - LISTED} more")
+    return lines

@@ -12,17 +12,32 @@ inputs whose magnitudes span 1e-4..1e4 with random signs (problem.generate_wide)
 fp32's error bound sqrt(n) * u * sum |x||k|, n = C*K*K (problem.bound_ratio). Fused ops are not run on it. An
 fp32-accurate implementation fails above problem.WIDE_LIMIT units; a reduced-precision one (tf32, fp16, bf16)
 reports its number.
+
+A failing convolution names its first wrong element: grade's LayerCheck on the shape's output, the shape as its
+layer (a fused op's output is another function: its failures give their error only). `to_json` gives each shape's
+record for `verify --json`; JSON has no inf, so a non-finite error (an unwritten element) is null there.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import torch
 
 from convbench.core.contract import ConvImpl
 from convbench.core.timing import synchronize
 from convbench.measure import problem
+from convbench.measure.layer_check import LayerCheck
+
+VERIFY_FORMAT = "convbench-verify/1"  # the `format` of `verify --json` files
+
+
+def _finite(v: float) -> float | None:
+    """v for a JSON file: null where it is inf or NaN (JSON has neither)."""
+    return v if math.isfinite(v) else None
 
 
 @dataclass(frozen=True)
@@ -32,9 +47,20 @@ class ShapeResult:
     case: problem.FusedCase | None = None  # the fused op's activation and pooling; None: the convolution alone
     wide: float | None = None  # the wide-range case's error in units of the fp32 bound; None: not run on this shape
     wide_failed: bool = False  # over problem.WIDE_LIMIT for an fp32-accurate implementation
+    first_wrong: str = ""  # LayerCheck's first wrong element of a failing convolution; "" where none is wrong
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok and not self.wide_failed
 
     def where(self) -> str:
         return str(self.shape) + (f" ({self.case})" if self.case else "")
+
+    def to_json(self) -> dict:
+        wide = {"wide": _finite(self.wide), "wide_failed": self.wide_failed} if self.wide is not None else {}
+        return {"shape": dataclasses.asdict(self.shape), **({"case": str(self.case)} if self.case else {}),
+                "ok": self.ok, "rel_error": _finite(self.check.rel_error), "unwritten": self.check.unwritten,
+                "wrote_inputs": self.check.wrote_inputs, **wide, "first_wrong": self.first_wrong}
 
 
 @dataclass(frozen=True)
@@ -53,7 +79,14 @@ class ImplReport:
 
     @property
     def failures(self) -> list[ShapeResult]:
-        return [r for r in self.results if not r.check.ok or r.wide_failed]
+        return [r for r in self.results if not r.ok]
+
+    @property
+    def shown_failure(self) -> ShapeResult | None:
+        """The failure to describe: the worst that has a first wrong element, else the worst (the first of equals);
+        None when every shape passed."""
+        located = [r for r in self.failures if r.first_wrong] or self.failures
+        return max(located, key=lambda r: r.check.rel_error) if located else None
 
     @property
     def worst_wide(self) -> ShapeResult | None:
@@ -64,6 +97,19 @@ class ImplReport:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    def to_json(self) -> dict:
+        return {"impl": self.impl.name, "fused": self.fused, "precision": self.impl.precision,
+                "tolerance": self.impl.tolerance, "ok": self.ok, "failed": len(self.failures),
+                "max_rel_error": _finite(self.worst.check.rel_error), "shapes": [r.to_json() for r in self.results]}
+
+
+def first_wrong_element(shape: problem.ConvShape, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor,
+                        tolerance: float) -> str:
+    """grade's report of a wrong convolution output (LayerCheck), the shape as its layer; "" where none is wrong."""
+    check = LayerCheck(tolerance)
+    check(str(shape), x, k, y)
+    return check.first_wrong
 
 
 def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: int,
@@ -77,19 +123,21 @@ def verify_impl(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], se
         x_in, k_in = x.clone().to(device), k.clone().to(device)  # the call's own copies: x and k stay as generated
         impl(x_in, k_in, y)
         synchronize(device)
-        result = problem.check(y.cpu(), ref, impl.tolerance)
+        y = y.cpu()
+        result = problem.check(y, ref, impl.tolerance)
+        first_wrong = "" if result.ok else first_wrong_element(shape, x, k, y, impl.tolerance)
         wrote = ", ".join(n for n, a, b in (("x", x, x_in), ("k", k, k_in)) if not problem.unchanged(a, b))
         if wrote:  # a convolution that modifies its inputs breaks the network it runs in, whatever its output
             result = dataclasses.replace(result, ok=False, wrote_inputs=wrote)
         if i >= wide_shapes:
-            yield ShapeResult(shape, result)
+            yield ShapeResult(shape, result, first_wrong=first_wrong)
             continue
         x, k = problem.generate_wide(shape, seed + problem.WIDE_SEED + i)
         y = problem.poisoned_output(shape, device)
         impl(x.clone().to(device), k.clone().to(device), y)  # the bound is of the inputs as generated
         synchronize(device)
         wide = problem.bound_ratio(y, x, k)
-        yield ShapeResult(shape, result, wide=wide,
+        yield ShapeResult(shape, result, wide=wide, first_wrong=first_wrong,
                           wide_failed=impl.precision in ("fp32", "fp64") and not wide <= problem.WIDE_LIMIT)
 
 
