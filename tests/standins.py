@@ -1,6 +1,7 @@
 """CPU stand-ins for the GPU implementations the tests cannot run here: a float64-reference convolution with a fused
 op (pool(act(conv)) in float64), its "fp16" variant (operands rounded to half, fp32 arithmetic), and broken fused
-ops that verify must catch. `register(monkeypatch, *impls)` puts them in the registry for the CLI."""
+ops that verify must catch. `register(monkeypatch, *impls)` puts them in the registry for the CLI (and in the
+catalog, which lists the built-ins without importing them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import torch.nn.functional as F
 from convbench.core import contract
 from convbench.core import reference as problem
 from convbench.core.contract import ConvImpl
+from convbench.core.impl_info import listing_key
+from convbench.impls import catalog
 from convbench.impls.registry import all_impls
 
 
@@ -52,3 +55,5 @@ def register(monkeypatch, *impls: ConvImpl) -> None:
     all_impls()  # discover the real ones first, so the registry is not empty
     for i in impls:
         monkeypatch.setitem(contract.REGISTRY, i.name, i)
+    listed = tuple(sorted((*catalog.declared(), *impls), key=listing_key))
+    monkeypatch.setattr(catalog, "declared", lambda: listed)

@@ -16,6 +16,7 @@ SRC = REPO / "src" / "convbench"
 DEFERRED = {
     ("__init__.py", "convbench.api"): "the API loads torch: `import convbench` stays cheap",
     ("__init__.py", "convbench.core.errors"): "the same, for UsageError",
+    ("impls/__init__.py", "convbench.impls.registry"): "the registry imports torch: impls/catalog.py stays cheap",
     ("impls/triton_01_igemm.py", "convbench.impls._triton_01_igemm_kernels"): "Triton is optional and slow to import",
 }
 

@@ -1,4 +1,4 @@
-"""Measured ceilings are held to physical bounds (measure/ceilings.py BOUNDS): a cached rate of 1e18 FLOP/s turned
+"""Measured ceilings are held to physical bounds (measure/bounds.py): a cached rate of 1e18 FLOP/s turned
 the floor check off for everyone after. And bench never prints a %floor that rounds to 0.0 without a warning."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from clihelp import assert_usage_error, cli
 
 from convbench.cli import bench as bench_cli
-from convbench.measure import ceilings
+from convbench.measure import bounds, ceilings
 from convbench.measure.ceilings import Ceilings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,9 +65,9 @@ def test_every_bound_is_generous_for_real_machines():
     """Rates recorded by real runs (an H100, a 2-core CI machine) sit well inside; the bound names its unit."""
     h100 = {"copy_bytes_per_s": 2.9e12, "fp32_flop_per_s": 5e13, "tf32_flop_per_s": 4e14, "fp16_flop_per_s": 7e14,
             "bf16_flop_per_s": 7e14}
-    assert ceilings.out_of_bounds(h100, "cuda") == ""
-    assert ceilings.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 1e11}, "cpu") == ""
-    assert ceilings.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 2e15}, "cpu") == \
+    assert bounds.out_of_bounds(h100, "cuda") == ""
+    assert bounds.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 1e11}, "cpu") == ""
+    assert bounds.out_of_bounds({"copy_bytes_per_s": 1e10, "fp32_flop_per_s": 2e15}, "cpu") == \
         "fp32_flop_per_s 2e+15 is above the physical maximum of 1e+15 FLOP/s for cpu"
 
 
@@ -87,7 +87,7 @@ def test_twice_outside_uses_the_bounds_and_caches_nothing(tmp_path, monkeypatch,
     monkeypatch.setattr(ceilings, "measure", fake_measure(calls, (1e10, 1e18), (1e16, 1e18)))
     c, fresh = ceilings.load("cpu")
     assert fresh and len(calls) == 2
-    assert (c.copy_bytes_per_s, c.fp32_flop_per_s) == (ceilings.CPU_COPY_MAX, ceilings.CPU_FLOP_MAX)
+    assert (c.copy_bytes_per_s, c.fp32_flop_per_s) == (bounds.CPU_COPY_MAX, bounds.CPU_FLOP_MAX)
     assert "warning: the ceilings measured again are not physical either" in capsys.readouterr().err
     assert not ceilings.cache_file("cpu").exists()
     c, fresh = ceilings.load("cpu")  # measured again next time, sanely now
@@ -96,7 +96,7 @@ def test_twice_outside_uses_the_bounds_and_caches_nothing(tmp_path, monkeypatch,
 
 def test_a_results_file_with_ceilings_outside_is_refused(tmp_path, capsys):
     doc = json.loads((REPO / "results" / "2026-11-26-0238-h100-bench" / "bench-H100.json").read_text())
-    assert ceilings.out_of_bounds(doc["ceilings"], "cuda") == ""  # the real run's are accepted
+    assert bounds.out_of_bounds(doc["ceilings"], "cuda") == ""  # the real run's are accepted
     doc["ceilings"]["fp32_flop_per_s"] = 1e18
     path = tmp_path / "b.json"
     path.write_text(json.dumps(doc))
@@ -113,7 +113,7 @@ def test_bench_never_prints_a_floor_share_of_zero_without_saying_why(capsys, mon
     """An implementation 10^4 times from its floor: the share is printed with two significant digits, not as 0.0,
     and a warning names the layer, the Op Time, the floor and the ceiling it comes from."""
     standins.register(monkeypatch, standins.impl("sleepy", fn=slow_conv))
-    at_max = Ceilings("m", "cpu", ceilings.CPU_COPY_MAX, ceilings.CPU_FLOP_MAX, None, "test")
+    at_max = Ceilings("m", "cpu", bounds.CPU_COPY_MAX, bounds.CPU_FLOP_MAX, None, "test")
     monkeypatch.setattr(ceilings, "load", lambda device, remeasure=False: (at_max, False))
     rc, out, err = cli(capsys, "bench", "--impls", "sleepy", "--nets", "sp19", "--sizes", "10", "--reps", "1")
     assert rc == 0, err

@@ -3,6 +3,7 @@ with the output poisoned (NaN) before each call so that an unwritten element fai
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.core.shapes import output_shape
+from convbench.impls import catalog
 from convbench.impls.registry import all_impls, get_impl
 from convbench.measure import problem
 from convbench.measure.verify import verify_impl
@@ -153,6 +155,18 @@ def test_registry():
         assert impl.device in ("any", "cpu", "cuda") and impl.summary and impl.demonstrates
     with pytest.raises(UsageError, match="unknown implementation"):
         get_impl("gpu-magic")
+
+
+def test_the_catalog_reads_what_the_registry_registers():
+    """`convbench impls` lists the implementations from their files' declarations, without importing them
+    (impls/catalog.py): the same ones, in the same order, described the same, as importing them registers."""
+    listed = catalog.declared()
+    registered = all_impls()
+    assert [i.name for i in listed] == [i.name for i in registered]
+    for info, impl in zip(listed, registered):
+        for f in dataclasses.fields(info):
+            got = getattr(impl, f.name)
+            assert getattr(info, f.name) == (got is not None if f.name == "fused" else got), (impl.name, f.name)
 
 
 def test_output_shape_rejects_mismatched_channels():

@@ -428,11 +428,11 @@ def test_retime_pins_the_top_of_every_board_to_one_grader(sessions, tmp_path):
 
 
 def test_without_the_service_extra_a_service_command_is_one_line():
-    code = ("import sys; sys.modules['fastapi'] = None; from convbench.cli.main import main; "
+    code = ("import sys; sys.modules['sqlalchemy'] = None; from convbench.cli.main import main; "
             "sys.exit(main(['teams', 'list']))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert done.stderr.startswith("convbench: error: the grading service needs the package fastapi, which is not "
+    assert done.stderr.startswith("convbench: error: the grading service needs the package sqlalchemy, which is not "
                                   "installed; install the service extra: pip install -e '.[service]'")
 
 

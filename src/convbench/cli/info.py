@@ -11,7 +11,7 @@ from rich.table import Table
 from convbench.core.errors import UsageError
 from convbench.core.spec import NETWORKS, get_network
 from convbench.data import fashion_mnist as fm
-from convbench.impls.registry import all_impls
+from convbench.impls import catalog
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -32,7 +32,7 @@ def cmd_impls(args) -> int:
                   box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("rung", "name", "precision", "what it demonstrates"):
         table.add_column(col, no_wrap=col != "what it demonstrates")
-    for impl in all_impls():
+    for impl in catalog.declared():  # read from the files, not imported: no torch
         precision = impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
         table.add_row(rung_label(impl), impl.name + ("*" if impl.fused else ""), precision, impl.demonstrates)
     console = _wide()

@@ -23,8 +23,8 @@ from convbench.core.precision import PRECISIONS  # noqa: E402  (the table import
 
 COMMANDS = {"run": "run", "verify": "verify", "train": "train", "impls": "info", "nets": "info", "data": "info",
             "sweep": "sweep", "bench": "bench", "ceilings": "bench", "profile": "profile", "report": "report",
-            "leaderboard": "leaderboard", "grade": "grade", "serve": "service", "submit": "service",
-            "worker": "service", "teams": "service"}
+            "leaderboard": "leaderboard", "grade": "grade", "serve": "service", "submit": "submit",
+            "worker": "service", "teams": "teams"}
 
 
 GRADERS = {"grade", "serve", "worker"}  # commands that time a submission's calls from their own process
@@ -122,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "shapes; 0: none)")
     verify.add_argument("--precision", choices=PRECISIONS, default="fp32", help="each impl's variant of this "
                         "precision (default fp32); with all: the impls of this precision")
+    verify.add_argument("--json", metavar="FILE", help="write every shape's error, the first wrong elements and the "
+                        "environment here")
 
     sweep = sub.add_parser("sweep", help="GPU: time an implementation's launch parameters per layer, record the best")
     sweep.add_argument("--impl", required=True, help="an implementation with tunables (see `convbench impls`)")

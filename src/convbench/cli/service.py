@@ -1,9 +1,10 @@
-"""`convbench serve`, `submit`, `worker` and `teams`: the grading service (service/) from the command line.
+"""`convbench serve` and `worker`: the grading service (service/) from the command line.
 
-    convbench teams add NAME [--staff]        a team and its token (printed once)
     convbench serve                           the web application, the queue and a local Dask cluster
-    convbench submit PATH --server URL        upload, follow, print the grade (like `rai submit`)
     convbench worker --scheduler ADDRESS      this machine's GPUs join a running cluster
+
+`convbench teams` (cli/teams.py) and `convbench submit` (cli/submit.py) live in modules of their own: they need
+neither the graders nor torch.
 """
 
 from __future__ import annotations
@@ -12,45 +13,19 @@ import asyncio
 import datetime
 import os
 import socket
-import time
 from pathlib import Path
 
 from convbench.cli.grade import _sizes
+from convbench.cli.service_args import database_url, missing_extra
 from convbench.core import ui
 from convbench.core.errors import UsageError
-from convbench.core.printable import visible
 
 try:
-    from convbench.service import DEFAULT_DB, archive, db, jobs, lease, sandboxing, store, web
-except ImportError as e:  # the service extra is missing: one line, as for any other bad set-up
-    raise UsageError(f"the grading service needs the package {e.name or e}, which is not installed; install the "
-                     "service extra: pip install -e '.[service]'") from None
-
-
+    from convbench.service import db, jobs, lease, sandboxing, store, web
+except ImportError as e:  # the service extra is missing
+    raise missing_extra(e) from None
 
 HIDE_ENV = "CONVBENCH_SANDBOX_HIDE"  # folders the sandbox hides from kernels (convbench.user.sandbox reads it)
-
-
-def _db_url(args) -> str:
-    return args.db or os.environ.get("CONVBENCH_DB") or DEFAULT_DB
-
-
-def _sessions(args):
-    return db.connect(_db_url(args))
-
-
-# ------------------------------------------------------------------------------------------------------------ teams
-
-def cmd_teams(args) -> int:
-    sessions = _sessions(args)
-    if args.action == "add":
-        token = store.add_team(sessions, args.name, staff=args.staff)
-        print(token)
-        ui.note(f"teams: {args.name}{' (staff)' if args.staff else ''} added; its token is above, shown only now")
-        return 0
-    for team in store.teams(sessions):
-        print("\t".join([team.name, "staff" if team.staff else "team"] + (["banned"] if team.banned else [])))
-    return 0
 
 
 # ------------------------------------------------------------------------------------------------------------ serve
@@ -176,18 +151,18 @@ def cmd_serve(args) -> int:
     listening = _listen(args.host, args.port)
     # kernels graded here must not see the database file nor the staff's files: hidden before the self-test, which
     # checks that they are
-    hide = [db.local_folder(_db_url(args)), args.course_weights, args.data_dir]
+    hide = [db.local_folder(database_url(args)), args.course_weights, args.data_dir]
     hide = [str(Path(p).resolve()) for p in hide if p and Path(p).is_dir()]
     os.environ[HIDE_ENV] = os.pathsep.join(filter(None, [os.environ.get(HIDE_ENV), *hide]))
     try:
         address = f"http://{args.host}:{args.port}"
-        as_is = db.unmigrated(_db_url(args))
+        as_is = db.unmigrated(database_url(args))
         if as_is is not None:  # before any migration; nor is a new database made only to be refused
             lease.Lease(as_is, url=address).refuse_if_held(lease.database_name(as_is))
             as_is.kw["bind"].dispose()
         # the local graders run here; with --scheduler each `convbench worker` checks its own machine
         sandbox = None if args.scheduler else sandboxing.check(device, args.allow_unsandboxed, "serve")
-        sessions = _sessions(args)
+        sessions = db.connect(database_url(args))
         hold = lease.Lease(sessions, url=address)
         hold.acquire(lease.database_name(sessions))
     except BaseException:
@@ -263,94 +238,6 @@ def _has_gpu() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-# ----------------------------------------------------------------------------------------------------------- submit
-
-def cmd_submit(args) -> int:
-    import httpx
-
-    token = args.token or os.environ.get("CONVBENCH_TOKEN")
-    if not token:
-        raise UsageError("no token: pass --token TOKEN or set CONVBENCH_TOKEN (your team's token from the staff)")
-    data, name = archive.pack(Path(args.path), int(args.max_kib * 1024))
-    server = args.server.rstrip("/")
-    headers = {"Authorization": f"Bearer {token}"}
-    try:
-        with httpx.Client(base_url=server, headers=headers, timeout=30) as http:
-            reply = http.post("/api/submissions", files={"file": (f"{name}.tar.gz", data, "application/gzip")},
-                              data={"milestone": args.milestone} if args.milestone else {})
-            body = _json(reply)
-            ui.note(visible(f"submit: {name} is submission #{body['id']}, position {body['position']} in the queue "
-                            f"({server}{body['url']})"))
-            if args.no_wait:
-                print(body["id"])
-                return 0
-            deadline = time.monotonic() + args.timeout
-            last = None
-            while True:
-                sub = _json(http.get(f"/api/submissions/{body['id']}"))
-                shown = (sub["state"], sub["position"])
-                if shown != last:
-                    ui.note(visible(f"submit: {sub['state']}" + (f", position {sub['position']}" if sub["position"]
-                                                                  else "")))
-                    last = shown
-                if sub["state"] in ("done", "failed"):
-                    break
-                if time.monotonic() > deadline:
-                    raise UsageError(f"no grade within {args.timeout:g} s (still {sub['state']}); see "
-                                     f"{server}/submissions/{body['id']} later")
-                time.sleep(1.0)
-    except httpx.HTTPError as e:
-        raise UsageError(f"cannot reach {server} ({type(e).__name__}: {str(e)[:120]}); check --server") from None
-    _print_result(sub)
-    return 0 if sub["ranked"] or sub["verdict"] in ("ok", "unsupported shape") else 1
-
-
-def _json(reply) -> dict:
-    try:
-        body = reply.json()
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    if reply.status_code >= 400:
-        why = " ".join(str(body.get("error") or reply.text[:200]).split())
-        raise UsageError(f"the server refused ({reply.status_code}): {visible(why)}")
-    return body
-
-
-def _print_result(sub: dict) -> None:
-    """The grade as `grade` prints it. Every string in it came from the server, and some from the kernel (what it
-    printed, its error's message): control characters are shown escaped, never sent to the terminal."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    def v(value) -> str:
-        return visible(str(value))
-
-    result = sub.get("result") or {}
-    grade = result.get("grade") or {}
-    if sub["state"] == "failed":
-        print(f"submission #{v(sub['id'])}: the job failed: {v(result.get('error', '?'))}")
-        return
-    detail = f" ({v(grade['detail'])})" if grade.get("detail") else ""
-    print(f"submission #{v(sub['id'])}: {v(sub['verdict'])}{detail}")
-    table = Table(title=escape(f"on {v(sub['gpu'])}: Op Time and Correctness (timed by the server)"))
-    for col in ("images", "Correctness", "reference", "Op Time per layer (s)", "Layer Time per layer (s)"):
-        table.add_column(col, justify="right")
-    for n, c in (grade.get("correctness") or {}).items():
-        table.add_row(escape(v(n)), escape(v(c)), escape(v(grade["reference"].get(n, ""))),
-                      " ".join(f"{t:.6f}" for t in grade["op_times"].get(n, [])),
-                      " ".join(f"{t:.6f}" for t in grade["layer_times"].get(n, [])))
-    Console(highlight=False).print(table)
-    if grade.get("output"):
-        print("what it printed:\n" + v(grade["output"]).rstrip("\n"))
-    if result.get("flags"):
-        print("not ranked: " + "; ".join(v(f) for f in result["flags"]))
-    elif sub["ranked"]:
-        print(f"ranked: Σ Op Time {sub['op_time_s'] * 1000:.3f} ms")
 
 
 # ----------------------------------------------------------------------------------------------------------- worker

@@ -1,14 +1,28 @@
-"""The grading service's sub-commands on the `convbench` parser (cli/service.py runs them). Kept apart so that
-parsing imports nothing of the service (FastAPI, SQLAlchemy, Dask load only when a service command runs)."""
+"""The grading service's sub-commands on the `convbench` parser (cli/service.py, cli/teams.py and cli/submit.py
+run them). Kept apart so that parsing imports nothing of the service (FastAPI, SQLAlchemy, Dask load only when a
+service command runs)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
+from convbench.core.errors import UsageError
 from convbench.service import DEFAULT_DB, DEFAULT_PORT, REPEATS
 
 UNSANDBOXED_HELP = ("grade even where the sandbox's self-test fails: kernels then run without it, so for trusted "
                     "code only (every page says so)")
+
+
+def database_url(args) -> str:
+    """--db, else $CONVBENCH_DB, else DEFAULT_DB (serve and teams)."""
+    return args.db or os.environ.get("CONVBENCH_DB") or DEFAULT_DB
+
+
+def missing_extra(e: ImportError) -> UsageError:
+    """A service command whose package is not installed: one line, as for any other bad set-up."""
+    return UsageError(f"the grading service needs the package {e.name or e}, which is not installed; install the "
+                      "service extra: pip install -e '.[service]'")
 
 
 def port_number(text: str) -> int:

@@ -7,6 +7,7 @@
     spec.py       the networks as data: layers, shapes, FLOPs
     shapes.py     output shapes of a convolution and of a fused conv + pool
     contract.py   the convolution contract (ConvImpl) and the registry behind @conv_impl
+    impl_info.py  what an implementation declares besides its code (names, precision, ladder), without torch
     reference.py  the float64 reference ops: conv, activation, pooling, the fused layer
     timing.py     one timed region (CUDA events on the GPU), the median of many
     jit.py        numba with its on-disk cache (the CPU rungs)

@@ -34,18 +34,13 @@ Optional declarations:
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from convbench.core.precision import ARITHMETICS
-from convbench.core.precision import arithmetic as arithmetic_of
+from convbench.core.impl_info import declare
 from convbench.core.shapes import output_shape
-
-DEVICES = ("cpu", "cuda")
-LADDER_MODULE = re.compile(r"^(cpu|gpu|triton)_(\d\d)_([a-z0-9_]+)$")  # gpu_08_per_layer: ("gpu", "08", "per_layer")
 
 
 @dataclass(frozen=True)
@@ -115,12 +110,6 @@ class ConvImpl:
 REGISTRY: dict[str, ConvImpl] = {}
 
 
-def _place(module: str) -> tuple[str, int]:
-    """(ladder, rung) from the module's file name: convbench.impls.gpu_08_per_layer -> ("gpu", 8)."""
-    m = LADDER_MODULE.match(module.rsplit(".", 1)[-1])
-    return (m.group(1), int(m.group(2))) if m else ("", 0)
-
-
 def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes_into: bool = True,
               precision: str | None = None, tolerance: float | None = None, setup: Callable[[], None] | None = None,
               tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None,
@@ -129,32 +118,26 @@ def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes
     """Register the decorated function as implementation `name`, or, with `variants` (name suffix -> arithmetic),
     as one implementation per variant: `name` for the suffix "", `name-SUFFIX` for the others. Precision and
     tolerance default to the arithmetic's (core/precision.py); `summaries` (suffix -> text) overrides a variant's
-    generated summary."""
-    if device not in (*DEVICES, "any"):
-        raise ValueError(f"implementation {name}: device={device!r}; use one of cpu, cuda, any")
-    members = variants or {"": arithmetic}
-    for a in members.values():
-        if a not in ARITHMETICS:
-            raise ValueError(f"implementation {name}: arithmetic {a!r}; use one of {', '.join(ARITHMETICS)}")
+    generated summary. Names, texts and precisions: core/impl_info.py's declare()."""
+    declared = functools.partial(declare, name, device=device, summary=summary, demonstrates=demonstrates,
+                                 precision=precision, tolerance=tolerance, arithmetic=arithmetic, variants=variants,
+                                 summaries=summaries, fused=fused is not None)
+    declared("")  # a bad device or arithmetic is an error here, before anything is decorated
 
     def register(fn: Callable) -> Callable:
-        ladder, rung = _place(fn.__module__)
-        for suffix, arith in members.items():
-            full = f"{name}-{suffix}" if suffix else name
-            known = REGISTRY.get(full)
+        for info in declared(fn.__module__):
+            known = REGISTRY.get(info.name)
             if known is not None and known.module != fn.__module__:
-                raise RuntimeError(f"two implementations are named {full}: {known.module} and {fn.__module__}")
-            a = arithmetic_of(arith)
+                raise RuntimeError(f"two implementations are named {info.name}: {known.module} and {fn.__module__}")
             if variants:
-                call = functools.partial(fn, arithmetic=arith)
-                fuse = functools.partial(fused, arithmetic=arith) if fused else None
-                text = (summaries or {}).get(suffix) or (summary if not suffix else f"{name} with {a.describe}")
+                call = functools.partial(fn, arithmetic=info.arithmetic)
+                fuse = functools.partial(fused, arithmetic=info.arithmetic) if fused else None
             else:
-                call, fuse, text = fn, fused, summary
-            REGISTRY[full] = ConvImpl(
-                full, device, text, demonstrates, call, writes_into,
-                precision or a.precision, tolerance if tolerance is not None else a.tolerance, setup, fn.__module__,
-                tunables, host_layer, ladder, rung, arith, fuse, name if variants else "")
+                call, fuse = fn, fused
+            REGISTRY[info.name] = ConvImpl(
+                info.name, info.device, info.summary, info.demonstrates, call, writes_into, info.precision,
+                info.tolerance, setup, info.module, tunables, host_layer, info.ladder, info.rung, info.arithmetic,
+                fuse, info.family)
         return fn
 
     return register

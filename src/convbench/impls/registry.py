@@ -2,23 +2,23 @@
 
 The contract and `@conv_impl` are in core/contract.py. File names give the ladders' order: `cpu_NN_*`, `gpu_NN_*`
 (CUDA C, the kernel in the `.cu` of the same name) and `triton_NN_*` are rung NN of their ladder; the libraries
-(cudnn, onednn) and the reference have no number. Modules starting with `_` are helpers, not implementations.
+(cudnn, onednn) and the reference have no number. Modules starting with `_` are helpers, not implementations
+(catalog.implementation_modules() says which modules are; catalog.py lists them without importing them).
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
 from convbench.core import contract
 from convbench.core.contract import ConvImpl, family_members
 from convbench.core.errors import UsageError
+from convbench.core.impl_info import listing_key
 from convbench.core.precision import check_precision
+from convbench.impls.catalog import implementation_modules
 
 # What runs when nobody names an implementation (`run`, the Python API): the fastest verified one of each device
 DEFAULT_IMPL = {"cpu": "cpu-direct", "cuda": "cudnn"}
-LADDER_ORDER = {"": 0, "cpu": 1, "gpu": 2, "triton": 3}
-DEVICE_ORDER = {"any": 0, "cpu": 1, "cuda": 2}
 
 
 _discovered = False
@@ -27,10 +27,8 @@ _discovered = False
 def _discover() -> None:
     """Import every implementation module once (some may have been imported directly before: the graph's)."""
     global _discovered
-    package = importlib.import_module(__package__)
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "registry" and not info.name.startswith("_"):
-            importlib.import_module(f"{__package__}.{info.name}")
+    for name in implementation_modules():
+        importlib.import_module(f"{__package__}.{name}")
     _discovered = True
 
 
@@ -39,9 +37,7 @@ def all_impls() -> list[ConvImpl]:
     (a family's variants after its fp32 member)."""
     if not _discovered:
         _discover()
-    return sorted(contract.REGISTRY.values(), key=lambda i: (DEVICE_ORDER.get(i.device, 3), LADDER_ORDER.get(i.ladder, 4),
-                                                     i.rung, i.family or i.name, i.family != "" and i.name != i.family,
-                                                     i.name))
+    return sorted(contract.REGISTRY.values(), key=listing_key)
 
 
 def builtin(name: str) -> ConvImpl | None:

@@ -26,12 +26,12 @@ Each ceiling is the median of a few runs after a warm-up. They are measured once
 `convbench ceilings --remeasure` measures again, and a GPU cache written before the fp16 / bf16 ceilings existed is
 measured again when read.
 
-Every rate is held to physical bounds (BOUNDS: generous minimums and maximums per device, far outside any real
-machine): a cache anyone can write (a sandboxed kernel shares it) must not set the floor for everyone after, and a
-rate of 1e18 FLOP/s would put every floor at nothing. A cached rate outside is measured again, with a note; a fresh
-measurement outside is taken once more, and if it is still outside, the bound is used (the floor stays a floor,
-only looser), with a warning, and nothing is cached. Results files with ceilings outside are refused
-(measure/results.py).
+Every rate is held to physical bounds (measure/bounds.py: generous minimums and maximums per device, far outside
+any real machine): a cache anyone can write (a sandboxed kernel shares it) must not set the floor for everyone
+after, and a rate of 1e18 FLOP/s would put every floor at nothing. A cached rate outside is measured again, with a
+note; a fresh measurement outside is taken once more, and if it is still outside, the bound is used (the floor
+stays a floor, only looser), with a warning, and nothing is cached. Results files with ceilings outside are
+refused (measure/results.py).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from convbench.core import cachefile, ui
 from convbench.core.paths import cache_dir
 from convbench.core.precision import ARITHMETICS as TABLE
 from convbench.core.timing import median_time
+from convbench.measure.bounds import BOUNDS, RATES, out_of_bounds
 from convbench.measure.environment import cpu_model
 
 # Sizes: large enough to leave the caches and fill the machine, small enough to measure in about a second.
@@ -58,21 +59,6 @@ REPS = 5
 ARITHMETICS = tuple(TABLE)  # every arithmetic flop_per_s answers (core/precision.py)
 # the three-product arithmetics (tf32x3 -> tf32): their ceiling is the base rate / 3, not measured
 THREE_PRODUCT = {a.name: a.ceiling for a in TABLE.values() if a.products == 3}
-
-# Physical bounds on every rate (bytes / s for the copy, FLOP / s for each arithmetic): generous, far outside any
-# real machine, so that only a rate no measurement can give (a planted or damaged cache, a broken clock) is refused.
-GPU_COPY_MAX = 20e12  # no GPU memory moves 20 TB/s: the fastest HBM parts are well under half of it
-GPU_COPY_MIN = 1e9  # every CUDA GPU, down to a MIG slice or an embedded board, copies far faster
-GPU_FLOP_MAX = 10e15  # no GPU reaches 10 PFLOP/s in a dense fp16 / bf16 / tf32 / fp32 matmul
-GPU_FLOP_MIN = 1e9  # a CUDA GPU's matmul is far faster even on the smallest board
-CPU_COPY_MAX = 10e12  # no CPU copies 10 TB/s, not even one with on-package HBM or a copy held in a large L3
-CPU_COPY_MIN = 100e6  # one core under an emulator still copies faster
-CPU_FLOP_MAX = 1e15  # the largest multi-socket CPUs are an order of magnitude below 1 PFLOP/s in fp32
-CPU_FLOP_MIN = 100e6  # one core of anything that runs PyTorch multiplies faster
-BOUNDS = {  # device -> (copy min, copy max, FLOP min, FLOP max)
-    "cuda": (GPU_COPY_MIN, GPU_COPY_MAX, GPU_FLOP_MIN, GPU_FLOP_MAX),
-    "cpu": (CPU_COPY_MIN, CPU_COPY_MAX, CPU_FLOP_MIN, CPU_FLOP_MAX),
-}
 
 
 @dataclass(frozen=True)
@@ -164,7 +150,6 @@ def measure(device: str) -> Ceilings:
                     datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), fp16, bf16)
 
 
-_RATES = ("copy_bytes_per_s", "fp32_flop_per_s", "tf32_flop_per_s", "fp16_flop_per_s", "bf16_flop_per_s")
 _OPTIONAL = ("tf32_flop_per_s", "fp16_flop_per_s", "bf16_flop_per_s")
 
 
@@ -182,7 +167,7 @@ def _validated(data, device: str) -> Ceilings:
             raise ValueError(f"{key} is {data[key]!r}, not a string")  # noqa: TRY004
     if data["device"] != device:
         raise ValueError(f"device is {data['device']!r}, not {device!r}")
-    for key in _RATES:
+    for key in RATES:
         v = data.get(key)
         if v is None and key in _OPTIONAL:
             continue
@@ -191,26 +176,10 @@ def _validated(data, device: str) -> Ceilings:
     return Ceilings(**data)
 
 
-def out_of_bounds(rates: dict, device: str) -> str:
-    """'' when every rate in `rates` (Ceilings.to_json() or a results file's "ceilings") is within this device's
-    physical bounds (BOUNDS), else the first that is not, said with its bound."""
-    copy_min, copy_max, flop_min, flop_max = BOUNDS["cuda" if device == "cuda" else "cpu"]
-    for key in _RATES:
-        v = rates.get(key)
-        if v is None:
-            continue
-        low, high, unit = (copy_min, copy_max, "B/s") if key == "copy_bytes_per_s" else (flop_min, flop_max, "FLOP/s")
-        if v > high:
-            return f"{key} {v:.3g} is above the physical maximum of {high:.3g} {unit} for {device}"
-        if v < low:
-            return f"{key} {v:.3g} is below the physical minimum of {low:.3g} {unit} for {device}"
-    return ""
-
-
 def _within_bounds(c: Ceilings) -> Ceilings:
     """Every rate of c clamped into its bounds (a measurement that stayed outside them: the floor stays a floor)."""
     copy_min, copy_max, flop_min, flop_max = BOUNDS[c.device]
-    rates = {key: getattr(c, key) for key in _RATES if getattr(c, key) is not None}
+    rates = {key: getattr(c, key) for key in RATES if getattr(c, key) is not None}
     clamped = {key: min(max(v, copy_min if key == "copy_bytes_per_s" else flop_min),
                         copy_max if key == "copy_bytes_per_s" else flop_max) for key, v in rates.items()}
     return Ceilings(**{**c.to_json(), **clamped})

@@ -4,7 +4,7 @@ A run folder (results/<run>/) holds one measurement run: a `manifest.json` (card
 device kind; `results` names the folder's results files) and the run's files. Two kinds of results file are read:
 
     bench    `convbench bench --json` ("format": "convbench-bench/1"): per-layer rows with every unit in the key,
-             the ceilings (held to ceilings.BOUNDS), and a quick verify of each implementation
+             the ceilings (held to bounds.BOUNDS), and a quick verify of each implementation
     whole    `convbench run --whole-network --json` ("mode": "whole-network"): one document, or a list of them (one
              per network); the card and date come from the manifest beside the file
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from convbench.core.errors import UsageError
-from convbench.impls.registry import all_impls
-from convbench.measure.ceilings import out_of_bounds
+from convbench.impls import catalog
+from convbench.measure.bounds import out_of_bounds
 
 BENCH_FORMAT = "convbench-bench/1"
 WHOLE_MODE = "whole-network"
@@ -254,7 +254,7 @@ def _check_bench(doc: dict) -> None:
 def _arithmetics(precision: dict[str, str], recorded: dict[str, str] | None = None) -> dict[str, str]:
     """What each impl's FLOPs ran on: as the file recorded it, else as the impl declares it today, else its
     precision (files from before `arithmetic` existed)."""
-    known = {i.name: i.ceiling_arithmetic for i in all_impls()}
+    known = {i.name: i.arithmetic for i in catalog.declared()}  # what ConvImpl.ceiling_arithmetic gives, without torch
     recorded = recorded or {}
     return {n: recorded.get(n) or known.get(n) or p for n, p in precision.items()}
 

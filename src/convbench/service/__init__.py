@@ -12,7 +12,7 @@
     sandboxing.py whether this machine may grade untrusted code (the sandbox's self-test)
     web.py        the web application (FastAPI + Jinja2 pages, each with a JSON twin under /api)
 
-`convbench serve`, `submit`, `worker` and `teams` (cli/service.py) start them."""
+`convbench serve` and `worker` (cli/service.py), `teams` (cli/teams.py) and `submit` (cli/submit.py) start them."""
 
 DEFAULT_DB = "sqlite:///convbench-service.db"  # a file in the folder `serve` starts in
 DEFAULT_PORT = 8408
