@@ -25,12 +25,14 @@ import torch.nn.functional as F
 from clihelp import assert_usage_error, cli
 from conftest import fixture_file
 
+from convbench.cli import info
 from convbench.cli.devices import DEFAULT_IMPL
 from convbench.core import contract
 from convbench.core.contract import ConvImpl
 from convbench.core.spec import NETWORKS
 from convbench.data import fashion_mnist as fm
 from convbench.data.idx import write_idx
+from convbench.impls import catalog
 from convbench.impls.registry import all_impls
 from convbench.measure import problem
 from convbench.network.weights import save_safetensors
@@ -202,12 +204,83 @@ def test_impls_lists_every_implementation(capsys):
         where = f"{impl.ladder} {impl.rung}" if impl.ladder else "reference" if impl.device == "any" \
             else f"{impl.device} lib"
         precision = impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
-        row = re.compile(rf"^ {where}\s+{re.escape(impl.name)}\*?\s+{precision}\s", re.M)
+        row = re.compile(rf"^{where}\s+{re.escape(impl.name)}\*?\s+{impl.device}\s+{precision}\s", re.M)
         assert row.search(out), f"no row for {impl.name} ({where}, {precision}) in\n{out}"
     # In ladder order: the reference first, then the CPU library and rungs, then the GPU ones.
-    positions = [re.search(rf"^ \S+(?: \d+| lib)?\s+{re.escape(n)}\*?\s", out, re.M).start() for n in names]
+    positions = [re.search(rf"^\S+(?: \d+| lib)?\s+{re.escape(n)}\*?\s", out, re.M).start() for n in names]
     assert positions == sorted(positions)
     assert names[0] == "reference"
+
+
+def _impls_rows(out: str) -> list[str]:
+    """The table's body: the lines between its header rule and the legend."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("───")) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("here: "))
+    return lines[start:end]
+
+
+def test_impls_is_one_line_per_implementation_at_80_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rc, out, err = cli(capsys, "impls")
+    assert rc == 0, err
+    wide = [line for line in out.splitlines() if len(line) > 80]
+    assert not wide, wide[:3]
+    impls = catalog.declared()
+    rows = _impls_rows(out)
+    assert len(rows) == len(impls), "\n".join(rows)
+    for impl, row in zip(impls, rows):  # the whole name, in its own column, on its row
+        assert re.match(rf"{info.rung_label(impl)}\s+{re.escape(impl.name)}\*?\s", row), (impl.name, row)
+    assert any(row.rstrip().endswith("…") for row in rows)  # some summaries do not fit 80 columns: shortened
+    assert impls[-1].demonstrates not in out
+
+
+def test_impls_verbose_says_what_each_demonstrates(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # no wrapping: each text on one line, whole
+    rc, out, err = cli(capsys, "impls", "-v")
+    assert rc == 0, err
+    rows = _impls_rows(out)
+    assert len(rows) == len(catalog.declared())
+    for impl, row in zip(catalog.declared(), rows):
+        assert row.rstrip().endswith(impl.demonstrates), (impl.name, row)
+    assert "…" not in out
+
+
+def _here_marks(out: str) -> dict[str, str]:
+    """name -> its "here" mark."""
+    marks = {}
+    for impl, row in zip(catalog.declared(), _impls_rows(out)):
+        m = re.match(rf"\S+(?: \d+| lib)?\s+{re.escape(impl.name)}\*?\s+\S+\s+\S+\s+(\S+)\s", row)
+        assert m, row
+        marks[impl.name] = m.group(1)
+    return marks
+
+
+def test_impls_says_which_run_on_this_machine(capsys):
+    rc, out, err = cli(capsys, "impls")
+    assert rc == 0, err
+    marks = _here_marks(out)
+    gpu = torch.cuda.is_available()  # what `impls` tells without torch, told here with it
+    for impl in catalog.declared():
+        runs = impl.device != "cuda" or gpu
+        assert marks[impl.name] == (info.HERE_MARK if runs else info.NOT_HERE_MARK), (impl.name, marks[impl.name])
+    assert f"here: {info.HERE_MARK} runs on this machine" in out
+
+
+def test_impls_no_cuda_impl_runs_here_with_every_gpu_hidden(capsys, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    rc, out, err = cli(capsys, "impls")
+    assert rc == 0, err
+    marks = _here_marks(out)
+    assert {marks[i.name] for i in catalog.declared() if i.device == "cuda"} == {info.NOT_HERE_MARK}
+    assert {marks[i.name] for i in catalog.declared() if i.device != "cuda"} == {info.HERE_MARK}
+    assert "needs a CUDA GPU, and none is seen here" in out
+
+
+def test_impls_sees_a_gpu_by_nvidia_smi(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(info.shutil, "which", lambda cmd: f"/usr/bin/{cmd}" if cmd == "nvidia-smi" else None)
+    assert info.cuda_gpu_seen()
 
 
 def test_nets_shows_all_six(capsys):

@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("argv", [
     ("impls",),
+    ("impls", "-v"),
     ("nets",),
     ("nets", "--net", "minidnn"),
     ("verify", "--impl", "cpu-parallel,onednn", "--shapes", "4", "--seed", "1"),

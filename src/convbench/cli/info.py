@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from convbench.core.errors import UsageError
 from convbench.core.spec import NETWORKS, get_network
@@ -14,6 +17,7 @@ from convbench.data import fashion_mnist as fm
 from convbench.impls import catalog
 
 out = Console(highlight=False, soft_wrap=True)
+HERE_MARK, NOT_HERE_MARK = "yes", "-"  # `convbench impls`: runs on this machine, or not
 
 
 def _wide() -> Console:
@@ -27,19 +31,56 @@ def rung_label(impl) -> str:
     return "reference" if impl.device == "any" else f"{impl.device} lib"
 
 
-def cmd_impls(args) -> int:
-    table = Table(title="convolution implementations, ladder by ladder (the contract: core/contract.py)",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("rung", "name", "precision", "what it demonstrates"):
-        table.add_column(col, no_wrap=col != "what it demonstrates")
+def cuda_gpu_seen() -> bool:
+    """Whether this machine shows an NVIDIA GPU, told without torch (seconds to import, which `convbench impls` must
+    not wait for): the driver's control node or nvidia-smi, unless CUDA_VISIBLE_DEVICES hides every GPU."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
+        return False
+    return os.path.exists("/dev/nvidiactl") or shutil.which("nvidia-smi") is not None
+
+
+def runs_here(impl, cuda_seen: bool) -> bool:
+    """The reference ("any") and the CPU implementations run anywhere; the CUDA ones where a GPU is seen."""
+    return impl.device != "cuda" or cuda_seen
+
+
+def _precision(impl) -> str:
+    return impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
+
+
+def _impls_table(verbose: bool, cuda_seen: bool) -> Table:
+    """One row per implementation: its summary on one line, shortened to fit; with verbose, what it demonstrates,
+    wrapped."""
+    title = "convolution implementations, ladder by ladder (the contract: core/contract.py)"
+    # expand: the text column takes what the others leave, however long its longest word (which would otherwise
+    # hold it wide and make rich narrow every column, names too)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0), expand=True)
+    for col in ("rung", "name", "device", "precision", "here"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("what it demonstrates" if verbose else "summary", ratio=1)
     for impl in catalog.declared():  # read from the files, not imported: no torch
-        precision = impl.precision if impl.arithmetic == impl.precision else f"{impl.precision}:{impl.arithmetic}"
-        table.add_row(rung_label(impl), impl.name + ("*" if impl.fused else ""), precision, impl.demonstrates)
+        # a Text's own no_wrap keeps the row one line, while the column stays the one rich narrows to fit
+        text = impl.demonstrates if verbose else Text(impl.summary, no_wrap=True, overflow="ellipsis")
+        table.add_row(rung_label(impl), impl.name + ("*" if impl.fused else ""), impl.device, _precision(impl),
+                      HERE_MARK if runs_here(impl, cuda_seen) else NOT_HERE_MARK, text)
+    return table
+
+
+def _here_legend(cuda_seen: bool) -> str:
+    if cuda_seen:
+        return f"here: {HERE_MARK} runs on this machine (a CUDA GPU is seen)"
+    return f"here: {HERE_MARK} runs on this machine; {NOT_HERE_MARK} needs a CUDA GPU, and none is seen here"
+
+
+def cmd_impls(args) -> int:
+    cuda_seen = cuda_gpu_seen()
     console = _wide()
-    console.print(table)
-    console.print("precision:arithmetic where the FLOPs run on another arithmetic (3xTF32 is fp32-accurate); "
-                  "* has a fused conv + activation + pool op. Each rung's file says what it changes, why that is "
-                  "faster and what bounds it: src/convbench/impls/<ladder>_<NN>_<name>.py (+ .cu).")
+    console.print(_impls_table(args.verbose, cuda_seen))
+    console.print(_here_legend(cuda_seen))
+    console.print("* has a fused conv + activation + pool op; precision:arithmetic where the FLOPs run on another "
+                  "arithmetic (3xTF32 is fp32-accurate)")
+    console.print(("" if args.verbose else "-v: what each demonstrates. ") + "Each rung's file says what it changes, "
+                  "why that is faster and what bounds it: src/convbench/impls/<ladder>_<NN>_<name>.py (+ .cu)")
     return 0
 
 

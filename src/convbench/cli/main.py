@@ -106,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "torch.compile of the same network on the same input, in this process (cuDNN benchmark mode, "
                      "TF32 off), and print the speed-ups over them")
 
-    sub.add_parser("impls", help="list the convolution implementations")
+    impls = sub.add_parser("impls", help="list the convolution implementations, one line each")
+    impls.add_argument("-v", "--verbose", action="store_true",
+                       help="what each demonstrates, in full, instead of its one-line summary")
     nets = sub.add_parser("nets", help="the course networks, per layer: shapes, FLOPs, bytes")
     nets.add_argument("--net", help="only this network")
 
