@@ -264,7 +264,7 @@ def test_cuda_examples_need_a_gpu(capsys, example):
     rc, _, err = cli(capsys, "verify", "--impl", EXAMPLES / example)
     one_line_error(rc, err, "no CUDA GPU")
     rc, _, err = cli(capsys, "run", "--impl", EXAMPLES / example, "--device", "cpu")
-    one_line_error(rc, err, f"implementation {example} runs on cuda, not cpu")
+    one_line_error(rc, err, f"implementation {example} needs a CUDA GPU", "--impl cpu-direct")
 
 
 KERNEL = ("__global__ void forward_kernel(float *y, const float *x, const float *k, const int B, const int M, "

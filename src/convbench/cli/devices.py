@@ -36,12 +36,34 @@ def apply_build_options(args) -> None:
     use_build_options(BuildOptions(defines, header))
 
 
+def _no_gpu() -> str:
+    """Why PyTorch sees no GPU, for an error line."""
+    build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, but no GPU is visible"
+    return f"no CUDA GPU available to PyTorch ({torch.__version__}, {build})"
+
+
 def require_cuda(asked: str = "--device cuda", fix: str = "or use --device cpu") -> None:
     """A one-line error naming what asked for the GPU (the option the user gave) where PyTorch sees none."""
     if not torch.cuda.is_available():
-        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}, but no GPU is visible"
-        raise UsageError(f"{asked}: no CUDA GPU available to PyTorch ({torch.__version__}, {build}); "
-                         f"run on a GPU machine with a CUDA build of torch, {fix}")
+        raise UsageError(f"{asked}: {_no_gpu()}; run on a GPU machine with a CUDA build of torch, {fix}")
+
+
+def _cpu_choice(precision: str) -> str:
+    """The flags of an implementation that runs on the CPU: the CPU's default, in fp32 where none computes in the
+    precision asked for."""
+    choice = f"--impl {DEFAULT_IMPL['cpu']}"
+    if not any(i.runs_on("cpu") and i.precision == precision for i in all_impls()):
+        choice += f" --precision fp32 (no CPU implementation computes in {precision})"
+    return choice
+
+
+def require_gpu_here(impl: ConvImpl, precision: str = "fp32", what: str = "implementation") -> None:
+    """A GPU-only implementation where PyTorch sees no GPU: say that it needs one and name what runs here. Not
+    `--device cpu` (it does not run on the CPU, and that error would send the user back to --device cuda)."""
+    if impl.device == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"{what} {impl.name} needs a CUDA GPU: {_no_gpu()}; run it on a GPU machine, or here pick "
+                         f"a CPU implementation: {_cpu_choice(precision)} or another that `convbench impls` marks "
+                         "as running here")
 
 
 def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") -> tuple[ConvImpl, str]:
@@ -49,13 +71,17 @@ def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") 
     implementation's variant of that precision (registry.impl_for_precision; fp32: the implementation itself)."""
     if impl_name is None:
         device = device or "cpu"
+        if device == "cuda":
+            require_cuda()  # the GPU was asked for by --device alone: --device cpu runs the CPU's default here
         impl = get_impl(DEFAULT_IMPL[device])
     else:
         impl = resolve_impl(impl_name)
+        require_gpu_here(impl, precision)
         device = device or ("cpu" if impl.device == "any" else impl.device)
         if not impl.runs_on(device):
             raise UsageError(f"implementation {impl.name} runs on {impl.device}, not {device}; use --device {impl.device}")
     variant = impl_for_precision(impl, precision)
+    require_gpu_here(variant, precision, f"{precision} variant")
     if not variant.runs_on(device):
         raise UsageError(f"{precision} variant {variant.name} of {impl.name} runs on {variant.device}, not {device}; "
                          f"use --device {variant.device}")

@@ -28,7 +28,7 @@ def cmd_leaderboard(args) -> int:
     found, notes = boards(files, args.images, net)
     if not found:  # one line: the notes are the reason
         raise UsageError(f"nothing to rank in {len(files)} results file(s): {'; '.join(notes)}; rank files with "
-                         "verify records (`convbench bench --json`) or pick another --images")
+                         "verify records (`convbench bench --json bench.json` writes one) or pick another --images")
     for note in notes:
         ui.note(note)
     console = Console(highlight=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from convbench.cli.devices import resolve
+from convbench.cli.devices import require_cuda, resolve
 from convbench.core.errors import UsageError
 from convbench.core.gpu import tuning
 from convbench.core.spec import get_network
@@ -13,6 +13,8 @@ from convbench.measure.sweep import sweep
 
 
 def cmd_sweep(args) -> int:
+    # every implementation with launch parameters is a GPU kernel: without a GPU there is nothing to sweep
+    require_cuda("sweep", "or list what runs here with `convbench impls`")
     impl, device = resolve(args.impl, None)
     if device != "cuda":
         raise UsageError(f"sweep times GPU implementations and {impl.name} runs on {device}; pick a gpu-* impl")

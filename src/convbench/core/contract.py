@@ -64,6 +64,12 @@ class ConvImpl:
     family: str = ""  # the variant family's name (its fp32 member's, or the file's); "" for a lone impl
 
     @property
+    def impl_arg(self) -> str:
+        """What `--impl` takes to name this implementation again in a suggested command: a built-in's name (a user
+        file's path: its name alone is no built-in, see UserImpl)."""
+        return self.name
+
+    @property
     def ceiling_arithmetic(self) -> str:
         """The arithmetic whose measured ceiling bounds this implementation's FLOP rate (Ceilings.flop_per_s)."""
         return self.arithmetic

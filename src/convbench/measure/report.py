@@ -20,6 +20,7 @@ import importlib
 import inspect
 import json
 import re
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,12 +168,14 @@ def load_profile(path: str) -> dict:
     try:
         doc = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise UsageError(f"profile file {path!r} does not exist; write one with `convbench profile --json FILE`") from None
+        raise UsageError(f"profile file {path!r} does not exist; write one with `convbench profile --json "
+                         f"{shlex.quote(path)}`") from None
     except (OSError, ValueError) as e:
         raise UsageError(f"profile file {path!r} is not a readable JSON file ({e.__class__.__name__}); "
-                         "write one with `convbench profile --json FILE`") from None
+                         f"write one with `convbench profile --json {shlex.quote(path)}`") from None
     if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
-        raise UsageError(f"{path!r} is not a convbench profile JSON; write one with `convbench profile --json FILE`")
+        raise UsageError(f"{path!r} is not a convbench profile JSON; write one with `convbench profile --json "
+                         f"{shlex.quote(path)}`")
     return doc
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,7 +133,8 @@ def default_files(root: Path | None = None) -> list[Path]:
     files = [p for run in newest_runs(base).values() for p in run.results_files()]
     if not files:
         raise UsageError(f"no results files: none given with --results, and no run folder with a manifest.json "
-                         f"naming results under {base / 'results'}; pass --results FILE (a `convbench bench --json` file)")
+                         f"naming results under {base / 'results'}; pass --results FILE (write one with "
+                         "`convbench bench --json bench.json`)")
     return files
 
 
@@ -154,7 +156,7 @@ def load(path: Path) -> ResultsFile:
         doc = json.loads(text)
     except ValueError as e:
         raise UsageError(f"results file {str(path)!r} is not valid JSON ({e}); rewrite it with "
-                         "`convbench bench --json` or drop it from --results") from None
+                         f"`convbench bench --json {shlex.quote(str(path))}` or drop it from --results") from None
     try:
         if isinstance(doc, dict) and doc.get("format") == BENCH_FORMAT:
             _check_bench(doc)
@@ -165,11 +167,12 @@ def load(path: Path) -> ResultsFile:
                 _check_fields(d, WHOLE_FIELDS, f"[{i}]." if isinstance(doc, list) else "")
             return _whole(path, whole)
     except _Malformed as e:
-        raise UsageError(f"results file {str(path)!r} is malformed: {e}; rewrite it with `convbench bench --json` "
-                         "or drop it from --results") from None
+        raise UsageError(f"results file {str(path)!r} is malformed: {e}; rewrite it with `convbench bench --json "
+                         f"{shlex.quote(str(path))}` or drop it from --results") from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise UsageError(f"results file {str(path)!r} is malformed ({e.__class__.__name__}: {e}); "
-                         "rewrite it with `convbench bench --json` or drop it from --results") from None
+                         f"rewrite it with `convbench bench --json {shlex.quote(str(path))}` or drop it from "
+                         "--results") from None
     raise UsageError(f"{str(path)!r} is not a convbench results file (`convbench bench --json`, or "
                      "`convbench run --whole-network --json`); drop it from --results")
 

@@ -218,7 +218,7 @@ class Network:
         found.append({"layer": name, "impl": self.impl.name, "nonfinite": bad, "of": y.numel()})
         ui.note(f"warning: layer {name}: the output of {self.impl.name} has {bad} non-finite value(s) (NaN or Inf) "
                 f"of {y.numel()}; the Correctness is not to be trusted: check the weights, or run `convbench verify "
-                f"--impl {self.impl.name}`")
+                f"--impl {self.impl.impl_arg}`")
 
     def _conv(self, name: str, x_host: torch.Tensor, k: torch.Tensor, show_progress: bool,
               fuse: tuple[str | None, Pool | None] | None = None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,11 @@ class UserImpl(ConvImpl):
     kind: str = ""  # python | mxnet | minidnn
     # mini-dnn files: the course's own timings of the last call (prolog_s, op_s, epilog_s, layer_s), from the shim
     last_times: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def impl_arg(self) -> str:
+        """The file's path, quoted for a shell: `--impl` finds a user's kernel by its path, never by its name."""
+        return shlex.quote(self.path) if self.path else self.name
 
     def reported_op_time(self) -> float | None:
         return self.last_times.get("op_s")

@@ -76,7 +76,9 @@ def load(path: Path, builtin_names: set[str]):
         raise UsageError(f"{path} defines no function conv_forward(x, k) -> y; define it (torch tensors in and out)")
     name = getattr(module, "NAME", None) or path.stem
     if not isinstance(name, str) or not name.strip() or any(c.isspace() for c in name):
-        raise UsageError(f"{path}: NAME = {name!r} is not a name; use a word without spaces, e.g. {path.stem!r}")
+        example = "_".join(path.stem.split()) or "my_conv"  # the stem itself may be what has the spaces
+        raise UsageError(f"{path}: NAME = {name!r} is not a name; set NAME = {example!r} in the file (a word "
+                         "without spaces)")
     if name in builtin_names:
         raise UsageError(f"{path}: NAME = {name!r} is a built-in implementation's name; choose another")
     device = getattr(module, "DEVICE", "cpu")
