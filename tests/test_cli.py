@@ -501,12 +501,13 @@ def test_device_cuda_without_gpu(capsys, sp19_weights):
 
 @pytest.mark.skipif(not NO_GPU, reason=HAS_GPU_REASON)
 def test_cudnn_impl_without_gpu(capsys, sp19_weights):
-    assert_usage_error(*cli(capsys, "run", "--impl", "cudnn", "--weights", sp19_weights, "--size", "10"), "--device cuda")
+    assert_usage_error(*cli(capsys, "run", "--impl", "cudnn", "--weights", sp19_weights, "--size", "10"),
+                       "needs a CUDA GPU", "--impl cpu-direct")
 
 
 def test_cudnn_impl_on_cpu(capsys, sp19_weights):
     assert_usage_error(*cli(capsys, "run", "--impl", "cudnn", "--device", "cpu", "--weights", sp19_weights,
-                            "--size", "10"), "cudnn", "cuda")
+                            "--size", "10"), "cudnn", "needs a CUDA GPU")
 
 
 def test_bad_device_choice(capsys):
@@ -565,7 +566,7 @@ def test_verify_bad_shapes(capsys, shapes):
 @pytest.mark.skipif(not NO_GPU, reason=HAS_GPU_REASON)
 def test_verify_cuda_without_gpu(capsys):
     assert_usage_error(*cli(capsys, "verify", "--device", "cuda"), "--device cuda")
-    assert_usage_error(*cli(capsys, "verify", "--impl", "cudnn"), "--device cuda")
+    assert_usage_error(*cli(capsys, "verify", "--impl", "cudnn"), "needs a CUDA GPU", "--impl cpu-direct")
 
 
 # ----------------------------------------------------------------------------------------------- bad data dir

@@ -519,7 +519,7 @@ def test_the_finite_check_counts_exactly_when_the_sum_is_not_finite():
 
     from convbench.network.model import Network
 
-    me = SimpleNamespace(impl=SimpleNamespace(name="probe"))
+    me = SimpleNamespace(impl=SimpleNamespace(name="probe", impl_arg="probe"))
     big = torch.full((4, 1, 8, 8), 3e38)
     found: list[dict] = []
     Network._check_finite(me, "conv1", big, found)
