@@ -116,3 +116,17 @@ def submit_no_wait(server: Server, token: str, path: Path) -> int:
     out = run_convbench("submit", path, "--server", server.url, "--token", token, "--no-wait", timeout=120)
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip())
+
+
+# A correct kernel slow enough (each call 0.4 s) that a test can act on its grade while it runs
+SLOW = ("import time\nimport torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.4)\n"
+        "    return F.conv2d(x, k)\n")
+
+
+def running_slow_job(server: Server, token: str, folder: Path) -> int:
+    """SLOW submitted to `server` (written to folder/slow.py): its number, once its grade is running."""
+    path = folder / "slow.py"
+    path.write_text(SLOW)
+    sub_id = submit_no_wait(server, token, path)
+    server.wait_for(sub_id, token, ("running",))
+    return sub_id

@@ -15,16 +15,12 @@ import time
 
 import pytest
 from clihelp import assert_usage_error
-from servicehelp import Server, add_team, database_url, run_convbench, submit_no_wait
+from servicehelp import Server, add_team, database_url, run_convbench, running_slow_job
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install -e '.[test,service]'")
 
 from convbench.service import jobs  # noqa: E402
 from convbench.service.process import free_port  # noqa: E402
-
-SLOW = ("import time\nimport torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.4)\n"
-        "    return F.conv2d(x, k)\n")
-
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_grader_killed_mid_job_fails_plainly_once_and_the_staff_re_run_grades_it(kind, tmp_path):
@@ -36,10 +32,7 @@ def test_a_grader_killed_mid_job_fails_plainly_once_and_the_staff_re_run_grades_
     token = add_team(url, "alpha")
     server = Server(url, tmp_path).start()
     try:
-        path = tmp_path / "slow.py"
-        path.write_text(SLOW)
-        sub_id = submit_no_wait(server, token, path)
-        server.wait_for(sub_id, token, ("running",))
+        sub_id = running_slow_job(server, token, tmp_path)
         time.sleep(3)
         serve = psutil.Process(server.proc.pid)
         workers = [p for p in serve.children(recursive=True)

@@ -5,9 +5,6 @@ never 500, on both databases, through the real application (a 500 raises in the 
 
 from __future__ import annotations
 
-import io
-import tarfile
-
 import pytest
 from servicehelp import database_url
 
@@ -16,6 +13,7 @@ pytest.importorskip("fastapi", reason="the service extra is not installed: pip i
 from fastapi.testclient import TestClient  # noqa: E402
 
 from convbench.service import db, store, web  # noqa: E402
+from convbench.service.archive import single_file  # noqa: E402
 
 GOOD = b"import torch.nn.functional as F\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
 HUGE = [2**31, 2**63, 2**64 + 5, 10**30, -1, 0]
@@ -33,15 +31,6 @@ def _one_line(reply, statuses=(400, 404, 422)) -> str:
     body = reply.json()
     assert list(body) == ["error"] and "\n" not in body["error"] and body["error"], body
     return body["error"]
-
-
-def _packed(top: str, text: bytes = GOOD) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-        info = tarfile.TarInfo(top)
-        info.size = len(text)
-        tar.addfile(info, io.BytesIO(text))
-    return buffer.getvalue()
 
 
 def test_ids_out_of_any_database_range_are_404_not_500(app):
@@ -88,7 +77,7 @@ def test_upload_fields_are_bounded_before_the_database(app, field, value, fragme
         reply = client.post("/api/submissions", content=body,
                             headers={**auth, "Content-Type": "multipart/form-data; boundary=b"})
     else:
-        reply = client.post("/api/submissions", files={"file": ("k.tar.gz", _packed(value))}, headers=auth)
+        reply = client.post("/api/submissions", files={"file": ("k.tar.gz", single_file(value, GOOD))}, headers=auth)
     assert fragment in _one_line(reply, (400,))
     assert client.get("/api/teams/alpha", headers=auth).json()["submissions"] == []
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from clihelp import assert_usage_error
-from servicehelp import Server, add_team, database_url, run_convbench, submit_no_wait
+from servicehelp import Server, add_team, database_url, run_convbench, running_slow_job
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install -e '.[test,service]'")
 
@@ -24,10 +24,6 @@ from convbench.service import db, lease, store  # noqa: E402
 from convbench.service.process import free_port  # noqa: E402
 
 DATABASES = ["sqlite", "postgresql"]
-SLOW = ("import time\nimport torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.4)\n"
-        "    return F.conv2d(x, k)\n")
-
-
 @pytest.fixture(params=DATABASES)
 def url(request, tmp_path):
     return database_url(request.param, tmp_path)
@@ -91,10 +87,7 @@ def test_a_second_serve_on_a_live_database_refuses_and_the_live_job_is_kept(kind
     token = add_team(url, "alpha")
     live = Server(url, tmp_path).start()
     try:
-        path = tmp_path / "slow.py"
-        path.write_text(SLOW)
-        sub_id = submit_no_wait(live, token, path)
-        live.wait_for(sub_id, token, ("running",))
+        sub_id = running_slow_job(live, token, tmp_path)
         second = run_convbench("serve", "--db", url, "--device", "cpu", "--port", free_port(), "--allow-unsandboxed",
                                cwd=tmp_path)
         line = assert_usage_error(second.returncode, second.stdout, second.stderr,

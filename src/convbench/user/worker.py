@@ -768,10 +768,6 @@ class Calibration:
         self.workers: dict[str, Worker] = {}
         self.cache: dict = {}
 
-    def cost(self, kind: str, op: str, x_shape, k_shape, device: str) -> float:
-        """The empty call's least window (seconds)."""
-        return self.measure(kind, op, x_shape, k_shape, device)[0]
-
     def measure(self, kind: str, op: str, x_shape, k_shape, device: str) -> tuple[float, float]:
         """(the empty call's least window, its median's distance above the least), in seconds."""
         key = (kind, op, tuple(x_shape), tuple(k_shape), device)
