@@ -128,7 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "environment here")
 
     sweep = sub.add_parser("sweep", help="GPU: time an implementation's launch parameters per layer, record the best")
-    sweep.add_argument("--impl", required=True, help="an implementation with tunables (see `convbench impls`)")
+    sweep.add_argument("--impl", required=True, help="an implementation with tunables (see `convbench impls`), or "
+                       "gpu-igemm-tc / gpu-wgmma and their variants (their launch plans)")
+    sweep.add_argument("--quick", action="store_true", help="launch plans: the smaller sweep, of the shapes that "
+                       "won before")
     sweep.add_argument("--net", default="fa19", help="network whose conv layers to tune (default fa19)")
     sweep.add_argument("--batch", type=image_count, default=10000, help="images per timed call (default 10000)")
     sweep.add_argument("--reps", type=positive_int, default=20, help="timed runs per candidate; the median counts")

@@ -1,15 +1,225 @@
-"""`convbench sweep --impl NAME --net NET`: time an implementation's launch parameters per layer, keep the best."""
+"""`convbench sweep --impl NAME --net NET --batch B`: time an implementation's launch parameters per conv layer, keep
+the fastest correct one, and record it in this GPU's tuning file (core/gpu/tuning.py), which the implementation reads.
+
+Two kinds of sweep, one command:
+- an implementation with tunables (gpu-tc: tile sizes) sweeps every combination on random data (measure/sweep.py);
+- gpu-igemm-tc and gpu-wgmma (any of their variants) sweep their launch plans (LaunchPlan: rows per work item, warp
+  tiling, ...) on the network's real conv inputs, since 3xTF32 / 3xFP16 skip products whose low parts are zero and
+  the images' pixels make them so. A plan is timed only where it fits shared memory and is correct (the arithmetic's
+  tolerance, core/precision.py's table); the fastest per layer is recorded for each arithmetic under the layer's
+  plan key (its batch class: 1000 images or more, or fewer), for the arithmetics that take their plan from a swept
+  one as well (PLAN_SOURCES).
+
+The user's file is in the format of the shipped ones (convbench/tuning/<GPU>.json): copy it there to ship the plans.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
 from rich.console import Console
 from rich.table import Table
 
 from convbench.cli.devices import require_cuda, resolve
+from convbench.core import reference as reference_ops
 from convbench.core.errors import UsageError
 from convbench.core.gpu import tuning
-from convbench.core.spec import get_network
-from convbench.measure.sweep import sweep
+from convbench.core.precision import ARITHMETICS, kernel_code
+from convbench.core.spec import Activation, Pool, get_network
+from convbench.core.timing import median_time, rotation_count
+from convbench.data.fashion_mnist import load_dataset
+from convbench.impls import gpu_14_igemm_tc as igemm
+from convbench.impls import gpu_15_wgmma as wgmma
+from convbench.measure.bench import conv_inputs
+from convbench.measure.sweep import Trial, sweep
+
+PLAN_FAMILIES = ("gpu-igemm-tc", "gpu-wgmma")
+
+# gpu-igemm-tc: which swept arithmetic each arithmetic's plan comes from, per (epilogue, batch class). A plan taken
+# from another arithmetic's sweep drops what only that one uses (SPLITX, PAD: 3xTF32's split and padded tiles).
+PLAN_SOURCES = {
+    ("epi0", "large"): {"tf32x3": "tf32x3", "tf32": "tf32x3", "fp16": "fp16", "bf16": "fp16", "fp16x3": "fp16x3"},
+    ("epi0", "small"): dict.fromkeys(("tf32x3", "tf32", "fp16", "bf16", "fp16x3"), "tf32x3"),
+    ("epi2", "large"): dict.fromkeys(("tf32x3", "tf32", "fp16", "bf16", "fp16x3"), "tf32x3"),
+    ("epi2", "small"): dict.fromkeys(("tf32x3", "tf32", "fp16", "bf16", "fp16x3"), "tf32x3"),
+}
+# gpu-igemm-tc's candidates: slab heights (None: OH and OH / 2 at large batches) and (MT, NW, MINB) per kind
+IGEMM_WARPS = {
+    ("epi0", "large"): [(4, 8, 1), (2, 8, 2), (4, 16, 1), (2, 16, 1), (4, 4, 2), (2, 8, 3)],
+    ("epi2", "large"): [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)],
+    ("epi0", "small"): [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)],
+    ("epi2", "small"): [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)],
+}
+IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
+# gpu-wgmma's candidates: (TPW, NWG) for each of OH, OH / 2, OH / 3 rows per band; 3xFP16 sets the plan
+WGMMA_WARPGROUPS = ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4))
+WGMMA_SWEPT = "fp16x3"
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    x: torch.Tensor  # the layer's real input, on the GPU
+    k: torch.Tensor
+    sets: list  # rotation copies of x (timing from cold caches)
+    act: str | None  # the activation and max pool after it, where the fused path applies (EPI 2)
+    pool: Pool | None
+
+
+def course_layers(net: str, batch: int) -> list[Layer]:
+    """The network's conv layers on the first `batch` Fashion-MNIST test images (our weights' forward pass)."""
+    spec = get_network(net)
+    data = load_dataset(spec.input_size, count=batch, quiet=True)
+    infos = spec.layer_info
+    out = []
+    for inp in conv_inputs(net, data.images[:batch], "cuda"):
+        i = next(j for j, info in enumerate(infos) if info.name == inp.layer)
+        act = pool = None
+        if i + 2 < len(infos) and isinstance(infos[i + 1].layer, Activation) and isinstance(infos[i + 2].layer, Pool):
+            act, pool = infos[i + 1].layer.fn, infos[i + 2].layer
+            if not (pool.kind == "max" and pool.size == pool.stride and pool.size in (1, 2, 4)):
+                act = pool = None
+        x = inp.x
+        sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
+        out.append(Layer(inp.layer, x, inp.k, sets, act, pool))
+    return out
+
+
+def rel_error(y: torch.Tensor, ref: torch.Tensor) -> float:
+    if not torch.isfinite(y).all():
+        return math.inf
+    return float((y.double() - ref).norm() / ref.norm())
+
+
+def timed(fn, layer: Layer, reps: int) -> float:
+    return median_time("cuda", fn, len(layer.sets), reps, warmup=3)
+
+
+def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:
+    """Trials of every candidate plan, and the best plan per (arithmetic, epilogue) plan key."""
+    x, k = layer.x, layer.k
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    OH = H - K + 1
+    size = tuning.batch_class(batch)
+    ref = F.conv2d(x.double(), k.double())
+    trials, chosen = [], {}
+    kinds = [("epi0", 0, 1)] + ([("epi2", 2, layer.pool.size)] if layer.pool is not None else [])
+    for kind, epi, ps in kinds:
+        warps = IGEMM_WARPS[(kind, size)]
+        if size == "large":
+            ths = sorted({OH, -(-OH // 2)}) if not epi else sorted({OH} | {ps * m for m in (2, 4, 6, 8) if ps * m < OH})
+            if quick:  # the shapes that won before, fewer of them
+                warps = [(4, 8, 1), (2, 8, 2), (4, 16, 1), (4, 4, 2)] if not epi else [(2, 8, 2), (4, 8, 1), (4, 4, 2)]
+                ths = ths if not epi else sorted({OH, ps * 4} & set(range(1, OH + 1)))
+        else:
+            ths = [th for th in (1, 2, 3, 4, 6, 8) if th <= OH] if not epi else [th for th in (ps, 2 * ps, 4 * ps)
+                                                                                   if th <= OH]
+        want = reference_ops.pool(reference_ops.activation(ref, layer.act), layer.pool) if epi else ref
+        y = torch.empty(want.shape, dtype=torch.float32, device="cuda")
+        best = {}
+        for arith in sorted(set(PLAN_SOURCES[(kind, size)].values())):
+            splits = (0, 1) if arith == "tf32x3" else (0,)
+            stages = (0, 1) if (size == "large" and not epi) else (0,)
+            for th, (mt, nw, minb), stage, split, pad in itertools.product(ths, warps, stages, splits, IGEMM_PADS):
+                plan = igemm.LaunchPlan(th, mt, nw, minb, stage, split, pad)
+                got = igemm.plan(B, C, H, W, M, K, kernel_code(arith), epi, ps, torch.cuda.get_device_properties(0)
+                                 .multi_processor_count, plan)
+                if (got.TH, got.MT, got.NW, got.MINB, got.STAGE, got.SPLITX, got.PAD) != tuple(plan):
+                    continue  # does not fit shared memory, or not a whole number of pool windows
+
+                def call(i, plan=plan, arith=arith):
+                    if epi:
+                        igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, arith, out=y, override=plan)
+                    else:
+                        igemm.launch(layer.sets[i], k, y, arith, True, override=plan)
+
+                label = {"arithmetic": arith, "kind": kind, **plan.fields()}
+                try:
+                    y.fill_(math.nan)
+                    call(0)
+                    torch.cuda.synchronize()
+                    err = rel_error(y, want)
+                    if not err <= ARITHMETICS[arith].tolerance:
+                        trials.append(Trial(layer.name, label, None, f"wrong result (rel. error {err:.1e})"))
+                        continue
+                    sec = timed(call, layer, reps)
+                except Exception as e:  # noqa: BLE001 - a plan that does not launch is a result, not a crash
+                    trials.append(Trial(layer.name, label, None, str(e).splitlines()[0][:80]))
+                    continue
+                trials.append(Trial(layer.name, label, sec))
+                if arith not in best or sec < best[arith][0]:
+                    best[arith] = (sec, plan)
+        for target, source in PLAN_SOURCES[(kind, size)].items():
+            if source in best:
+                plan = best[source][1]
+                if source != target:
+                    plan = replace(plan, SPLITX=0, PAD=0)
+                chosen[igemm.plan_key(C, H, W, M, K, kernel_code(target), epi, batch)] = plan
+    return trials, chosen
+
+
+def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:
+    """Trials of every candidate plan (3xFP16), and the best as the layer's plan key's ({}: none)."""
+    x, k = layer.x, layer.k
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    if C * K * K < wgmma.MIN_REDUCTION:  # launch() sends the layer to gpu-igemm-tc's kernel: no plan is read
+        return [Trial(layer.name, {"arithmetic": WGMMA_SWEPT}, None, "short reduction: runs gpu-igemm-tc's kernel")], {}
+    OH = H - K + 1
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    prec = kernel_code(WGMMA_SWEPT)
+    ref = F.conv2d(x.double(), k.double())
+    y = torch.empty(ref.shape, dtype=torch.float32, device="cuda")
+    trials, best = [], None
+    for R in sorted({OH, -(-OH // 2), -(-OH // 3)} & set(range(1, OH + 1))):
+        for TPW, NWG in WGMMA_WARPGROUPS:
+            plan = wgmma.LaunchPlan(R, TPW, NWG)
+            try:
+                wgmma.plan(B, C, H, W, M, K, prec, sms, plan)
+            except wgmma.TooBig:
+                continue
+
+            def call(i, plan=plan):
+                wgmma.launch(layer.sets[i], k, y, WGMMA_SWEPT, override=plan)
+
+            label = {"arithmetic": WGMMA_SWEPT, **plan.fields()}
+            try:
+                y.fill_(math.nan)
+                call(0)
+                torch.cuda.synchronize()
+                err = rel_error(y, ref)
+                if not err <= ARITHMETICS[WGMMA_SWEPT].tolerance:
+                    trials.append(Trial(layer.name, label, None, f"wrong result (rel. error {err:.1e})"))
+                    continue
+                sec = timed(call, layer, reps)
+            except Exception as e:  # noqa: BLE001 - a result, not a crash
+                trials.append(Trial(layer.name, label, None, str(e).splitlines()[0][:80]))
+                continue
+            trials.append(Trial(layer.name, label, sec))
+            if best is None or sec < best[0]:
+                best = (sec, plan)
+    chosen = {wgmma.plan_key(C, H, W, M, K, prec, batch): best[1]} if best else {}
+    return trials, chosen
+
+
+def plan_sweep(family: str, net: str, batch: int, reps: int, quick: bool = False) -> dict[str, list[Trial]]:
+    """Sweep a plan family's launch plans on each conv layer of `net` at `batch` images; record the best."""
+    if family == "gpu-wgmma":
+        if not wgmma.supported(torch.cuda.current_device()):
+            raise UsageError("gpu-wgmma needs an sm_90 GPU (H100, H200); sweep gpu-igemm-tc here")
+    one = igemm_sweep if family == "gpu-igemm-tc" else wgmma_sweep
+    results = {}
+    for layer in course_layers(net, batch):
+        trials, chosen = one(layer, batch, reps, quick)
+        for key, plan in chosen.items():
+            tuning.record(family, key, plan)
+        results[layer.name] = trials
+    return results
 
 
 def cmd_sweep(args) -> int:
@@ -18,15 +228,27 @@ def cmd_sweep(args) -> int:
     impl, device = resolve(args.impl, None)
     if device != "cuda":
         raise UsageError(f"sweep times GPU implementations and {impl.name} runs on {device}; pick a gpu-* impl")
-    if not impl.tunables:
-        raise UsageError(f"implementation {impl.name} has no launch parameters to sweep; pick one that lists tunables in `convbench impls`")
+    family = impl.family or impl.name
     spec = get_network(args.net)
-    results = sweep(impl, spec, args.batch, device, args.reps)
+    if family in PLAN_FAMILIES:
+        results = plan_sweep(family, spec.name, args.batch, args.reps, args.quick)
+        title = f"{family} launch plans"
+    elif impl.tunables:
+        results = sweep(impl, spec, args.batch, device, args.reps)
+        title = impl.name
+    else:
+        raise UsageError(f"implementation {impl.name} has no launch parameters to sweep; pick one that lists tunables "
+                         f"in `convbench impls`, or one of {', '.join(PLAN_FAMILIES)} (launch plans)")
     console = Console(highlight=False)
     for layer, trials in results.items():
         good = [t for t in trials if t.seconds is not None]
-        best = min(good, key=lambda t: t.seconds) if good else None
-        table = Table(title=f"{impl.name} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs")
+        groups = {}  # the best of each arithmetic and kind: what is recorded
+        for t in good:
+            g = (t.config.get("arithmetic"), t.config.get("kind"))
+            if g not in groups or t.seconds < groups[g].seconds:
+                groups[g] = t
+        winners = {id(t) for t in groups.values()}
+        table = Table(title=f"{title} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs")
         table.add_column("configuration")
         table.add_column("Op Time (ms)", justify="right")
         table.add_column("vs best", justify="right")
@@ -35,7 +257,9 @@ def cmd_sweep(args) -> int:
             if t.seconds is None:
                 table.add_row(cfg, "-", t.note)
             else:
-                table.add_row(("* " if t is best else "  ") + cfg, f"{t.seconds * 1e3:.4f}", f"{t.seconds / best.seconds:.2f}x")
+                best = groups[(t.config.get("arithmetic"), t.config.get("kind"))]
+                table.add_row(("* " if id(t) in winners else "  ") + cfg, f"{t.seconds * 1e3:.4f}",
+                              f"{t.seconds / best.seconds:.2f}x")
         console.print(table)
     console.print(f"choices recorded in {tuning.user_file()}")
     return 0

@@ -15,7 +15,7 @@
 //    input rows arrive by cp.async while the current one is multiplied.
 //  * EPI fuses the activation and the pooling: only the pooled map is written (1/4 of the bytes for 2x2; see EPI).
 // Warp tiling: NT = ceil(M / 8) n-tiles (all maps) x MT m-tiles of 16 pixels per warp; the NW warps take groups of
-// MT m-tiles in turn. The plan (TH, MT, NW, MINB, STAGE, SPLITX, PAD) comes from gpu_14_igemm_tc.py's table.
+// MT m-tiles in turn. The plan (TH, MT, NW, MINB, STAGE, SPLITX, PAD) is gpu_14_igemm_tc.py's LaunchPlan (convbench/tuning/).
 // Why faster: the fp32 rungs and cuDNN's fp32 path run on the CUDA cores (~50 TFLOP/s on an H100); 3xTF32 runs at
 // ~1/3 of TF32's ~400 (~130 TFLOP/s), M = 4..24 and C*K*K = 25..588 fit m16n8 with little padding, the weights
 // never leave shared memory and each input image is read from DRAM once.
@@ -71,27 +71,7 @@
 
 #define KSTEP (PREC_16BIT(PREC) ? 16 : 8)  // reduction depth of one mma
 
-typedef unsigned int u32;
-
-// TF32 rounding by integer arithmetic (finite inputs): adding half a TF32 ulp to the bits and clearing the 13 low
-// bits rounds to nearest (ties away from zero) in 2 instructions; cvt.rna.tf32.f32 compiles to ~5 on sm_90.
-__device__ __forceinline__ u32 tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
-
-// v = hi + lo exactly (Sterbenz: v - hi is exact), |lo| <= 2^-11 |v|. The tensor core reads only the top 19 bits
-// of a TF32 operand, so lo goes in as it is (truncated there: ~2^-21 |v| lost, the CUTLASS fast-fp32 recipe).
-__device__ __forceinline__ void split_tf32(float v, u32 &hi, u32 &lo) {
-    hi = tf32_round(v);
-    lo = __float_as_uint(v - __uint_as_float(hi));
-}
-
-// One TF32 operand (PREC 1): half an ulp added, the low bits left for the tensor core to drop.
-__device__ __forceinline__ u32 tf32_operand(float v) { return __float_as_uint(v) + 0x1000u; }
-
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+#include "common.cuh"  // u32, split_tf32, mma_tf32, split_fp16, block scaling, cp.async, activate
 
 // Two fp32 values as one register of two 16-bit operands, the lower reduction index in the low half.
 __device__ __forceinline__ u32 pack16(float lo_k, float hi_k) {
@@ -117,26 +97,7 @@ __device__ __forceinline__ u32 pack16(float lo_k, float hi_k) {
 // 3xTF32 loads a hi and a lo plane. An Inf or NaN does not set the scale (it only poisons the outputs it touches).
 // The price is a conversion pass per work item (the tile's largest |x| first, then the split: two passes, three
 // barriers, not overlapped with the k-loop), so 3xFP16 gains over 3xTF32 where the k-loop is long (C*K*K in the
-// hundreds) and loses where it is short.
-__device__ __forceinline__ u32 split_fp16(float v) {
-    const __half h = __float2half_rn(v);
-    const __half l = __float2half_rn(v - __half2float(h));
-    return static_cast<u32>(__half_as_ushort(h)) | (static_cast<u32>(__half_as_ushort(l)) << 16);
-}
-// s for a block whose largest finite |value| has the bits mb: max * 2^s in [2^14, 2^15) (s is capped at 126, so a
-// block whose largest value is below 2^-112 stays below 2^14)
-__device__ __forceinline__ int fp16_shift(u32 mb) {
-    if (mb == 0u) return 0;
-    const int e = max(static_cast<int>(mb >> 23) - 127, -126);
-    return min(14 - e, 126);
-}
-__device__ __forceinline__ float pow2(int s) { return __uint_as_float(static_cast<u32>(s + 127) << 23); }  // |s| <= 126
-// the block's largest m into *slot (float bits of non-negative floats order like unsigned ints)
-__device__ __forceinline__ void block_max(float m, u32 *slot) {
-#pragma unroll
-    for (int d = 16; d; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
-    if ((threadIdx.x & 31) == 0) atomicMax(slot, __float_as_uint(m));
-}
+// hundreds) and loses where it is short. The helpers (split_fp16, fp16_shift, pow2, block_max) are common.cuh's.
 
 __device__ __forceinline__ void mma_16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
 #if PREC == PREC_BF16
@@ -146,30 +107,6 @@ __device__ __forceinline__ void mma_16(float (&d)[4], const u32 (&a)[4], u32 b0,
 #endif
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
-    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src));
-}
-__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
-    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-__device__ __forceinline__ float activate(float v) {
-#if ACT == 1
-    return tanhf(v);
-#elif ACT == 2
-    return fmaxf(v, 0.0f);
-#elif ACT == 3
-    return 1.0f / (1.0f + expf(-v));
-#else
-    return v;
-#endif
 }
 
 // The shapes one launch works with (all runtime: one compiled kernel serves every layer with the same NT).

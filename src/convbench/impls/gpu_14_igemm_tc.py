@@ -13,7 +13,8 @@ import torch
 from convbench.core import gpu
 from convbench.core.contract import conv_impl
 from convbench.core.errors import UsageError
-from convbench.core.precision import kernel_code
+from convbench.core.gpu import tuning
+from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.reference import activation
 from convbench.core.reference import pool as pool_layer
 from convbench.core.shapes import fused_output_shape, output_shape
@@ -82,72 +83,56 @@ def smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT=4, NW=8, stage=False, split
     return NT * 8 * KPS + _round4(KP) + maxima + 2 * xtile + extra
 
 
-# Tuned plans for the course's layers: (C, H, W, M, K, prec, epi, B >= 1000) -> (TH, MT, NW, MINB, STAGE, SPLITX,
-# PAD), the fastest of scripts/sweep_igemm_tc.py's sweep on an H100 at 10000 and 100 images. A shape not in the
-# table gets the heuristic below.
-_LARGE = {  # 10000 images: tf32x3 (PREC 0) and fp16 (PREC 2) sweeps
-    (1, 70, 70, 12, 5): ((66, 4, 16, 1, 1, 1, 0), (66, 4, 16, 1, 1, 0, 0)),  # fa19 conv1
-    (12, 33, 33, 24, 5): ((29, 4, 16, 1, 0, 1, 0), (29, 4, 16, 1, 1, 0, 0)),  # fa19 conv2
-    (1, 48, 48, 6, 5): ((44, 4, 4, 2, 0, 1, 0), (44, 4, 4, 2, 1, 0, 0)),  # sp19 conv1
-    (6, 22, 22, 16, 5): ((18, 4, 4, 2, 0, 1, 0), (18, 4, 4, 2, 0, 0, 0)),  # sp19 conv2
-    (1, 86, 86, 4, 7): ((80, 4, 8, 1, 0, 1, 0), (80, 4, 4, 2, 1, 0, 0)),  # minidnn conv1
-    (4, 40, 40, 16, 7): ((34, 4, 4, 2, 1, 1, 0), (34, 4, 4, 2, 0, 0, 0)),  # minidnn conv2
-    (1, 72, 72, 12, 7): ((66, 4, 8, 1, 1, 1, 0), (66, 4, 4, 2, 1, 0, 0)),  # fa18 conv1
-    (12, 33, 33, 24, 7): ((27, 4, 16, 1, 1, 0, 0), (27, 4, 16, 1, 1, 0, 0)),  # fa18 conv2
-}
-_LARGE_FP16X3 = {  # 10000 images, 3xFP16 (PREC 4) sweep
-    (1, 70, 70, 12, 5): (66, 4, 4, 2, 1, 0, 0),
-    (12, 33, 33, 24, 5): (29, 4, 16, 1, 0, 0, 0),
-    (1, 48, 48, 6, 5): (44, 4, 4, 2, 0, 0, 0),
-    (6, 22, 22, 16, 5): (18, 2, 8, 2, 1, 0, 0),
-    (1, 86, 86, 4, 7): (80, 4, 8, 1, 0, 0, 0),
-    (4, 40, 40, 16, 7): (34, 4, 4, 2, 1, 0, 0),
-    (1, 72, 72, 12, 7): (66, 4, 4, 2, 1, 0, 0),
-    (12, 33, 33, 24, 7): (27, 4, 16, 1, 1, 0, 0),
-}
-_SMALL = {  # 100 images, tf32x3 sweep: short slabs, many blocks
-    (1, 70, 70, 12, 5): (4, 2, 4, 4, 0, 1, 0),
-    (12, 33, 33, 24, 5): (6, 1, 8, 2, 0, 1, 0),
-    (1, 48, 48, 6, 5): (8, 2, 4, 4, 0, 1, 0),
-    (6, 22, 22, 16, 5): (6, 1, 8, 2, 0, 1, 0),
-    (1, 86, 86, 4, 7): (8, 4, 4, 2, 0, 1, 0),
-    (4, 40, 40, 16, 7): (6, 1, 8, 2, 0, 0, 0),
-    (1, 72, 72, 12, 7): (6, 1, 8, 2, 0, 1, 0),
-    (12, 33, 33, 24, 7): (6, 1, 8, 2, 0, 0, 0),
-}
-_FUSED = {  # conv + act + max pool in registers (EPI 2), tf32x3 sweeps: (10000 images, 100 images)
-    (1, 70, 70, 12, 5): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa19 conv1
-    (1, 48, 48, 6, 5): ((44, 2, 8, 2, 0, 1, 0), (8, 1, 4, 4, 0, 1, 0)),  # sp19 conv1
-    (1, 86, 86, 4, 7): ((80, 2, 8, 2, 0, 1, 0), (4, 2, 4, 4, 0, 1, 0)),  # minidnn conv1
-    (4, 40, 40, 16, 7): ((34, 2, 8, 2, 0, 1, 0), (8, 2, 4, 4, 0, 1, 0)),  # minidnn conv2
-    (1, 72, 72, 12, 7): ((66, 2, 8, 2, 0, 1, 0), (4, 1, 4, 4, 0, 1, 0)),  # fa18 conv1
-}
-TABLE: dict[tuple, tuple[int, ...]] = {}
-for _shape, (_large, _small) in _FUSED.items():
-    for _prec in (TF32X3, TF32, FP16, BF16, FP16X3):
-        TABLE[(*_shape, _prec, 2, True)] = _large if _prec == TF32X3 else _large[:5] + (0, 0)
-        TABLE[(*_shape, _prec, 2, False)] = _small if _prec == TF32X3 else _small[:5] + (0, 0)
-for _shape, (_x3, _f16) in _LARGE.items():
-    TABLE[(*_shape, TF32X3, 0, True)] = _x3
-    TABLE[(*_shape, TF32, 0, True)] = _x3[:5] + (0, 0)  # TF32: tf32x3's tiling, nothing to split
-    TABLE[(*_shape, FP16, 0, True)] = TABLE[(*_shape, BF16, 0, True)] = _f16
-    TABLE[(*_shape, FP16X3, 0, True)] = _LARGE_FP16X3[_shape]
-for _shape, _plan in _SMALL.items():
-    for _prec in (TF32X3, TF32, FP16, BF16, FP16X3):
-        TABLE[(*_shape, _prec, 0, False)] = _plan if _prec == TF32X3 else _plan[:5] + (0, 0)
+@dataclass(frozen=True)
+class LaunchPlan(tuning.LaunchPlan):
+    """The tuned part of a plan (plan() works out the rest), as `convbench sweep` records it per GPU, layer,
+    arithmetic, epilogue and batch class in convbench/tuning/*.json (core/gpu/tuning.py). A layer without one gets
+    plan()'s heuristic."""
+
+    TH: int  # output rows per work item
+    MT: int  # m-tiles per warp and pass
+    NW: int  # warps per block
+    MINB: int = 1  # __launch_bounds__ minimum blocks per SM
+    STAGE: int = 0  # 1: stores through shared memory (EPI 0)
+    SPLITX: int = 0  # 1: x and k split into (hi, lo) pairs once per tile (3xTF32)
+    PAD: int = 0  # 1: staged rows and planes padded against bank conflicts
+
+
+ARITHMETIC_OF = {a.code: a.name for a in ARITHMETICS.values() if a.code is not None}  # PREC code -> name
+
+
+def plan_key(C, H, W, M, K, prec: int, epi: int, B: int) -> str:
+    """The tuning files' key of a layer's launch plan: "C12M24K5H33W33/tf32x3/epi0/large"."""
+    return tuning.plan_key(C, H, W, M, K, ARITHMETIC_OF[prec], f"epi{int(epi)}", tuning.batch_class(B))
+
+
+def _shipped_table() -> dict[tuple, tuple[int, ...]]:
+    """The generic default's plans as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's fields in order (tests
+    read it; plan() reads the files through tuning)."""
+    codes = {name: code for code, name in ARITHMETIC_OF.items()}
+    out = {}
+    for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
+        C, H, W, M, K, arith, epi, batch = tuning.parse_plan_key(key)
+        out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
+    return out
+
+
+TABLE = _shipped_table()
 SMEM_BUDGET = 110 * 1024  # aim for two resident blocks per SM
 
 
 def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 132,
-         override: tuple[int, ...] | None = None) -> Plan:
-    """Tile rows, warp tiling and shared memory for one layer: the table's entry for a course layer, else whole
-    images per work item when they fit the budget, else the slab height (a multiple of the pool size with EPI 1)
-    that wastes the fewest rows; small batches get slabs so that every SM has work."""
+         override: LaunchPlan | tuple[int, ...] | None = None, card: str | None = None) -> Plan:
+    """Tile rows, warp tiling and shared memory for one layer: the override, else the tuned LaunchPlan of GPU
+    `card` (None: this one) for a swept layer, else whole images per work item when they fit the budget, else the
+    slab height (a multiple of the pool size with EPI 1) that wastes the fewest rows; small batches get slabs so
+    that every SM has work."""
     OH, OW = H - K + 1, W - K + 1
     NT = -(-M // 8)
-    tuned = override or TABLE.get((C, H, W, M, K, prec, int(epi), B >= 1000))
+    tuned = LaunchPlan.of(override) if override is not None else \
+        tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, epi, B), LaunchPlan, card)
     if tuned is not None:
-        TH, MT, NW, MINB, STAGE, SPLITX, PAD = (tuple(tuned) + (0, 0))[:7]
+        TH, MT, NW, MINB, STAGE, SPLITX, PAD = tuned
         TH, STAGE, SPLITX = min(TH, OH), int(STAGE and not epi), int(SPLITX and prec == TF32X3)
         floats = smem_floats(C, H, W, M, K, TH, NT, prec, epi, MT, NW, STAGE, SPLITX, PAD)
         if 4 * floats <= SMEM_PER_BLOCK and (not epi or TH == OH or TH % pool_size == 0):

@@ -51,13 +51,14 @@
 #define SKIP 1  // 1: leave out the products whose lo parts are all zero (exact)
 #endif
 
+#include "common.cuh"  // u32, fp16_shift, pow2, block_max, cp.async
+
 #if PREC == PREC_BF16
 #define AB "bf16"
 #else
 #define AB "f16"
 #endif
 
-typedef unsigned int u32;
 typedef unsigned long long u64;
 
 constexpr int PARTS = PREC == PREC_FP16X3 ? 2 : 1;  // planes per value: hi (+ lo)
@@ -135,18 +136,8 @@ __device__ __forceinline__ u64 descriptor(u32 addr, u32 lbo, u32 sbo) {
            static_cast<u64>((sbo >> 4) & 0x3FFF) << 32;
 }
 
-// 3xFP16 (gpu-igemm-tc-fp16x3): scale a block so its largest finite |value| lies in [2^14, 2^15), split v = hi + lo
-__device__ __forceinline__ int fp16_shift(u32 mb) {
-    if (mb == 0u) return 0;
-    const int e = max(static_cast<int>(mb >> 23) - 127, -126);
-    return min(14 - e, 126);
-}
-__device__ __forceinline__ float pow2(int s) { return __uint_as_float(static_cast<u32>(s + 127) << 23); }
-__device__ __forceinline__ void block_max(float m, u32 *slot) {
-#pragma unroll
-    for (int d = 16; d; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
-    if ((threadIdx.x & 31) == 0) atomicMax(slot, __float_as_uint(m));
-}
+// 3xFP16 (gpu-igemm-tc-fp16x3): a block scaled so its largest finite |value| lies in [2^14, 2^15) (fp16_shift,
+// pow2, block_max: common.cuh), then v = hi + lo
 // two values -> (hi pair, lo pair) as packed 16-bit pairs; PREC 1 / 2: the values rounded, lo = 0
 __device__ __forceinline__ void split2(float a, float b, u32 &hi, u32 &lo) {
 #if PREC == PREC_BF16
@@ -241,13 +232,6 @@ __device__ __forceinline__ void k_loops(float (&acc)[TPW][NN / 2], const int2 *s
     else if (PARTS == 2 && lo_w) k_loop<NTILE, false, true>(acc, steps, g, xa, wbase);
     else k_loop<NTILE, false, false>(acc, steps, g, xa, wbase);
 }
-
-__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(static_cast<u32>(__cvta_generic_to_shared(dst))),
-                 "l"(src));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 
 // A work item: one image, one band of output rows, one group of NN maps, and the input the band reads
 struct Item {

@@ -14,6 +14,7 @@ import torch
 
 from convbench.core import gpu
 from convbench.core.contract import conv_impl
+from convbench.core.gpu import tuning
 from convbench.core.errors import UsageError
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.shapes import output_shape
@@ -93,15 +94,38 @@ def fallback_arithmetic(arithmetic: str) -> str:
     return next(a for a in IGEMM_ORDER if ARITHMETICS[a].precision == precision)
 
 
-# Tuned plans (R, TPW, NWG) for the course layers at >= 1000 images: (C, H, W, M, K, prec) -> plan, the fastest
-# of scripts/sweep_wgmma.py's sweep on an H200. Other layers: plan()'s rule.
-TABLE = {
-    (12, 33, 33, 24, 5, FP16X3): (29, 4, 3),  # fa19 conv2
-    (4, 40, 40, 16, 7, FP16X3): (34, 2, 4),  # minidnn conv2
-}
+@dataclass(frozen=True)
+class LaunchPlan(tuning.LaunchPlan):
+    """The tuned part of a plan, as `convbench sweep` records it per GPU, layer, arithmetic and batch class in
+    convbench/tuning/*.json (core/gpu/tuning.py). Other layers: plan()'s rule."""
+
+    R: int  # output rows per work item
+    TPW: int  # m64 tiles per warpgroup and batch
+    NWG: int  # consumer warpgroups per block
 
 
-def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] | None = None) -> Plan:
+def plan_key(C, H, W, M, K, prec: int, B: int) -> str:
+    """The tuning files' key of a layer's launch plan: "C12M24K5H33W33/fp16x3/large"."""
+    return tuning.plan_key(C, H, W, M, K, igemm.ARITHMETIC_OF[prec], tuning.batch_class(B))
+
+
+def _shipped_table() -> dict[tuple, tuple[int, ...]]:
+    """The generic default's plans as (C, H, W, M, K, prec) -> (R, TPW, NWG), 1000 images or more (tests read it;
+    plan() reads the files through tuning)."""
+    codes = {name: code for code, name in igemm.ARITHMETIC_OF.items()}
+    out = {}
+    for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
+        C, H, W, M, K, arith, batch = tuning.parse_plan_key(key)
+        if batch == "large":
+            out[(C, H, W, M, K, codes[arith])] = tuple(LaunchPlan.of(fields))
+    return out
+
+
+TABLE = _shipped_table()
+
+
+def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tuple[int, ...] | None = None,
+         card: str | None = None) -> Plan:
     """A block of two consumer warpgroups and a producer (the planes double-buffered), sized for one block per SM
     (a small layer may fit two): rows per band, the
     most that fit its shared memory, no more than gives every SM work at small batches. NN covers all maps up to 64
@@ -110,10 +134,10 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, ...] 
     NN = 8 * -(-min(M, 64) // 8)
     TPW, NWG = tiles_per_warpgroup(NN), 2
     mg = -(-M // NN)
-    if override is None and B >= 1000:
-        override = TABLE.get((C, H, W, M, K, prec))
+    if override is None:
+        override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
     if override is not None:
-        R, TPW, NWG = override
+        R, TPW, NWG = LaunchPlan.of(override)
         R = min(R, OH)
         lay = layout(C, H, W, M, K, R, NN, prec)
         if lay.smem > gpu.SMEM_PER_BLOCK:

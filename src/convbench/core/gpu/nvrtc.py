@@ -3,7 +3,8 @@
 A rung's kernel is the `.cu` file beside its launcher (impls/gpu_08_per_layer.cu beside gpu_08_per_layer.py), each
 compilable on its own by nvcc (CI checks them with `nvcc -arch=sm_90`); compile-time constants are `#define`s the
 launcher passes as `-D` options, so one source gives a kernel specialized per layer shape where the rung calls for
-it. `precision.cuh` (the PREC codes) is on the include path.
+it. This folder is on the include path: `precision.cuh` (the PREC codes) and `common.cuh` (the device helpers the
+tensor-core rungs share); a digest of its headers is part of every compiled kernel's cache key.
 
 Errors become one line (UsageError, exit 2): CuPy missing, no GPU, a compile error (its first line).
 """
@@ -22,7 +23,17 @@ from convbench.core import cachefile, ui
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
 
-INCLUDE_DIR = Path(__file__).parent  # precision.cuh
+INCLUDE_DIR = Path(__file__).parent  # precision.cuh, common.cuh
+
+
+@functools.cache
+def headers_digest() -> str:
+    """A digest of the headers on the include path: CuPy's cache key is the source text and the options, not what
+    the source includes, so the options carry it (-DCONVBENCH_HEADERS=...) and a changed header compiles anew."""
+    h = hashlib.sha256()
+    for path in sorted(INCLUDE_DIR.glob("*.cuh")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def cupy():
@@ -54,9 +65,10 @@ def toolkit_include() -> tuple[str, ...]:
 
 
 def base_options(target: str | None = None) -> tuple[str, ...]:
-    """The NVRTC options every kernel compiles with (C++17, line info, the toolkit and precision.cuh includes)."""
+    """The NVRTC options every kernel compiles with (C++17, line info, the toolkit's and our headers' folders, their
+    digest)."""
     return ("-std=c++17", f"--gpu-architecture={target or arch()}", "-lineinfo", *toolkit_include(),
-            f"-I{INCLUDE_DIR}")
+            f"-I{INCLUDE_DIR}", f"-DCONVBENCH_HEADERS=0x{headers_digest()}")
 
 
 def source_arch(source: Path) -> str | None:
@@ -100,8 +112,7 @@ def _arch_specific_module(source: Path, defines: tuple, target: str):
     # -ftz=true: what CuPy's RawModule adds for every other kernel here
     options = (*base_options(target), "-ftz=true", *(f"-D{name}={value}" for name, value in defines))
     text = source.read_text()
-    header = (INCLUDE_DIR / "precision.cuh").read_text()
-    key = hashlib.sha256(repr((text, header, options, nvrtc.getVersion())).encode()).hexdigest()[:24]
+    key = hashlib.sha256(repr((text, options, nvrtc.getVersion())).encode()).hexdigest()[:24]  # options: headers
     path = cache_dir() / "cubin" / f"{source.stem}-{key}.cubin"
     if path.is_file() and not _cubin_loads(cp, path):
         ui.note(f"note: the cached kernel {path} does not load (damaged); deleting it and compiling again")

@@ -1,0 +1,83 @@
+// The device helpers the tensor-core rungs share (gpu_14_igemm_tc.cu, gpu_15_wgmma.cu): TF32 splitting and the
+// m16n8k8 TF32 mma, 3xFP16 block scaling, cp.async, the fused activation. Each is __forceinline__: a kernel that
+// uses none of them compiles as if the header were not there. Include it after the kernel's -D defaults (activate()
+// reads ACT).
+#pragma once
+
+#include <cuda_fp16.h>
+
+typedef unsigned int u32;
+
+// ---- 3xTF32 ----
+
+// TF32 rounding by integer arithmetic (finite inputs): adding half a TF32 ulp to the bits and clearing the 13 low
+// bits rounds to nearest (ties away from zero) in 2 instructions; cvt.rna.tf32.f32 compiles to ~5 on sm_90.
+__device__ __forceinline__ u32 tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
+
+// v = hi + lo exactly (Sterbenz: v - hi is exact), |lo| <= 2^-11 |v|. The tensor core reads only the top 19 bits
+// of a TF32 operand, so lo goes in as it is (truncated there: ~2^-21 |v| lost, the CUTLASS fast-fp32 recipe).
+__device__ __forceinline__ void split_tf32(float v, u32 &hi, u32 &lo) {
+    hi = tf32_round(v);
+    lo = __float_as_uint(v - __uint_as_float(hi));
+}
+
+// One TF32 operand (PREC 1): half an ulp added, the low bits left for the tensor core to drop.
+__device__ __forceinline__ u32 tf32_operand(float v) { return __float_as_uint(v) + 0x1000u; }
+
+// D[16 x 8] += A[16 x 8] * B[8 x 8], TF32 operands in raw fragments, fp32 accumulators
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ---- 3xFP16 (block-scaled fp16 hi + lo; gpu_14_igemm_tc.cu tells the scheme and its accuracy) ----
+
+// v = hi + lo as two fp16 values in one word, hi in the low half
+__device__ __forceinline__ u32 split_fp16(float v) {
+    const __half h = __float2half_rn(v);
+    const __half l = __float2half_rn(v - __half2float(h));
+    return static_cast<u32>(__half_as_ushort(h)) | (static_cast<u32>(__half_as_ushort(l)) << 16);
+}
+// s for a block whose largest finite |value| has the bits mb: max * 2^s in [2^14, 2^15) (s is capped at 126, so a
+// block whose largest value is below 2^-112 stays below 2^14)
+__device__ __forceinline__ int fp16_shift(u32 mb) {
+    if (mb == 0u) return 0;
+    const int e = max(static_cast<int>(mb >> 23) - 127, -126);
+    return min(14 - e, 126);
+}
+__device__ __forceinline__ float pow2(int s) { return __uint_as_float(static_cast<u32>(s + 127) << 23); }  // |s| <= 126
+// the block's largest m into *slot (float bits of non-negative floats order like unsigned ints)
+__device__ __forceinline__ void block_max(float m, u32 *slot) {
+#pragma unroll
+    for (int d = 16; d; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0) atomicMax(slot, __float_as_uint(m));
+}
+
+// ---- cp.async: global -> shared without registers; a group per tile, waited for by count ----
+
+__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(src));
+}
+__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+// ---- the fused activation: ACT 0 (or unset) none, 1 tanh, 2 relu, 3 sigmoid ----
+
+__device__ __forceinline__ float activate(float v) {
+#if defined(ACT) && ACT == 1
+    return tanhf(v);
+#elif defined(ACT) && ACT == 2
+    return fmaxf(v, 0.0f);
+#elif defined(ACT) && ACT == 3
+    return 1.0f / (1.0f + expf(-v));
+#else
+    return v;
+#endif
+}
