@@ -357,8 +357,10 @@ class Cgroup:
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
-                    time.sleep(0.02)
+                except OSError as e:
+                    if e.errno != errno.EBUSY:  # read-only here (its mount namespace): the worker removes them
+                        break
+                    time.sleep(0.02)  # busy: its last processes are still being torn down
 
 
 def _user_namespace_maps(uid: int, gid: int, outer_uid: int, outer_gid: int) -> None:
