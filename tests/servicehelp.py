@@ -36,11 +36,11 @@ def service(*names: str) -> list[str]:
 
 
 def package(name: str):
-    """A package of the test or service extras; absent() where it is not installed."""
+    """A package of the test, service or postgres extras; absent() where it is not installed."""
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        absent(f"{name} is not installed ({e}): pip install -e '.[test,service]'")
+        absent(f"{name} is not installed ({e}): pip install -e '.[test,postgres]'")
 
 
 def database_url(kind: str, tmp_path: Path) -> str:

@@ -5,6 +5,7 @@ same path; the GPU tests of tests/test_user_kernels.py and tests/test_submission
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 
@@ -40,6 +41,7 @@ def submissions(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_grade_many_submissions(capsys, submissions, tmp_path):
     paths = [submissions / n for n in BODIES]
     out_json, out_csv = tmp_path / "grades.json", tmp_path / "grades.csv"
@@ -89,6 +91,7 @@ def test_classify(message, verdict):
     assert classify(message) == verdict
 
 
+@pytest.mark.slow
 def test_reduced_precision_is_judged_by_a_close_correctness(capsys, tmp_path):
     """A kernel whose every layer is within the reduced-precision tolerance but whose rounding moves a few images (as
     FP16 files do: 0.887 where fp32 gives 0.886) is ok, the moved Correctness said beside the verdict."""
@@ -108,12 +111,13 @@ def test_reduced_precision_is_judged_by_a_close_correctness(capsys, tmp_path):
                      r"reference gives 0\.\d+", g["detail"]), g["detail"]
 
 
+@pytest.mark.slow
 def test_grade_on_staff_held_images(tmp_path):
     """The service's --data-dir: Correctness from test images the students never saw (here: the first 120 test
     images, their order reversed and labels rotated, so the answer differs from the usual set's)."""
     from convbench.data import fashion_mnist as fm
     from convbench.data.idx import write_idx
-    from convbench.measure.grade import grade_one
+    from convbench.measure.grade import GradeSettings, grade_one
 
     images, labels, _ = fm.load_split("t10k")
     held = tmp_path / "held"
@@ -122,8 +126,9 @@ def test_grade_on_staff_held_images(tmp_path):
     write_idx(held / "t10k-labels-idx1-ubyte", ((labels[:120][::-1] + 1) % 10).astype(labels.dtype))
     kernel = tmp_path / "good.py"
     kernel.write_text(GOOD)
-    usual = grade_one(kernel, [120], "cpu", 2, 3, None, None, {}, lambda _: None)
-    staff = grade_one(kernel, [120], "cpu", 2, 3, None, None, {}, lambda _: None, data_dir=held)
+    settings = GradeSettings(sizes=(120,), device="cpu", random_shapes=2, seed=3)
+    usual = grade_one(kernel, settings)
+    staff = grade_one(kernel, dataclasses.replace(settings, data_dir=held))
     assert usual.verdict == staff.verdict == "ok", (usual.detail, staff.detail)
     assert staff.correctness[120] == staff.reference[120] != usual.correctness[120]
     # where each grade's time went, step by step (the service shows it; a slow grader is found from it)

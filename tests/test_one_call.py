@@ -15,7 +15,7 @@ from rich.console import Console
 from convbench.core import reference as ops
 from convbench.core import ui
 from convbench.data.fashion_mnist import load_dataset
-from convbench.measure.grade import grade_one
+from convbench.measure.grade import GradeSettings, grade_one
 from convbench.network import model
 from convbench.network.model import Network
 from convbench.network.weights import load_weights
@@ -70,7 +70,7 @@ def test_a_kernel_wrong_from_image_112_gets_the_same_verdict_fast_or_slow(tmp_pa
     for sleep in (0.0, 0.1):
         path = tmp_path / f"wrong_from_112_{int(sleep * 10)}.py"
         path.write_text(WRONG_FROM_112.format(sleep=sleep))
-        g = grade_one(path, [200], "cpu", 2, 3, None, None, {}, lambda _: None)
+        g = grade_one(path, GradeSettings(sizes=(200,), device="cpu", random_shapes=2, seed=3))
         verdicts.append((g.verdict, g.detail.split(": got")[0]))
     assert verdicts[0] == verdicts[1] == ("wrong answer", "200 images: layer conv1, image 112, element (m=0, h=0, w=0)"), \
         verdicts

@@ -6,6 +6,7 @@ attacks of issue 27, are tests/adversarial/test_service_*.py."""
 
 from __future__ import annotations
 
+import html
 import io
 import os
 import re
@@ -27,7 +28,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from convbench.core.errors import UsageError  # noqa: E402
 from convbench.measure import trusted_time  # noqa: E402
-from convbench.service import archive, db, jobs, lease, store, web  # noqa: E402
+from convbench.service import archive, db, jobs, lease, store, views, web  # noqa: E402
 
 GOOD = "import torch.nn.functional as F\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
 DATABASES = ["sqlite", "postgresql"]
@@ -150,8 +151,11 @@ def test_leaderboard_best_per_team_per_gpu_ties_and_gradebook(sessions, tmp_path
     store.set_hidden(sessions, best.id, True)
     assert store.leaderboard(sessions)["H100"][0].op_time_s == 0.0205
     rows = list(csv_rows(store.gradebook(sessions, "final", full_ms=20.0, zero_ms=40.0)))
-    assert rows == [["team", "milestone", "best_op_time_ms", "score"], ["alpha", "final", "30.000", "50.0"],
-                    ["beta", "final", "20.500", "97.5"], ["gamma", "final", "15.000", "100.0"]]
+    assert rows[0] == ["team", "milestone", "best_op_time_ms", "score", "submission", "spread_min_ms",
+                       "spread_max_ms"]
+    assert [r[:4] for r in rows[1:]] == [["alpha", "final", "30.000", "50.0"], ["beta", "final", "20.500", "97.5"],
+                                         ["gamma", "final", "15.000", "100.0"]]
+    assert rows[1][5:] == ["30.000", "31.000"]  # the best submission's spread, as the leaderboard shows it
     _graded(sessions, beta, tmp_path, "H100", 0.001, (0.001, 0.001), net="sp19")  # another network: its own board
     boards = store.leaderboard(sessions)
     assert [r.team for r in boards["sp19 on H100"]] == ["beta"] and boards["H100"][0].op_time_s == 0.0205
@@ -257,7 +261,7 @@ def test_api_rules(app):
     banned = client.post("/api/submissions", files=upload, headers=_auth(tokens["beta"]))
     assert banned.status_code == 403 and "banned" in banned.json()["error"]
     book = client.get("/api/admin/gradebook.csv?milestone=final", headers=_auth(tokens["boss"]))
-    assert book.status_code == 200 and book.text.splitlines()[0] == "team,milestone,best_op_time_ms,score"
+    assert book.status_code == 200 and book.text.splitlines()[0] == ",".join(store.GRADEBOOK_COLUMNS)
     # pages: public leaderboard, sign-in by cookie, the error page for another team's submission
     assert client.get("/").status_code == 200
     assert client.post("/login", data={"token": "nope"}).text.count('id="failed"') == 1
@@ -266,6 +270,206 @@ def test_api_rules(app):
     client.cookies.clear()
     client.post("/login", data={"token": tokens["beta"]}, follow_redirects=False)
     assert client.get(f"/submissions/{sub_id}").status_code == 404
+
+
+# ------------------------------------------------- the pages: progress, plots, errors, the time, the milestone
+
+def _finished(sessions, team, tmp_path, grade: dict, **result):
+    """A submission of `team` graded with `grade` (and the job's other fields in `result`)."""
+    sub = store.add_submission(sessions, team, "good.py", packed(tmp_path), "final", None, 0)
+    attempt = store.claim(sessions, sub.id)
+    store.finish(sessions, sub.id, attempt, {"grade": grade, "machine": {"kind": "cpu X"}, "worker": "w-cpu0",
+                                             "seconds": 3.0, **result})
+    return sub
+
+
+def _signed_in(client, token):
+    client.cookies.clear()
+    client.post("/login", data={"token": token}, follow_redirects=False)
+    return client
+
+
+def test_the_running_step_is_recorded_and_shown(app, sessions, tmp_path):
+    """The grader's steps (grade_one's names, from the trusted grader) become the page's and the API's progress;
+    anything else, or a stale attempt's report, is not recorded."""
+    client, tokens = app
+    sizes = (100, 1000, 10000)
+    assert jobs.progress("building", sizes) == ("building", 1, 6)
+    assert jobs.progress("random shapes", sizes) == ("checking random shapes", 3, 6)
+    assert jobs.progress("run 1000", sizes) == ("run 1000 images", 5, 6)
+    assert jobs.progress("reference 10000", sizes) == ("reference run 10000 images", 6, 6)
+    for junk in ("run 7", "run", "building 3", "\x1b[2Jrun 100", "x" * 65, None, 3, "run 100 images; rm -rf"):
+        assert jobs.progress(junk, sizes) is None, junk
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    sub = store.add_submission(sessions, alpha, "good.py", packed(tmp_path), "final", None, 0)
+    queued = client.get(f"/api/submissions/{sub.id}", headers=_auth(tokens["alpha"])).json()
+    assert queued["progress"] is None  # only a running submission has one
+    attempt = store.claim(sessions, sub.id)
+    _signed_in(client, tokens["alpha"])
+    page = client.get(f"/submissions/{sub.id}").text
+    assert "waiting for the grader" in page and '<meta http-equiv="refresh"' in page  # running, no step yet
+    began = db.now() - timedelta(seconds=30)
+    assert store.progress(sessions, sub.id, attempt, *jobs.progress("run 1000", sizes), began)
+    assert not store.progress(sessions, sub.id, attempt + 1, "building", 1, 6, began)  # not the claim's attempt
+    body = client.get(f"/api/submissions/{sub.id}", headers=_auth(tokens["alpha"])).json()
+    shown = body["progress"]
+    assert (shown["step"], shown["index"], shown["count"]) == ("run 1000 images", 5, 6)
+    assert 29 <= shown["step_s"] < 120 and shown["running_s"] >= 0
+    page = client.get(f"/submissions/{sub.id}").text
+    (step,) = re.findall(r'<b id="step">(.*?)</b>', page)
+    assert step.startswith("run 1000 images, step 5 of 6, for 3") and "(running" in step, step
+    assert 'id="progress-bar" value="4" max="6"' in page
+    store.requeue(sessions, sub.id, "test")
+    assert store.get(sessions, sub.id).step is None  # a new attempt starts with no step
+    store.finish(sessions, sub.id, store.claim(sessions, sub.id), {"grade": {"verdict": "ok"}})
+    done = client.get(f"/submissions/{sub.id}").text
+    assert 'id="step"' not in done and "http-equiv" not in done
+
+
+WRONG_GRADE = {"verdict": "wrong answer", "detail": "on the course's layers of minidnn: <b>conv1</b> error 3e-01",
+               "net": "minidnn", "weights": "", "random_shapes": "", "correctness": {}, "reference": {},
+               "op_times": {}, "layer_times": {}, "output": ""}
+COMPILE_GRADE = {"verdict": "compile error", "detail": "new-forward.cu(3): error: expected a ';'\n  int x\n",
+                 "net": "", "weights": "", "random_shapes": "", "correctness": {}, "reference": {}, "op_times": {},
+                 "layer_times": {}, "output": "nvcc said \x1b[31mno\x1b[0m"}
+
+
+@pytest.mark.parametrize("grade", [WRONG_GRADE, COMPILE_GRADE], ids=["wrong-answer", "compile-error"])
+def test_an_error_page_shows_the_verdict_and_its_detail_and_nothing_empty(app, sessions, tmp_path, grade, capsys):
+    client, tokens = app
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    sub = _finished(sessions, alpha, tmp_path, grade, ranked=False, op_time_s=None, spread_s=None, flags=[])
+    page = _signed_in(client, tokens["alpha"]).get(f"/submissions/{sub.id}").text
+    assert re.search(rf'id="verdict"[^>]*>{grade["verdict"]}</b>', page)
+    (detail,) = re.findall(r'<pre id="detail"[^>]*>(.*?)</pre>', page, re.S)
+    assert html.unescape(detail).rstrip("\n") == grade["detail"].rstrip("\n")  # whole, its lines kept
+    assert "<b>conv1</b>" not in page  # escaped, never markup
+    assert "<table" not in page and "<th>" not in page and "Random shapes" not in page and "()" not in page
+    assert 'id="time"' not in page and "layers.png" not in page
+    if grade["net"]:
+        assert re.search(r'<p id="facts">network minidnn</p>', page), page
+    else:
+        assert 'id="facts"' not in page
+    if grade["output"]:
+        assert "\\x1b[31mno" in page and "\x1b" not in page  # a kernel's control characters shown escaped
+    from convbench.cli import submit
+
+    submit._print_result(client.get(f"/api/submissions/{sub.id}", headers=_auth(tokens["alpha"])).json())
+    out = capsys.readouterr().out
+    assert out.startswith(f"submission #{sub.id}: {grade['verdict']}\n  {grade['detail'].splitlines()[0]}")
+    assert "images" not in out and "Correctness" not in out and "Random shapes" not in out and "()" not in out
+    assert "\x1b" not in out
+
+
+def test_plots_with_no_one_or_many_points(app, sessions, tmp_path):
+    """The team's plot: none is said in words (no empty axes), one gets a day around it, many as they come; the
+    submission's: linear, one stacked bar per size, every layer seen."""
+    from convbench.service import charts
+
+    client, tokens = app
+    _signed_in(client, tokens["alpha"])
+    page = client.get("/teams/alpha").text
+    assert 'id="no-plot"' in page and "No graded submissions yet" in page and "history.png" not in page
+    assert 'id="no-submissions"' in page and "<table" not in page
+    png = client.get("/teams/alpha/history.png")
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    history = views.team_history(sessions, next(t for t in store.teams(sessions) if t.name == "alpha"), "alpha")
+    assert charts.history_figure(history).get_axes() == []  # the words alone
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    _finished(sessions, alpha, tmp_path, WRONG_GRADE, ranked=False, op_time_s=None)
+    assert 'id="no-plot"' in client.get("/teams/alpha").text  # a wrong answer is no point either
+    times = {"10": [0.0005, 0.0200]}  # conv1 40x shorter than conv2: on a log scale from 1 its bar vanished
+    ok = {"verdict": "ok", "detail": "", "net": "minidnn", "weights": "convbench's own", "random_shapes": "1/1 ok",
+          "correctness": {"10": 0.9}, "reference": {"10": 0.9}, "op_times": times,
+          "layer_times": {"10": [0.001, 0.03]}, "output": ""}
+    first = _finished(sessions, alpha, tmp_path, ok, ranked=True, op_time_s=0.0205, spread_s=[0.02, 0.021])
+    page = client.get("/teams/alpha").text
+    assert 'id="history-plot"' in page and 'id="no-plot"' not in page
+    import matplotlib.dates as mdates
+
+    history = views.team_history(sessions, alpha, "alpha")
+    (ax,) = charts.history_figure(history).get_axes()
+    low, high = (mdates.num2date(x) for x in ax.get_xlim())
+    assert timedelta(hours=23) <= high - low <= timedelta(hours=25)  # a day around the one point, not years
+    assert ax.get_ylim()[0] == 0
+    for _ in range(3):
+        _finished(sessions, alpha, tmp_path, ok, ranked=True, op_time_s=0.0205, spread_s=[0.02, 0.021])
+    history = views.team_history(sessions, alpha, "alpha")
+    assert history["plotted"] == 4 and client.get("/teams/alpha/history.png").content.startswith(b"\x89PNG")
+    (panel,) = charts.layers_figure(first.id, ok).get_axes()
+    assert panel.get_yscale() == "linear" and panel.get_ylim()[0] == 0
+    heights = sorted(round(p.get_height(), 6) for p in panel.patches)
+    assert heights == [0.5, 1.0, 20.0, 30.0]  # conv1 and conv2 of Op Time and Layer Time, stacked, in ms
+    layers = client.get(f"/submissions/{first.id}/layers.png")
+    assert layers.status_code == 200 and layers.content.startswith(b"\x89PNG")
+    three = dict(ok, op_times={"100": [0.001, 0.01], "1000": [0.01, 0.1], "10000": [0.1, 1.0]}, layer_times={})
+    assert len(charts.layers_figure(first.id, three).get_axes()) == 3  # a panel per size, each its own scale
+
+
+def test_the_page_the_leaderboard_and_the_gradebook_agree_on_the_time(app, sessions, tmp_path, capsys):
+    """One rule (TIME_RULE): Σ of the per-layer median Op Times at the largest size, stated on the leaderboard and the
+    submission's page, the same number in the gradebook and `convbench submit`; the per-layer table adds up to it."""
+    from convbench.cli import submit
+    from convbench.service import TIME_RULE
+
+    client, tokens = app
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    op_times = {"10": [0.0011, 0.0052], "37": [0.0041, 0.0203]}
+    total = sum(op_times["37"])
+    grade = {"verdict": "ok", "detail": "", "net": "minidnn", "weights": "convbench's own", "random_shapes": "1/1 ok",
+             "correctness": {"10": 0.9, "37": 0.8919}, "reference": {"10": 0.9, "37": 0.8919}, "op_times": op_times,
+             "layer_times": {"10": [0.002, 0.006], "37": [0.005, 0.03]}, "output": ""}
+    sub = _finished(sessions, alpha, tmp_path, grade, ranked=True, op_time_s=total, spread_s=[0.0240, 0.0262],
+                    flags=[])
+    board = client.get("/").text
+    assert re.sub(r"\s+", " ", TIME_RULE) in re.sub(r"\s+", " ", html.unescape(board))  # the rule, stated
+    cells = re.findall(r'<td class="num">(.*?)</td>', board.split('data-team="alpha"')[1])
+    assert cells[1] == f"{total * 1000:.3f}" and cells[2] == "24.000–26.200", cells
+    page = _signed_in(client, tokens["alpha"]).get(f"/submissions/{sub.id}").text
+    (time_shown,) = re.findall(r'<p id="time"><b>(.*?)</b>', page)
+    assert time_shown == f"Σ Op Time {total * 1000:.3f} ms (spread 24.000–26.200 ms)"
+    assert 'id="time-rule"' in page
+    row = [r for r in re.findall(r"<tr>(.*?)</tr>", page, re.S) if r.startswith('<td class="num">37<')][0]
+    sigma, per_layer = re.findall(r'<td class="num[^"]*">(.*?)</td>', row)[3:5]
+    assert sigma == f"{total * 1000:.3f}" and per_layer == "4.100 + 20.300"
+    assert sum(map(float, per_layer.split(" + "))) == pytest.approx(float(sigma), abs=1e-3)  # it adds up
+    book = client.get("/api/admin/gradebook.csv", headers=_auth(tokens["boss"])).text
+    row = next(r for r in csv_rows(book) if r[0] == "alpha")
+    assert row[2] == f"{total * 1000:.3f}" and row[4] == str(sub.id) and row[5:] == ["24.000", "26.200"]
+    submit._print_result(client.get(f"/api/submissions/{sub.id}", headers=_auth(tokens["alpha"])).json())
+    out = capsys.readouterr().out
+    assert f"ranked: Σ Op Time {total * 1000:.3f} ms (spread 24.000–26.200 ms)" in out
+    row = out.split("│     37 │")[1]  # the table in s, as grade's: Σ and the per-layer Op Times that add up to it
+    assert row.split("│")[2].strip() == "0.024400" and "0.004100" in row and "0.020300" in row, out
+    assert "Σ Op Time: at the largest size" in out
+
+
+def test_the_current_milestone_is_the_default(sessions, tmp_path):
+    """With serve --deadline, uploads and the gradebook default to the first milestone whose deadline has not
+    passed (else the last), not "final"."""
+    now = datetime.now(timezone.utc)
+    deadlines = (("m3", now + timedelta(days=20)), ("m1", now - timedelta(days=3)), ("m2", now + timedelta(days=2)))
+    policy = web.Policy(rate_limit_s=0, deadlines=deadlines)
+    assert policy.current_milestone() == "m2"
+    assert policy.current_milestone(now + timedelta(days=5)) == "m3"
+    assert policy.current_milestone(now + timedelta(days=50)) == "m3"  # all passed: the last
+    assert web.Policy().current_milestone() == "final" and web.Policy(default_milestone="m9").current_milestone() == "m9"
+    assert web.Policy(deadlines=deadlines, fixed_milestone="m1").current_milestone() == "m1"  # serve --milestone wins
+    tokens = {"alpha": store.add_team(sessions, "alpha"), "boss": store.add_team(sessions, "boss", staff=True)}
+    client = TestClient(web.create_app(sessions, policy))
+    page = _signed_in(client, tokens["alpha"]).get("/upload").text
+    assert re.search(r'id="milestone" value="m2"', page) and "The milestone now is <b>m2</b>, due" in page
+    reply = client.post("/api/submissions", files={"file": ("good.py", GOOD.encode())}, headers=_auth(tokens["alpha"]))
+    sub = client.get(f"/api/submissions/{reply.json()['id']}", headers=_auth(tokens["alpha"])).json()
+    assert sub["milestone"] == "m2" and not sub["late"]
+    assert client.get("/api/health").json()["milestone"] == "m2"
+    attempt = store.claim(sessions, sub["id"])
+    store.finish(sessions, sub["id"], attempt, {"grade": {"verdict": "ok"}, "machine": {"kind": "X"},
+                                                "op_time_s": 0.01, "spread_s": [0.01, 0.011], "ranked": True})
+    book = list(csv_rows(client.get("/api/admin/gradebook.csv", headers=_auth(tokens["boss"])).text))
+    assert book[1][:3] == ["alpha", "m2", "10.000"]
+    final = list(csv_rows(client.get("/api/admin/gradebook.csv?milestone=final", headers=_auth(tokens["boss"])).text))
+    assert final[1][:3] == ["alpha", "final", ""]
 
 
 # ------------------------------------------------------------------------------------------------ end to end
@@ -300,6 +504,8 @@ def test_submit_follows_the_grade(served):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "submission #1: ok" in out.stdout and "ranked: Σ Op Time" in out.stdout
     assert "position 1 in the queue" in out.stderr and "Traceback" not in out.stderr
+    # followed step by step, as the page shows it (the grader's steps, not the kernel's output)
+    assert re.search(r"submit: running: [a-z0-9' ]+, step [1-4] of 4", out.stderr), out.stderr
     result = server.get("/api/submissions/1", token).json()["result"]
     # each layer's timed calls at the largest size (1 + --repeats 1, at least trusted_time.CALLS) give the spread,
     # which holds the Op Time it ranks by; the grader has its share of cores

@@ -1,8 +1,14 @@
 """The grading service's loop as a student lives it, in a real browser (headless Chromium through Selenium) against a
 real `convbench serve` (its own process group, a local Dask cluster of one CPU grader), once on SQLite and once on
-PostgreSQL: a team made with `convbench teams add`, sign in with its token, upload a kernel file through the form,
-watch the submission page go from queued/running to done with verdict ok, find the team on the leaderboard (the page
-and /api/leaderboard agree). Also: a wrong token is refused on /login, and another team cannot open the submission.
+PostgreSQL: a team made with `convbench teams add`, sign in with its token, upload a kernel file through the form
+(its milestone the current one of serve's --deadlines), watch the submission page go from queued/running to done with
+verdict ok, find the team on the leaderboard (the page and /api/leaderboard agree). Also: a wrong token is refused
+on /login, and another team cannot open the submission; a running submission's page shows its grader's step; a
+wrong answer's page shows the verdict and its detail and no empty table; the team page's plot, or its words where
+there is nothing to plot.
+
+Screenshots of the running, ok and wrong-answer submission pages and the team pages go to $CONVBENCH_SCREENSHOTS
+(else a folder under pytest's temporary folder), printed at the end of the run: look at them.
 
 One server per database, shared by the tests of this module (a module-scoped fixture); one browser for all. Where
 PostgreSQL, Chromium or chromedriver is absent (scripts/services.sh start) the tests skip with the reason, except in
@@ -11,6 +17,8 @@ CI (CI=true), where that is a failure. About a minute per database on 2 cores, m
 
 from __future__ import annotations
 
+import datetime
+import os
 import re
 import time
 from pathlib import Path
@@ -21,7 +29,12 @@ import servicehelp as sh
 pytestmark = pytest.mark.slow
 
 GOOD = "import torch.nn.functional as F\n\n\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
+WRONG = "import torch.nn.functional as F\n\n\ndef conv_forward(x, k):\n    return -F.conv2d(x, k)\n"
 GRADE_TIMEOUT_S = 180
+_NOW = datetime.datetime.now(datetime.timezone.utc).replace(second=0, microsecond=0)
+# serve's deadlines: m1 passed, m2 the current milestone (the upload form's default), m3 later
+DEADLINES = {"m1": _NOW - datetime.timedelta(days=2), "m2": _NOW + datetime.timedelta(days=3),
+             "m3": _NOW + datetime.timedelta(days=30)}
 
 
 class Service:
@@ -38,7 +51,8 @@ def service(request, tmp_path_factory):
     kind = request.param
     folder = tmp_path_factory.mktemp(f"service-{kind}")
     db = sh.database_url(kind, folder)
-    server = sh.Server(db, folder)
+    deadlines = [arg for name, when in DEADLINES.items() for arg in ("--deadline", f"{name}={when.isoformat()}")]
+    server = sh.Server(db, folder, *deadlines)
     try:
         tokens = {name: sh.add_team(db, name) for name in ("alpha", "bravo")}
         server.start()
@@ -62,9 +76,34 @@ def browser():
     driver = webdriver.Chrome(options=options, service=DriverService(executable_path=chromedriver))
     try:
         driver.set_page_load_timeout(60)
+        driver.set_window_size(1280, 1400)
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(request, tmp_path_factory):
+    """Where the screenshots go: $CONVBENCH_SCREENSHOTS, else a folder of pytest's; named at the end of the run."""
+    folder = Path(os.environ.get("CONVBENCH_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+    taken = sorted(p.name for p in folder.glob("*.png"))
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None and taken:
+        with capture.global_and_fixture_disabled():  # to the terminal, not the captured output
+            reporter.write_line(f"\nscreenshots of the service's pages ({len(taken)}): {folder}")
+
+
+def _shot(driver, shots: Path, service, name: str) -> Path:
+    """The whole page as the browser shows it, as SHOTS/<database>-<name>.png."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, max(900, min(4000, height + 200)))
+    path = shots / f"{service.kind}-{name}.png"
+    assert driver.save_screenshot(str(path)), path
+    driver.set_window_size(1280, 1400)
+    return path
 
 
 @pytest.fixture
@@ -114,7 +153,7 @@ def test_wrong_token_is_refused_on_login(driver, service):
     assert driver.current_url.rstrip("/").endswith("/login")
 
 
-def test_upload_grade_and_leaderboard(driver, service):
+def test_upload_grade_and_leaderboard(driver, service, shots):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -131,7 +170,8 @@ def test_upload_grade_and_leaderboard(driver, service):
     kernel.write_text(GOOD)
     driver.find_element(By.ID, "file").send_keys(str(kernel))
     milestone = driver.find_element(By.ID, "milestone")
-    assert milestone.get_attribute("value") == "final"
+    assert milestone.get_attribute("value") == "m2"  # the current milestone: m1's deadline has passed
+    assert "The milestone now is m2, due" in driver.find_element(By.ID, "milestone-note").text
     driver.find_element(By.ID, "submit-button").click()
     WebDriverWait(driver, 30).until(lambda d: re.search(r"/submissions/\d+$", d.current_url))
     sub_id = int(driver.current_url.rsplit("/", 1)[1])
@@ -157,9 +197,17 @@ def test_upload_grade_and_leaderboard(driver, service):
                              f"{service.server.tail()}")
     assert _text(driver, "b#verdict") == "ok", driver.page_source[:3000]
     assert driver.find_elements(By.ID, "layers")  # the grade's table: Correctness and Op Times per size
+    assert not driver.find_elements(By.ID, "step")  # no progress once done
+    time_shown = _text(driver, "p#time")
+    assert time_shown.startswith(f"Σ Op Time {body['op_time_s'] * 1000:.3f} ms (spread "), time_shown
+    assert "median of its timed calls" in _text(driver, "#time-rule")
+    plot = driver.find_element(By.CSS_SELECTOR, 'img[src$="/layers.png"]')
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return arguments[0].complete", plot))
+    assert driver.execute_script("return arguments[0].naturalWidth", plot) > 0  # the plot loaded
+    _shot(driver, shots, service, "submission-ok")
 
     assert body["state"] == "done" and body["verdict"] == "ok" and body["ranked"] is True, body
-    assert body["team"] == "alpha" and body["filename"] == "good.py" and body["milestone"] == "final"
+    assert body["team"] == "alpha" and body["filename"] == "good.py" and body["milestone"] == "m2"
     graded = [e["what"] for e in body["events"] if e["what"].startswith("graded")]
     assert len(graded) == 1, body["events"]
 
@@ -205,3 +253,84 @@ def test_another_team_cannot_open_the_submission(driver, service):
     assert reply.status_code == 401, reply.text
     reply = service.server.api("GET", f"/api/submissions/{sub_id}", service.tokens["alpha"])  # its own team: yes
     assert reply.status_code == 200 and reply.json()["team"] == "alpha", reply.text
+
+
+def _submit(service: Service, token: str, name: str, text: str) -> int:
+    reply = service.server.api("POST", "/api/submissions", token, files={"file": (name, text.encode(), "text/x-python")})
+    assert reply.status_code == 202, reply.text
+    return reply.json()["id"]
+
+
+def _wait_state(driver, states: tuple[str, ...], timeout: float = GRADE_TIMEOUT_S) -> str | None:
+    """The page's state once it is one of `states` (the page refreshes itself while queued or running)."""
+    deadline = time.monotonic() + timeout
+    state = None
+    while time.monotonic() < deadline:
+        state = _text(driver, "b#state")
+        if state in states:
+            return state
+        time.sleep(0.3)
+    return state
+
+
+def test_a_running_submission_shows_its_step(driver, service, shots):
+    """While it runs, the page (refreshing itself) and the API say which step of the grade it is at, from the
+    grader: "checking the course's layers, step 2 of 4, for 3 s (running 5 s)"."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    token = service.tokens["alpha"]
+    sub_id = _submit(service, token, "slow.py", sh.SLOW)  # each call 0.4 s: a grade of several seconds a step
+    _sign_in(driver, service, token)
+    driver.get(f"{service.server.url}/submissions/{sub_id}")
+    step = WebDriverWait(driver, GRADE_TIMEOUT_S, poll_frequency=0.2).until(
+        lambda d: (_text(d, "b#state") == "running" and (_text(d, "b#step") or "")).find(" of ") > 0
+        and _text(d, "b#step"))
+    assert re.fullmatch(r"(building|checking the course's layers|checking random shapes|run 10 images|reference run "
+                        r"10 images), step [1-4] of 4(, for \d+ s)? \(running \d+ s\)", step), step
+    _shot(driver, shots, service, "submission-running")
+    shown = service.server.api("GET", f"/api/submissions/{sub_id}", token).json()
+    if shown["state"] == "running":
+        assert shown["progress"]["count"] == 4 and 1 <= shown["progress"]["index"] <= 4, shown["progress"]
+    assert _wait_state(driver, ("done", "failed")) == "done", service.server.tail()
+    assert _text(driver, "b#verdict") == "ok"
+
+
+def test_a_wrong_answer_shows_the_verdict_and_nothing_empty(driver, service, shots):
+    from selenium.webdriver.common.by import By
+
+    token = service.tokens["alpha"]
+    sub_id = _submit(service, token, "wrong.py", WRONG)
+    _sign_in(driver, service, token)
+    driver.get(f"{service.server.url}/submissions/{sub_id}")
+    assert _wait_state(driver, ("done", "failed")) == "done", service.server.tail()
+    assert _text(driver, "b#verdict") == "wrong answer"
+    detail = driver.find_element(By.ID, "detail")
+    assert detail.is_displayed() and "course's layers" in detail.text, detail.text
+    assert not driver.find_elements(By.TAG_NAME, "table") and not driver.find_elements(By.TAG_NAME, "th")
+    page = driver.find_element(By.TAG_NAME, "body").text
+    assert "Random shapes" not in page and "()" not in page and "Σ Op Time" not in page, page
+    _shot(driver, shots, service, "submission-wrong-answer")
+
+
+def test_the_team_pages_plot_or_say_there_is_nothing_to_plot(driver, service, shots):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _sign_in(driver, service, service.tokens["bravo"])  # bravo never submitted: words, no empty axes
+    driver.get(f"{service.server.url}/teams/bravo")
+    assert "No graded submissions yet" in driver.find_element(By.ID, "no-plot").text
+    assert not driver.find_elements(By.TAG_NAME, "img") and not driver.find_elements(By.TAG_NAME, "table")
+    _shot(driver, shots, service, "team-empty")
+
+    token = service.tokens["alpha"]
+    if not any(s["op_time_s"] for s in service.server.api("GET", "/api/teams/alpha", token).json()["submissions"]):
+        sub_id = _submit(service, token, "good.py", GOOD)  # run on its own (-k): one graded submission to plot
+        service.server.wait_for(sub_id, token, ("done", "failed"), GRADE_TIMEOUT_S)
+    _sign_in(driver, service, token)
+    driver.get(f"{service.server.url}/teams/alpha")
+    plot = driver.find_element(By.ID, "history-plot")
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return arguments[0].complete", plot))
+    assert driver.execute_script("return arguments[0].naturalWidth", plot) > 0
+    assert not driver.find_elements(By.ID, "no-plot")
+    assert driver.find_elements(By.CSS_SELECTOR, "#history tr")
+    _shot(driver, shots, service, "team")

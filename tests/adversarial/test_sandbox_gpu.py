@@ -15,7 +15,7 @@ import pytest
 import torch
 from sandboxhelp import MARK, require_sandbox
 
-from convbench.measure.grade import grade_one, open_submission
+from convbench.measure.grade import GradeSettings, grade_one, open_submission
 from convbench.user.worker import Calibration, as_impl
 
 pytestmark = pytest.mark.gpu
@@ -140,7 +140,8 @@ def test_faked_cuda_events_are_not_believed(tmp_path):
     """))
     calibration = Calibration()
     try:
-        g = grade_one(path, [100], "cuda", 2, 5, None, None, {}, lambda _: None, calibration=calibration)
+        g = grade_one(path, GradeSettings(sizes=(100,), device="cuda", random_shapes=2, seed=5),
+                      calibration=calibration)
     finally:
         calibration.close()
     assert g.verdict == "ok", g.detail

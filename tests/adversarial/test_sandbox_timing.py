@@ -14,7 +14,7 @@ import pytest
 from clihelp import cli
 from sandboxhelp import require_sandbox
 
-from convbench.measure.grade import grade_one
+from convbench.measure.grade import GradeSettings, grade_one
 from convbench.user.worker import Calibration
 
 SLOW = 0.03  # seconds each call of the test kernels takes, far above a conv of 100 images on the CPU
@@ -39,7 +39,8 @@ def kernel(folder: Path, name: str, text: str) -> Path:
 
 
 def grade(path: Path, calibration, sizes=(100,)):
-    return grade_one(path, list(sizes), "cpu", 2, 5, None, None, {}, lambda _: None, calibration=calibration)
+    return grade_one(path, GradeSettings(sizes=tuple(sizes), device="cpu", random_shapes=2, seed=5),
+                     calibration=calibration)
 
 
 HONEST = f"""

@@ -13,14 +13,15 @@ import random
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.devices import apply_build_options, require_cuda
 from convbench.core import ui
 from convbench.core.errors import UsageError
+from convbench.core.tables import NAME, TEXT, FitTable
 from convbench.measure import outfiles
 from convbench.measure.environment import environment
-from convbench.measure.grade import Grade, grade_one, leaderboard, open_submission, prebuild
+from convbench.measure.grade import Grade, GradeSettings, grade_one, leaderboard, open_submission, prebuild
 from convbench.user import sandbox, worker
 
 STEPS = 3  # build, course shapes, random shapes; plus one per size
@@ -49,6 +50,39 @@ def _csv(grades: list[Grade], sizes: list[int]) -> str:
         w.writerow([g.path, g.name, g.kind, g.net, g.weights, g.verdict, g.detail, g.random_shapes]
                    + [g.correctness.get(n, "") for n in sizes] + [_fmt_time(g.op_total(n)) for n in sizes])
     return out.getvalue()
+
+
+def grades_table(grades: list[Grade], device: str, largest: int) -> FitTable:
+    """A row per submission: its verdict, its Correctness against the reference's, and its Σ Op Time."""
+    table = FitTable(title=f"grade on {device}: Correctness and Σ Op Time at {largest} images")
+    table.add_column("submission", NAME)
+    table.add_column("kind", NAME)
+    table.add_column("net", NAME)
+    table.add_column("verdict", TEXT)
+    table.add_column(f"Correctness {largest}", short="Corr.", means=f"Correctness at {largest} images")
+    table.add_column("reference", short="ref.", means="the reference implementation's Correctness")
+    table.add_column("Σ Op Time (s)")
+    for g in grades:
+        colour = "green" if g.verdict == "ok" else "yellow" if g.correct else "red"
+        # a path is the submitter's text, not markup
+        table.add_row(Text(g.path), Text(g.kind), Text(g.net), Text(g.verdict, style=colour),
+                      str(g.correctness.get(largest, "")), str(g.reference.get(largest, "")),
+                      _fmt_time(g.op_total(largest)))
+    return table
+
+
+def ranks_table(board: list[Grade], largest: int) -> FitTable:
+    """The leaderboard: correct, unflagged submissions, fastest first."""
+    table = FitTable(title=f"leaderboard: correct, unflagged submissions by Σ Op Time at {largest} images")
+    table.add_column("#")
+    table.add_column("submission", NAME, key=True)
+    table.add_column("Σ Op Time (s)")
+    table.add_column("Op Time per layer (s)", TEXT, justify="right")
+    table.add_column("Correctness")
+    for i, g in enumerate(board, 1):
+        table.add_row(str(i), Text(g.path), _fmt_time(g.op_total(largest)),
+                      " ".join(f"{t:.6f}" for t in g.op_times[largest]), str(g.correctness[largest]))
+    return table
 
 
 def cmd_grade(args) -> int:
@@ -83,6 +117,8 @@ def cmd_grade(args) -> int:
     if args.jobs > 1 and sum(not w.built for w in workers.values()) > 1:
         ui.note(f"grade: building the CUDA submissions first, {args.jobs} at a time")
         prebuild(list(workers.values()), args.jobs)
+    settings = GradeSettings(sizes=tuple(sizes), device=device, random_shapes=args.shapes, seed=seed, net=args.net,
+                             weights_folder=weights_folder)
     grades: list[Grade] = []
     references: dict = {}
     calibration = worker.Calibration()
@@ -97,8 +133,8 @@ def cmd_grade(args) -> int:
                     bar.advance()
                     bar.describe(f"{path.name}: {what}")
 
-                g = grade_one(path, sizes, device, args.shapes, seed, args.net, weights_folder, references, step,
-                              calibration=calibration, worker=workers.pop(path, None))
+                g = grade_one(path, settings, references=references, step=step, calibration=calibration,
+                              worker=workers.pop(path, None))
                 bar.advance(max(0, STEPS + len(sizes) - done))
                 grades.append(g)
                 ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else "")
@@ -111,23 +147,10 @@ def cmd_grade(args) -> int:
 
     largest = max(sizes)
     console = Console(highlight=False)
-    table = Table(title=f"grade on {device}: Correctness and Σ Op Time at {largest} images")
-    for col in ("submission", "kind", "net", "verdict", f"Correctness {largest}", "reference", "Σ Op Time (s)"):
-        table.add_column(col, justify="right" if col.startswith(("Correctness", "reference", "Σ")) else "left")
-    for g in grades:
-        colour = "green" if g.verdict == "ok" else "yellow" if g.correct else "red"
-        table.add_row(g.path, g.kind, g.net, f"[{colour}]{g.verdict}", str(g.correctness.get(largest, "")),
-                      str(g.reference.get(largest, "")), _fmt_time(g.op_total(largest)))
-    console.print(table)
+    console.print(grades_table(grades, device, largest))
     board = leaderboard(grades, largest)
     if board:
-        ranks = Table(title=f"leaderboard: correct, unflagged submissions by Σ Op Time at {largest} images")
-        for col in ("#", "submission", "Σ Op Time (s)", "Op Time per layer (s)", "Correctness"):
-            ranks.add_column(col, justify="left" if col in ("submission",) else "right")
-        for i, g in enumerate(board, 1):
-            ranks.add_row(str(i), g.path, _fmt_time(g.op_total(largest)),
-                          " ".join(f"{t:.6f}" for t in g.op_times[largest]), str(g.correctness[largest]))
-        console.print(ranks)
+        console.print(ranks_table(board, largest))
 
     doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
            "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,

@@ -66,7 +66,8 @@ def add_parsers(sub, positive_int) -> None:
                        f"decides ties (default {REPEATS})")
     serve.add_argument("--rate-limit", type=float, default=30.0, help="seconds between a team's submissions (30)")
     serve.add_argument("--max-upload-kib", type=float, default=2048, help="largest upload (default 2048 KiB)")
-    serve.add_argument("--milestone", default="final", help="the milestone uploads count for (default final)")
+    serve.add_argument("--milestone", help="the milestone uploads count for (default: the first --deadline not yet "
+                       "passed, else the last; final without deadlines)")
     serve.add_argument("--deadline", action="append", metavar="MILESTONE=TIME",
                        help="uploads after TIME are marked late (repeatable), e.g. m3=2026-12-01T23:59")
     serve.add_argument("--allow-unsandboxed", action="store_true", help=UNSANDBOXED_HELP)

@@ -5,18 +5,22 @@ of the web application, the database or the graders loads here, nor torch."""
 from __future__ import annotations
 
 import os
+import shutil
+import textwrap
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.service_args import missing_extra
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.core.printable import visible
-from convbench.service import archive
+from convbench.core.tables import TEXT, FitTable
+from convbench.service import TIME_RULE, archive
+from convbench.service.wording import progress_line, time_line
 
 try:
     import httpx
@@ -45,10 +49,12 @@ def cmd_submit(args) -> int:
             last = None
             while True:
                 sub = _json(http.get(f"/api/submissions/{body['id']}"))
-                shown = (sub["state"], sub["position"])
-                if shown != last:
-                    ui.note(visible(f"submit: {sub['state']}" + (f", position {sub['position']}" if sub["position"]
-                                                                  else "")))
+                step = sub.get("progress") or {}
+                shown = (sub["state"], sub["position"], step.get("step"), step.get("index"))
+                if shown != last:  # a new state, place or step: the running step as the page shows it
+                    where = (f", position {sub['position']}" if sub["position"] else
+                             f": {progress_line(step)}" if step else "")
+                    ui.note(visible(f"submit: {sub['state']}{where}"))
                     last = shown
                 if sub["state"] in ("done", "failed"):
                     break
@@ -76,8 +82,10 @@ def _json(reply) -> dict:
 
 
 def _print_result(sub: dict) -> None:
-    """The grade as `grade` prints it. Every string in it came from the server, and some from the kernel (what it
-    printed, its error's message): control characters are shown escaped, never sent to the terminal."""
+    """The grade as the submission's page shows it: the verdict and its detail, then only what the grade has (no
+    empty table for a file that did not build or was wrong on the course's layers), the ranked time by TIME_RULE.
+    Every string in it came from the server, and some from the kernel (what it printed, its error's message):
+    control characters are shown escaped, never sent to the terminal."""
 
     def v(value) -> str:
         return visible(str(value))
@@ -87,19 +95,37 @@ def _print_result(sub: dict) -> None:
     if sub["state"] == "failed":
         print(f"submission #{v(sub['id'])}: the job failed: {v(result.get('error', '?'))}")
         return
-    detail = f" ({v(grade['detail'])})" if grade.get("detail") else ""
-    print(f"submission #{v(sub['id'])}: {v(sub['verdict'])}{detail}")
-    table = Table(title=escape(f"on {v(sub['gpu'])}: Op Time and Correctness (timed by the server)"))
-    for col in ("images", "Correctness", "reference", "Op Time per layer (s)", "Layer Time per layer (s)"):
-        table.add_column(col, justify="right")
-    for n, c in (grade.get("correctness") or {}).items():
-        table.add_row(escape(v(n)), escape(v(c)), escape(v(grade["reference"].get(n, ""))),
-                      " ".join(f"{t:.6f}" for t in grade["op_times"].get(n, [])),
-                      " ".join(f"{t:.6f}" for t in grade["layer_times"].get(n, [])))
-    Console(highlight=False).print(table)
+    print(f"submission #{v(sub['id'])}: {v(sub['verdict'])}")
+    if grade.get("detail"):
+        print("  " + v(grade["detail"]).rstrip("\n").replace("\n", "\n  "))
+    facts = ([f"random shapes {v(grade['random_shapes'])}"] if grade.get("random_shapes") else []) + (
+        [f"network {v(grade['net'])}" + (f" ({v(grade['weights'])} weights)" if grade.get("weights") else "")]
+        if grade.get("net") else [])
+    if facts:
+        print(" · ".join(facts))
+    correctness = grade.get("correctness") or {}
+    if correctness:
+        op_times, layer_times = grade.get("op_times") or {}, grade.get("layer_times") or {}
+        # in seconds, as `grade` prints them; Σ Op Time is the sum of the per-layer Op Times beside it
+        table = FitTable(title=escape(f"on {v(sub['gpu'])}: Op Time and Correctness (timed by the server)"))
+        table.add_column("images")
+        table.add_column("Correctness")
+        table.add_column("reference")
+        table.add_column("Σ Op Time (s)")
+        for col in ("Op Time per layer (s)", "Layer Time per layer (s)"):
+            table.add_column(col, TEXT, justify="right")  # the layers' times, one number each, wrapped between them
+        for n, c in correctness.items():
+            ops = op_times.get(n) or []
+            table.add_row(Text(v(n)), Text(v(c)), Text(v((grade.get("reference") or {}).get(n, ""))),
+                          f"{sum(ops):.6f}" if ops else "", " ".join(f"{t:.6f}" for t in ops),
+                          " ".join(f"{t:.6f}" for t in layer_times.get(n) or []))
+        Console(highlight=False).print(table)
     if grade.get("output"):
         print("what it printed:\n" + v(grade["output"]).rstrip("\n"))
     if result.get("flags"):
         print("not ranked: " + "; ".join(v(f) for f in result["flags"]))
-    elif sub["ranked"]:
-        print(f"ranked: Σ Op Time {sub['op_time_s'] * 1000:.3f} ms")
+    if sub.get("op_time_s") is not None:
+        print(("ranked: " if sub["ranked"] else "timed, not ranked: ")
+              + time_line(sub["op_time_s"], result.get("spread_s")))
+        width = min(100, shutil.get_terminal_size((100, 24)).columns)
+        print(textwrap.fill(f"({visible(str(sub.get('time_rule') or TIME_RULE))})", width))

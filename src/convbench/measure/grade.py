@@ -168,16 +168,32 @@ def open_submission(path: Path) -> Worker:
     return worker
 
 
-def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, seed: int, net: str | None,
-              weights_folder: Path | None, references: dict, step: Callable[[str], None],
-              data_dir: Path | None = None, retimes: int = 0, calibration: Calibration | None = None,
+@dataclass(frozen=True)
+class GradeSettings:
+    """How a submission is graded: the same for every submission of a `convbench grade` run, and for every job of
+    the service (its options, with each submission's own seed)."""
+
+    sizes: tuple[int, ...]  # image counts, each run in turn; the largest is the one ranked
+    device: str  # cuda | cpu
+    random_shapes: int  # random verify shapes beside the course's
+    seed: int  # the random shapes' and inputs' seed (the service keeps it from the teams)
+    net: str | None = None  # grade on this network, else the first the file gets right (by its era)
+    weights_folder: Path | None = None  # the course's model files (minidnn/weights-86.bin, mxnet/...), else ours
+    data_dir: Path | None = None  # test images (Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual
+    retimes: int = 0  # at the largest size each layer gets 1 + retimes timed calls (at least trusted_time.CALLS)
+
+
+def grade_one(path: Path, settings: GradeSettings, *, references: dict | None = None,
+              step: Callable[[str], None] | None = None, calibration: Calibration | None = None,
               worker: Worker | None = None) -> Grade:
-    """Every step for one submission; never raises a UsageError (it becomes the verdict). `data_dir`: the test
-    images to run on (a folder of Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual set. `retimes`:
-    at the largest size each layer gets 1 + retimes timed calls (at least trusted_time.CALLS; g.retimed: the
-    spread the service's ties are decided by). `calibration`: the empty call's cost, shared by a run's grades
+    """Every step for one submission; never raises a UsageError (it becomes the verdict). `references`: the
+    reference implementation's Correctness per (net, weights, images, device, test set), shared by a run's grades
+    (else this grade's own); `step`: told each step's name as it begins. g.retimed: the largest size's timed calls,
+    the spread the service's ties are decided by. `calibration`: the empty call's cost, shared by a run's grades
     (else one of its own); `worker`: one made (and maybe built) by open_submission and prebuild. The worker and
     its private folders are removed at the end."""
+    references = {} if references is None else references
+    step = step or (lambda _what: None)
     g = Grade(str(path))
     marks: list[tuple[str, float]] = []  # (step, when it began); g.seconds from them at the end
     own_calibration = calibration is None
@@ -194,8 +210,7 @@ def grade_one(path: Path, sizes: list[int], device: str, random_shapes: int, see
         g.name = impl.name
         impl.prepare()
         calibration = calibration or Calibration()
-        _grade_built(g, impl, worker, calibration, sizes, device, random_shapes, seed, net, weights_folder,
-                     references, timed_step, data_dir, retimes)
+        _grade_built(g, impl, worker, calibration, settings, references, timed_step)
     except SandboxError as e:
         g.verdict, g.detail = e.verdict, str(e)
     except UsageError as e:
@@ -260,10 +275,11 @@ class TimedCalls:
         self.layers.append(timing)
 
 
-def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibration, sizes: list[int], device: str,
-                 random_shapes: int, seed: int, net: str | None, weights_folder: Path | None, references: dict,
-                 step: Callable[[str], None], data_dir: Path | None = None, retimes: int = 0) -> None:
+def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibration, settings: GradeSettings,
+                 references: dict, step: Callable[[str], None]) -> None:
     """Steps 2 to 5 for a built submission, into g."""
+    sizes, device, random_shapes, seed = list(settings.sizes), settings.device, settings.random_shapes, settings.seed
+    net, weights_folder, data_dir, retimes = settings.net, settings.weights_folder, settings.data_dir, settings.retimes
     step("course shapes")
     candidates = [net] if net else (list(MXNET_NETS) if g.kind.startswith("mxnet") else ["minidnn"])
     # what the file declares (a Python file's TOLERANCE) counts up to reduced precision's bound, never beyond

@@ -7,7 +7,8 @@ revision before use, so an older deployment is upgraded in place and a new one i
 Tables:
     teams        a team (or a staff account): its name and the SHA-256 of its token (never the token itself)
     submissions  one upload: the archive of its files (stored with the row, before the upload is acknowledged),
-                 its state (queued -> running -> done | failed), the grade (JSON), where and when it ran
+                 its state (queued -> running -> done | failed), while it runs the grader's step, the grade
+                 (JSON), where and when it ran
     events       what happened to a submission (queued, started on a worker, re-queued, graded, hidden, ...)
     server_lease one row: the `convbench serve` that owns the queue (holder, host, pid, heartbeat; lease.py)
 """
@@ -94,6 +95,12 @@ class Submission(Base):
     op_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # Σ Op Time at the largest size, when ranked
     ranked: Mapped[bool] = mapped_column(Boolean, default=False)  # correct, and no flag
     result: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # the grade, the machine, the flags
+    # while it runs: the grader's current step (jobs.progress: a name from the trusted grader, never the kernel's
+    # output), its place among the job's steps, and when it began
+    step: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    step_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    step_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    step_started: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class ServerLease(Base):
@@ -131,6 +138,12 @@ def engine_for(url: str) -> Engine:
     """An engine for a database URL (sqlite:///PATH, postgresql+psycopg://...), or a one-line UsageError."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")  # psycopg 3, the driver we install
+    if url.startswith("postgresql+psycopg://"):
+        from importlib.util import find_spec
+
+        if find_spec("psycopg") is None:  # an extra of its own: the SQLite default needs no driver
+            raise UsageError("--db: a PostgreSQL database needs the psycopg driver, which is not installed; "
+                             "pip install 'convbench[postgres]'")
     try:
         if url.startswith("sqlite"):
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})

@@ -21,6 +21,7 @@ cluster's own words (KilledWorker, ...) are kept for the staff.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -35,13 +36,14 @@ from sqlalchemy.orm import sessionmaker
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.measure.environment import cpu_model
-from convbench.measure.grade import grade_one
+from convbench.measure.grade import GradeSettings, grade_one
 from convbench.service import REPEATS, archive, store
 from convbench.service.lease import Lease
 from convbench.user.worker import Calibration
 
 GPU_RESOURCE, CPU_RESOURCE = "GPU", "CPUGRADER"
 SANDBOX_ENV = "CONVBENCH_SERVICE_SANDBOX"  # what serve's or worker's sandbox check found, recorded with each grade
+STEPS_TOPIC = "convbench-grade-steps"  # a grader's steps, as Dask events: {"key": task key, "step": grade_one's name}
 WORKER_DIED = ("the grader process stopped while grading this submission (it may have run out of memory); staff can "
                "re-run it")
 
@@ -59,8 +61,21 @@ class Settings:
     repeats: int = REPEATS
 
     def to_json(self) -> dict:
+        """What each job is sent (and its result records): plain values, the same on every worker."""
         return {"device": self.device, "sizes": list(self.sizes), "shapes": self.shapes, "net": self.net,
                 "course_weights": self.course_weights, "data_dir": self.data_dir, "repeats": self.repeats}
+
+    @classmethod
+    def from_json(cls, sent: dict) -> Settings:
+        return cls(device=sent["device"], sizes=tuple(int(n) for n in sent["sizes"]), shapes=int(sent["shapes"]),
+                   net=sent.get("net"), course_weights=sent.get("course_weights"), data_dir=sent.get("data_dir"),
+                   repeats=int(sent.get("repeats", REPEATS)))
+
+    def grading(self, seed: int) -> GradeSettings:
+        """The grader's settings for one submission (its own seed), the folders as paths on this worker."""
+        return GradeSettings(sizes=self.sizes, device=self.device, random_shapes=self.shapes, seed=seed, net=self.net,
+                             weights_folder=Path(self.course_weights) if self.course_weights else None,
+                             data_dir=Path(self.data_dir) if self.data_dir else None, retimes=self.repeats)
 
 
 def _smi(index: str | None) -> dict:
@@ -92,12 +107,12 @@ def machine(device: str) -> dict:
 _REFERENCES: dict[tuple, dict] = {}
 
 
-def _staff_files(settings: dict) -> tuple:
+def _staff_files(grading: GradeSettings) -> tuple:
     """Every file under the staff's folders, with its size and modification time."""
     found = []
-    for key in ("course_weights", "data_dir"):
-        if settings.get(key):
-            for f in sorted(Path(settings[key]).rglob("*")):
+    for folder in (grading.weights_folder, grading.data_dir):
+        if folder is not None:
+            for f in sorted(folder.rglob("*")):
                 if f.is_file():
                     stat = f.stat()
                     found.append((str(f), stat.st_size, stat.st_mtime_ns))
@@ -114,25 +129,65 @@ def _calibration() -> Calibration:
     return _CALIBRATIONS[0]
 
 
+def _check_staff_folders(grading: GradeSettings, host: str) -> None:
+    """A grader without the staff's files must not grade on convbench's own weights or images instead."""
+    for option, folder in (("--course-weights", grading.weights_folder), ("--data-dir", grading.data_dir)):
+        if folder is not None and not folder.is_dir():
+            raise FileNotFoundError(f"serve {option} {folder}: no such folder on the grader "
+                                    f"{_worker_name() or host}; put it there (the same path on every worker)")
+
+
+_STEP = re.compile(r"(building|course shapes|random shapes|run|reference)(?: (\d{1,9}))?")
+
+
+def progress(step: object, sizes: tuple[int, ...]) -> tuple[str, int, int] | None:
+    """(what a page shows, its place, the job's steps) of one of grade_one's step names, e.g. ("run 1000 images", 5,
+    6); None for anything else (a step of another version, or not a step at all: nothing unknown is recorded). The
+    steps: building, the course's layers, random shapes, then a run per size (its reference run, when a grader has
+    not made it yet, counts in the run's step)."""
+    found = _STEP.fullmatch(step) if isinstance(step, str) and len(step) <= 64 else None
+    if found is None:
+        return None
+    what, images = found.group(1), found.group(2)
+    count = 3 + len(sizes)
+    fixed = {"building": ("building", 1), "course shapes": ("checking the course's layers", 2),
+             "random shapes": ("checking random shapes", 3)}
+    if what in fixed and images is None:
+        label, index = fixed[what]
+        return label, index, count
+    if what in ("run", "reference") and images is not None and int(images) in sizes:
+        n = int(images)
+        index = 4 + list(sizes).index(n)  # grade_one runs the sizes in their given order
+        return (f"run {n} images" if what == "run" else f"reference run {n} images"), index, count
+    return None
+
+
+def _report_step(what: str) -> None:
+    """grade_one's step callback on a Dask worker: the step's name, to the dispatcher (a Dask event). Nothing
+    outside a worker (a grade run directly, as in tests)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+        key = worker.get_current_task()
+    except (ImportError, ValueError):
+        return
+    worker.log_event(STEPS_TOPIC, {"key": str(key), "step": what})
+
+
 def grade_job(data: bytes, settings: dict, seed: int) -> dict:
-    """Runs on a Dask worker: the submission's grade, the machine, the spread, the flags (a plain dict)."""
+    """Runs on a Dask worker: the submission's grade, the machine, the spread, the flags (a plain dict).
+    `settings`: Settings.to_json() (plain values travel to any worker). Each step's name goes to the dispatcher as
+    it begins (_report_step)."""
     started = time.time()
-    device = settings["device"]
+    grading = Settings.from_json(settings).grading(seed)
+    device, sizes = grading.device, grading.sizes
     before = machine(device)
-    for option, key in (("--course-weights", "course_weights"), ("--data-dir", "data_dir")):
-        # a grader without the staff's files must not grade on convbench's own weights or images instead
-        if settings.get(key) and not Path(settings[key]).is_dir():
-            raise FileNotFoundError(f"serve {option} {settings[key]}: no such folder on the grader "
-                                    f"{_worker_name() or before['host']}; put it there (the same path on every "
-                                    "worker)")
+    _check_staff_folders(grading, before["host"])
     with tempfile.TemporaryDirectory(prefix="convbench-job-") as folder:
         path = archive.unpack(data, Path(folder))
-        weights_folder = Path(settings["course_weights"]) if settings.get("course_weights") else None
-        sizes = [int(n) for n in settings["sizes"]]
-        data_dir = Path(settings["data_dir"]) if settings.get("data_dir") else None
-        g = grade_one(path, sizes, device, int(settings["shapes"]), seed, settings.get("net"), weights_folder,
-                      _REFERENCES.setdefault(_staff_files(settings), {}), lambda _what: None, data_dir,
-                      retimes=int(settings.get("repeats", REPEATS)), calibration=_calibration())
+        g = grade_one(path, grading, references=_REFERENCES.setdefault(_staff_files(grading), {}),
+                      calibration=_calibration(), step=_report_step)
         spread = None
         largest = g.op_total(max(sizes))
         if g.correct and largest is not None:
@@ -182,6 +237,8 @@ class Dispatcher:
     lease: Lease  # this server's hold on the database: the dispatcher acts only while it is held
     poll_s: float = 0.5
     in_flight: dict = field(default_factory=dict)  # future key -> (submission id, attempt, future)
+    _steps: dict = field(default_factory=dict)  # future key -> the newest step its grader reported, not yet recorded
+    _steps_lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -189,8 +246,30 @@ class Dispatcher:
         again = store.requeue_running(self.sessions, "the server restarted while it ran", self.lease.id)
         if again:
             ui.note(f"serve: {len(again)} job(s) a previous server left running are queued again")
+        self.client.subscribe_topic(STEPS_TOPIC, self._on_step)
         self._thread = threading.Thread(target=self._loop, name="convbench-dispatcher", daemon=True)
         self._thread.start()
+
+    def _on_step(self, event) -> None:
+        """A grader's step (Dask calls this on the client's event loop): kept for the next tick to record, the newest
+        per job (a dict, bounded by the jobs in flight; a key that is none of them is dropped there)."""
+        _, msg = event
+        if isinstance(msg, dict) and isinstance(msg.get("key"), str) and isinstance(msg.get("step"), str):
+            with self._steps_lock:
+                if len(self._steps) < 10000:
+                    self._steps[msg["key"][:128]] = (msg["step"][:64], store.now())
+
+    def _record_steps(self) -> None:
+        """The steps reported since the last tick, each checked (jobs.progress) and recorded for its attempt."""
+        with self._steps_lock:
+            steps, self._steps = self._steps, {}
+        for key, (step, at) in steps.items():
+            if key not in self.in_flight:
+                continue
+            shown = progress(step, self.settings.sizes)
+            if shown is not None:
+                sub_id, attempt, _ = self.in_flight[key]
+                store.progress(self.sessions, sub_id, attempt, *shown, at)
 
     def stop(self) -> None:
         self._stop.set()
@@ -229,6 +308,7 @@ class Dispatcher:
         return graders[0][1] if graders else None
 
     def _tick(self) -> None:
+        self._record_steps()
         for key, (sub_id, attempt, future) in list(self.in_flight.items()):
             if not future.done():
                 continue

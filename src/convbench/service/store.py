@@ -193,8 +193,24 @@ def claim(sessions: sessionmaker, sub_id: int) -> int | None:
         if sub is None or sub.state != "queued":
             return None
         sub.state, sub.attempts, sub.started = "running", sub.attempts + 1, now()
+        sub.step, sub.step_index, sub.step_count, sub.step_started = None, None, None, None
         s.add(Event(submission_id=sub_id, what=f"sent to the cluster (attempt {sub.attempts})"))
         return sub.attempts
+
+
+STEP_CHARS = Submission.__table__.c.step.type.length
+
+
+def progress(sessions: sessionmaker, sub_id: int, attempt: int, step: str, index: int, count: int,
+             began: datetime.datetime) -> bool:
+    """Record the running attempt's current step (jobs.progress: a step of the trusted grader, named by the server):
+    only the attempt holding the claim, while it runs (False: a stale report, ignored)."""
+    if not 1 <= index <= count <= 1000:
+        return False
+    with sessions.begin() as s:
+        return bool(s.execute(update(Submission).where(
+            Submission.id == sub_id, Submission.state == "running", Submission.attempts == attempt).values(
+            step=step[:STEP_CHARS], step_index=index, step_count=count, step_started=began)).rowcount)
 
 
 def finish(sessions: sessionmaker, sub_id: int, attempt: int, result: dict) -> bool:
@@ -232,6 +248,7 @@ def requeue(sessions: sessionmaker, sub_id: int, why: str, only_running: bool = 
         if sub is None or (only_running and sub.state != "running"):
             return False
         sub.state, sub.started, sub.finished = "queued", None, None
+        sub.step, sub.step_index, sub.step_count, sub.step_started = None, None, None, None
         s.add(Event(submission_id=sub_id, what=f"re-queued: {why}"))
     return True
 
@@ -252,6 +269,7 @@ def requeue_running(sessions: sessionmaker, why: str, holder: str) -> list[int]:
         subs = list(s.scalars(select(Submission).where(Submission.state == "running").order_by(Submission.id)))
         for sub in subs:
             sub.state, sub.started, sub.finished = "queued", None, None
+            sub.step, sub.step_index, sub.step_count, sub.step_started = None, None, None, None
             s.add(Event(submission_id=sub.id, what=f"re-queued: {why}"))
     return [sub.id for sub in subs]
 
@@ -313,6 +331,12 @@ class Row:
                 "latest": self.latest, "latest_verdict": self.latest_verdict, "late": self.late}
 
 
+def spread_of(sub: Submission) -> tuple[float, float]:
+    """The fastest and slowest Σ Op Time of a graded submission's timed calls (TIME_RULE)."""
+    spread = (sub.result or {}).get("spread_s") or (sub.op_time_s, sub.op_time_s)
+    return float(spread[0]), float(spread[1])
+
+
 def board_name(sub: Submission) -> str:
     """The board a graded submission is ranked on: its network (a semester's) and its GPU kind; times of different
     networks or cards are not compared."""
@@ -342,7 +366,7 @@ def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[st
     boards: dict[str, list[Row]] = {}
     for (name_of_board, name), sub in sorted(best.items(), key=lambda kv: (kv[0][0], kv[1].op_time_s)):
         result = sub.result or {}
-        spread = tuple(result.get("spread_s") or (sub.op_time_s, sub.op_time_s))
+        spread = spread_of(sub)
         correctness = (result.get("grade") or {}).get("correctness", {})
         largest = str(max((int(n) for n in correctness), default=0)) if correctness else None
         board = boards.setdefault(name_of_board, [])
@@ -354,29 +378,41 @@ def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[st
     return boards
 
 
+GRADEBOOK_COLUMNS = ["team", "milestone", "best_op_time_ms", "score", "submission", "spread_min_ms",
+                     "spread_max_ms"]
 MAX_MS = 1e7  # a gradebook's thresholds: finite, and far beyond any timed run
 
 
 def gradebook(sessions: sessionmaker, milestone: str, full_ms: float, zero_ms: float) -> str:
-    """CSV: per team its best on-time ranked Σ Op Time (any GPU kind: the fastest) and a score, the course's kind of
-    rubric: 100 at or under full_ms, falling linearly to 0 at zero_ms; no ranked submission scores 0."""
+    """CSV: per team its best on-time ranked Σ Op Time (any GPU kind: the fastest; TIME_RULE, the number the
+    leaderboard and the submission's page show), that submission, the spread of its timed calls, and a score, the
+    course's kind of rubric: 100 at or under full_ms, falling linearly to 0 at zero_ms; no ranked submission scores
+    0."""
     check_milestone(milestone)
     if not 0 <= full_ms < zero_ms <= MAX_MS:
         raise Refused(f"give 0 <= full_ms < zero_ms <= {MAX_MS:g} (full marks at or under full_ms, none from "
                       "zero_ms)")
     with sessions() as s:
-        rows = s.execute(select(Team.name, func.min(Submission.op_time_s)).join(
-            Submission, (Submission.team_id == Team.id) & (Submission.milestone == milestone)
-            & Submission.ranked.is_(True) & Submission.late.is_(False) & Submission.hidden.is_(False), isouter=True)
-            .where(Team.staff.is_(False)).group_by(Team.name).order_by(Team.name)).all()
+        names = list(s.scalars(select(Team.name).where(Team.staff.is_(False)).order_by(Team.name)))
+        subs = s.execute(select(Submission, Team.name).join(Team, Team.id == Submission.team_id).where(
+            Team.staff.is_(False), Submission.milestone == milestone, Submission.ranked.is_(True),
+            Submission.late.is_(False), Submission.hidden.is_(False), Submission.op_time_s.is_not(None))
+            .order_by(Submission.id)).all()
+    best: dict[str, Submission] = {}
+    for sub, name in subs:
+        if name not in best or sub.op_time_s < best[name].op_time_s:  # the earliest of equal times
+            best[name] = sub
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow(["team", "milestone", "best_op_time_ms", "score"])
-    for name, best in rows:
-        if best is None:
-            w.writerow([name, milestone, "", 0])
+    w.writerow(GRADEBOOK_COLUMNS)
+    for name in names:
+        sub = best.get(name)
+        if sub is None:
+            w.writerow([name, milestone, "", 0, "", "", ""])
             continue
-        ms = best * 1000
+        ms = sub.op_time_s * 1000
         score = 100.0 if ms <= full_ms else max(0.0, 100.0 * (zero_ms - ms) / (zero_ms - full_ms))
-        w.writerow([name, milestone, f"{ms:.3f}", f"{score:.1f}"])
+        low, high = spread_of(sub)
+        w.writerow([name, milestone, f"{ms:.3f}", f"{score:.1f}", sub.id, f"{low * 1000:.3f}",
+                    f"{high * 1000:.3f}"])
     return out.getvalue()
