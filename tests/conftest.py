@@ -1,4 +1,8 @@
-"""Shared test fixtures: where the course's files are, and a CUDA marker that skips with a reason."""
+"""Shared test fixtures: where the course's files are, a CUDA marker that skips with a reason, and the two tiers.
+
+The default tier (`pytest`) leaves out the tests marked `slow` or `service`: the grading service (its pages, the
+browser, PostgreSQL, Dask) and the slow grades and sandbox runs. `pytest --full` runs them too (CI does); so does
+`-m EXPR`, and a test named by file or node id runs whatever its tier."""
 
 import atexit
 import os
@@ -30,7 +34,37 @@ def fixture_file(*parts: str) -> Path:
     return path
 
 
+FULL_TIER = ("slow", "service")  # markers of the tests only `pytest --full` runs
+# Whole files marked slow: the sandbox attacked through real sandboxed children, several per test (the checks of
+# its messages without a child, test_sandbox_protocol.py, stay in the default tier).
+SLOW_FILES = {"test_sandbox_caches.py", "test_sandbox_escape.py", "test_sandbox_limits.py", "test_sandbox_timing.py"}
+_LEFT_OUT = pytest.StashKey[int]()  # how many the default tier left out, for the summary
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="the full tier: also the tests marked slow or service (the grading service, browser, "
+                          "PostgreSQL, slow grades); CI runs it")
+
+
+def _tiered(config) -> bool:
+    """The default tier applies unless --full, a -m expression, or a test file or node named on the command line."""
+    named = any("::" in a or a.endswith(".py") for a in config.args)
+    return not (config.getoption("--full") or config.getoption("markexpr") or named)
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name.startswith("test_service"):  # by name: a new service test file joins the full tier too
+            item.add_marker(pytest.mark.service)
+        elif item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+    if _tiered(config):
+        full = {i for i in items if any(i.get_closest_marker(m) for m in FULL_TIER)}
+        if full:
+            config.hook.pytest_deselected(items=[i for i in items if i in full])
+            items[:] = [i for i in items if i not in full]
+            config.stash[_LEFT_OUT] = len(full)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU here (torch.cuda.is_available() is False); run on the device machine")
@@ -39,7 +73,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, config):
+    left = config.stash.get(_LEFT_OUT, 0)
+    if left:
+        terminalreporter.write_line(f"default tier: {left} tests of the full tier (marked slow or service) not run; "
+                                    "pytest --full runs them")
     from test_kernels_compile import REPORT
 
     if REPORT:

@@ -16,6 +16,7 @@ import pytest
 import torch
 from clihelp import assert_usage_error, cli
 
+from convbench.cli import bench as bench_cli
 from convbench.cli.main import main
 from convbench.measure import bench, ceilings, plots, problem
 from convbench.measure.ceilings import Ceilings
@@ -28,7 +29,10 @@ def imread(path):
 
 LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "flop", "bytes", "intensity_flop_per_byte",
               "op_time_s", "layer_time_s", "gflop_per_s", "gbyte_per_s", "floor_s", "of_floor_pct",
-              "memory_floor_s", "of_memory_floor_pct", "speedup_vs_reference_x"}
+              "memory_floor_s", "of_memory_floor_pct", "speedup_vs_reference_x",
+              # the runs each median comes from, and their fastest and slowest
+              "op_time_min_s", "op_time_max_s", "op_time_runs_s", "layer_time_min_s", "layer_time_max_s",
+              "layer_time_runs_s"}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +64,24 @@ def test_bench_json_has_environment_settings_ceilings_and_verify(bench_run):
         assert v["ok"] is True and 0 <= v["max_rel_error"] <= 1e-5, (name, v)
         assert v["shapes"] == len(problem.edge_shapes()), (name, v)
         assert 0 < v["wide"] < 2, (name, v)  # the wide-range case, in units of fp32's bound: fp32 arithmetic
+
+
+def test_bench_keeps_the_runs_behind_each_median(bench_run):
+    """Op Time is the median of the timed runs; the runs, their fastest and their slowest are in the JSON, the Σ has
+    the sums of the fastest and of the slowest, and the table shows the spread."""
+    doc, out = bench_run[0], bench_run[1]
+    for r in doc["layers"]:
+        runs = r["op_time_runs_s"]
+        assert len(runs) == doc["settings"]["reps"] and r["op_time_s"] == sorted(runs)[len(runs) // 2]
+        assert r["op_time_min_s"] == min(runs) <= r["op_time_s"] <= r["op_time_max_s"] == max(runs)
+        assert r["layer_time_runs_s"] == runs  # CPU: Layer Time is Op Time
+    for t in doc["totals"]:
+        parts = [r for r in doc["layers"] if (r["impl"], r["net"], r["images"]) == (t["impl"], t["net"], t["images"])]
+        assert t["op_time_min_s"] == pytest.approx(sum(r["op_time_min_s"] for r in parts))
+        assert t["op_time_max_s"] == pytest.approx(sum(r["op_time_max_s"] for r in parts))
+    assert "spread %" in out
+    r = doc["layers"][0]
+    assert bench_cli.spread(r) in out
 
 
 def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
@@ -98,8 +120,9 @@ def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
 def test_bench_prints_a_table_per_net_and_batch(bench_run):
     out = bench_run[1]
     assert "sp19 · 10 images" in out and "sp19 · 20 images" in out
-    for col in ("Op ms", "Layer ms", "GFLOP/s", "%floor", "%mem", "x onednn"):
-        assert col in out, col
+    for col in ("Op ms", "Layer ms", "GFLOP/s", "%floor", "%mem", "spread %"):
+        assert all(word in out for word in col.split()), col  # a header may wrap at 80 columns
+    assert "x onednn" in out or "x: speed-up over onednn" in out  # or abbreviated, with a legend
     assert "cpu-parallel" in out and "Σ" in out
     assert "verify cpu-parallel (fp32): ok" in out
     c = bench_run[0]["ceilings"]
@@ -233,9 +256,9 @@ def test_plot_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
     rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "p.png")
-    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install")
+    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
     rc, out, err = cli(capsys, "report", "--out", tmp_path / "rep")
-    assert_usage_error(rc, out, err, "matplotlib is not installed")
+    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
     assert not list(tmp_path.iterdir())
 
 

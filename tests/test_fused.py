@@ -207,6 +207,7 @@ def test_verify_fused_catches_broken_ops(broken, what):
 def test_verify_cli_reports_the_fused_op_as_its_own_row(capsys, monkeypatch):
     standins.register(monkeypatch, standins.impl("standin"), standins.impl("broken-fused",
                                                                            fused=standins.fused_leaves_last_column))
+    monkeypatch.setenv("COLUMNS", "120")  # rows of whole names (at 80 columns they shrink: tests/test_tables_80.py)
     rc, out, err = cli(capsys, "verify", "--impl", "standin,broken-fused,onednn", "--shapes", "5", "--seed", "2")
     assert rc == 1, out + err  # broken-fused's fused op fails
     rows = {m.group(1).strip(): line for line in out.splitlines() if (m := re.match(r"^│ (\S+(?: \(fused\))?)\s+│", line))}

@@ -125,6 +125,7 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("defines", VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+@pytest.mark.slow
 def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
     """The 512-thread plans (NW = 16, 128 registers a thread) spill a few bytes; the sweep measured them fastest
     anyway. More than that would be a regression."""

@@ -251,6 +251,7 @@ def test_the_wrapped_symbols_are_the_counters():
 @needs_nvcc
 @pytest.mark.parametrize("example", MINIDNN_EXAMPLES + MXNET_EXAMPLES + [EXAMPLES / "broken" / "new-forward-check.cuh"],
                          ids=ids(MINIDNN_EXAMPLES + MXNET_EXAMPLES) + ["broken/new-forward-check.cuh"])
+@pytest.mark.slow
 def test_every_example_builds_and_links(example, cache):
     kind = base.kind_of(example)
     lib = BUILDERS[kind].build(example, ARCH, cache)

@@ -14,7 +14,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: it reads the 
 from convbench.impls.registry import get_impl  # noqa: E402
 from convbench.measure import problem  # noqa: E402
 
-pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[test]' brings it on x86-64)")
+pytest.importorskip("triton", reason="triton is not installed: pip install -e '.[triton]' (x86-64 Linux)")
 
 SHAPES = [
     problem.ConvShape(1, 1, 1, 1, 1, 1),

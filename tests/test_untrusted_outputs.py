@@ -49,6 +49,7 @@ def leftovers(folder: Path) -> list[str]:
     ["verify", "--impl", "{a},{b}", "--shapes", "2"],
 ])
 @pytest.mark.parametrize("second", ["b/k.py", "b/other.py"])  # the same stem; another file with NAME = "k"
+@pytest.mark.slow
 def test_two_user_files_with_one_name_are_an_error_naming_both(capsys, tmp_path, cmd, second):
     a = kernel(tmp_path / "a" / "k.py")
     b = kernel(tmp_path / second, extra='NAME = "k"' if second.endswith("other.py") else "")
@@ -126,6 +127,7 @@ def test_suspicious_weights_are_reported(capsys, tmp_path, change, rc, fragments
         assert_usage_error(got, out, err)
 
 
+@pytest.mark.slow
 def test_shipped_weights_give_no_warning(capsys):
     rc, _out, err = cli(capsys, "run", "--size", "10", "--net", "sp19")
     assert rc == 0 and "warning" not in err, err

@@ -21,7 +21,7 @@ from clihelp import cli
 from convbench import user
 from convbench.core.errors import UsageError
 from convbench.user import _source, launch_decl, minidnn
-from convbench.user import resolve as get_impl
+from convbench.user import find as get_impl
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -48,9 +48,17 @@ def one_line_error(rc: int, err: str, *fragments: str) -> str:
 
 
 def verify_row(out: str, name: str) -> str:
-    rows = [line for line in out.splitlines() if f" {name} " in line]
-    assert len(rows) == 1, out
-    return rows[0]
+    """The verify table's row of `name`, its cells joined across the lines a wrapped cell takes ("│ a │ b c │")."""
+    lines = out.splitlines()
+    at = [i for i, line in enumerate(lines) if f" {name} " in line]
+    assert len(at) == 1, out
+    cells = lines[at[0]].split("│")
+    for line in lines[at[0] + 1:]:
+        more = line.split("│")
+        if len(more) != len(cells) or more[1].strip():  # the next row, or the table's end
+            break
+        cells = [f"{a.strip()} {b.strip()}".strip() for a, b in zip(cells, more)]
+    return "│ " + " │ ".join(c.strip() for c in cells[1:-1]) + " │"
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -100,6 +108,7 @@ def test_python_file_without_conv_forward(capsys, tmp_path):
     ("NAME = 'cudnn'\ndef conv_forward(x, k):\n    return x\n", ("built-in implementation",)),
     ("TOLERANCE = 'small'\ndef conv_forward(x, k):\n    return x\n", ("TOLERANCE",)),
 ])
+@pytest.mark.slow
 def test_python_file_errors_are_one_line(capsys, tmp_path, text, fragments):
     rc, _, err = cli(capsys, "run", "--impl", write(tmp_path, "bad.py", text), "--size", "5")
     one_line_error(rc, err, *fragments)
@@ -111,6 +120,7 @@ def test_python_file_errors_are_one_line(capsys, tmp_path, text, fragments):
     ("return None", "returned NoneType"),
     ("return x[0, 0, 0, 0].item() / 0", "ZeroDivisionError"),
 ])
+@pytest.mark.slow
 def test_python_kernel_bad_results_are_one_line(capsys, tmp_path, body, fragment):
     path = write(tmp_path, "oops.py", f"import torch.nn.functional as F\n\ndef conv_forward(x, k):\n    {body}\n")
     rc, _, err = cli(capsys, "verify", "--impl", path, "--shapes", "2", "--seed", "1")
@@ -282,6 +292,7 @@ KERNEL = ("__global__ void forward_kernel(float *y, const float *x, const float 
     ("// convbench: grid=(B) block=(16) constant=kc\n__constant__ float kc[N_MAX];\n" + KERNEL,
      "cannot read the size of __constant__ float kc[N_MAX]"),
 ])
+@pytest.mark.slow
 def test_mxnet_file_errors(tmp_path, text, fragment):
     with pytest.raises(UsageError) as e:
         user.load(write(tmp_path, "k.cu", text))
@@ -443,6 +454,7 @@ def test_sandbox_runs_the_kernel_in_its_own_process_and_forwards_output(tmp_path
     ("import sys; sys.exit(3)", r"bad\.py: .*SystemExit: 3|exited with status"),
     ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", r"killed by SIGKILL"),
 ])
+@pytest.mark.slow
 def test_sandbox_turns_a_crash_or_exit_into_one_line_and_survives(tmp_path, body, pattern):
     impl = user.load(kernel(tmp_path, "bad.py", body))
     x, k = torch.randn(1, 1, 4, 4), torch.randn(1, 1, 3, 3)

@@ -173,6 +173,7 @@ def compile_variants():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("NN, TPW, NWG, prec", compile_variants())
+@pytest.mark.slow
 def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, tmp_path):
     source = _wgmma.SOURCE
     p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",

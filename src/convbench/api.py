@@ -38,7 +38,7 @@ from convbench.impls.registry import DEFAULT_IMPL as DEFAULT_IMPLS
 from convbench.impls.registry import all_impls, builtin, impl_for_precision
 from convbench.network import model
 from convbench.network.weights import DEFAULT_NET, Weights, load_weights
-from convbench.user import UserImpl
+from convbench.user import UserImpl, Wording
 from convbench.user import resolve as resolve_impl
 
 __all__ = ["Conv2d", "Network", "RunResult", "UsageError", "conv", "get_impl", "implementations", "load_data",
@@ -77,24 +77,35 @@ def get_impl(name_or_path: str | ConvImpl) -> ConvImpl:
     return _resolve(name_or_path, "fp32")[0]
 
 
-def _resolve(impl: str | ConvImpl, precision: str) -> tuple[ConvImpl, str]:
-    """(the implementation of that precision, the custom op's key for it)."""
-    if isinstance(impl, ConvImpl):
-        chosen = impl
-    elif isinstance(impl, str) or hasattr(impl, "__fspath__"):
-        chosen = resolve_impl(str(impl))
-    else:
-        raise UsageError(f"impl={impl!r}: expected an implementation name or kernel file path; "
-                         "pass e.g. impl='cpu-parallel' (see convbench.implementations())")
-    if precision not in PRECISIONS:
-        raise UsageError(f"precision={precision!r}: unknown precision; use one of {', '.join(PRECISIONS)}")
-    if precision != "fp32" and chosen.precision != precision:
+class _Arguments(Wording):
+    """user.resolve's errors for the Python API: they name its arguments (impl=, precision=). No GPU check here: conv
+    and Conv2d check the tensors' device where they run, Network.run checks for the GPU itself."""
+
+    def not_an_impl(self, impl: object) -> str:
+        return (f"impl={impl!r}: expected an implementation name or kernel file path; pass e.g. impl='cpu-parallel' "
+                "(see convbench.implementations())")
+
+    def variant(self, impl: ConvImpl, precision: str) -> ConvImpl:
+        if precision not in PRECISIONS:
+            raise UsageError(f"precision={precision!r}: unknown precision; use one of {', '.join(PRECISIONS)}")
+        if precision == "fp32" or impl.precision == precision:
+            return impl
         try:
-            chosen = impl_for_precision(chosen, precision)
+            return impl_for_precision(impl, precision)
         except UsageError:
             have = [i.name for i in all_impls() if i.precision == precision]
-            raise UsageError(f"implementation {chosen.name} has no {precision} variant; pass impl= one of "
+            raise UsageError(f"implementation {impl.name} has no {precision} variant; pass impl= one of "
                              f"{', '.join(have) or '(none)'}, or precision='fp32'") from None
+
+
+_ARGUMENTS = _Arguments()
+
+
+def _resolve(impl: str | ConvImpl, precision: str) -> tuple[ConvImpl, str, str]:
+    """(the implementation of that precision, the device it runs on, the custom op's key for it), by user.resolve."""
+    if impl is None:  # resolve's None is the device's default: the API names its default in its signatures instead
+        raise UsageError(_ARGUMENTS.not_an_impl(impl))
+    chosen, device = resolve_impl(impl, None, precision, _ARGUMENTS)
     if builtin(chosen.name) is chosen:
         key = chosen.name
     elif isinstance(chosen, UserImpl) and chosen.path:
@@ -102,7 +113,7 @@ def _resolve(impl: str | ConvImpl, precision: str) -> tuple[ConvImpl, str]:
     else:
         key = f"{chosen.name}#{id(chosen)}"
     _BY_KEY[key] = chosen
-    return chosen, key
+    return chosen, device, key
 
 
 def _prepare(impl: ConvImpl, key: str) -> None:
@@ -188,7 +199,7 @@ def conv(x: torch.Tensor, k: torch.Tensor, impl: str | ConvImpl = DEFAULT_IMPL, 
     precision (e.g. cudnn -> cudnn-tf32). Runs through the custom op `convbench::conv2d`, so it also compiles with
     `torch.compile`.
     """
-    chosen, key = _resolve(impl, precision)
+    chosen, _, key = _resolve(impl, precision)
     _check_pair(x, k)
     _require_device(chosen, x.device.type, "x")
     return torch.ops.convbench.conv2d(x.contiguous(), k.contiguous(), key)
@@ -250,7 +261,7 @@ class Conv2d(nn.Module):
         if in_channels < 1 or out_channels < 1 or kh < 1:
             raise UsageError(f"convbench.Conv2d({in_channels}, {out_channels}, {kernel_size}): channels and "
                              "kernel_size must be positive")
-        self.impl, self._key = _resolve(impl, precision)
+        self.impl, _, self._key = _resolve(impl, precision)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
         self.stride, self.padding, self.dilation, self.groups = (1, 1), (0, 0), (1, 1), 1
         self.bias = None  # as nn.Conv2d(bias=False) has it
@@ -378,8 +389,7 @@ class Network:
         variant of the implementation. fuse: each conv with the activation and pool after it as one call of the
         implementation's fused op (only implementations that have one).
         """
-        chosen, key = _resolve(impl, precision)
-        device = "cpu" if chosen.device == "any" else chosen.device
+        chosen, device, key = _resolve(impl, precision)
         if device == "cuda" and not torch.cuda.is_available():
             raise UsageError(f"implementation {chosen.name} runs on cuda, but PyTorch sees no CUDA GPU here; run on "
                              "a GPU machine or choose a cpu implementation (convbench.implementations('cpu'))")

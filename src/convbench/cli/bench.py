@@ -9,7 +9,7 @@ import json
 import torch
 from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.devices import (
     all_on,
@@ -22,6 +22,7 @@ from convbench.core import ui
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.core.spec import NETWORKS, get_network
+from convbench.core.tables import NAME, TEXT, FitTable
 from convbench.measure import bench, ceilings, outfiles, plots
 
 DEFAULTS = {  # small enough on the CPU to finish in well under a minute on 2 cores
@@ -77,7 +78,7 @@ def cmd_bench(args) -> int:
 
     impls = bench.with_reference(impls, device)
     ceil, fresh = ceilings.load(device, args.remeasure)
-    if fresh:
+    if fresh and not ceil.doubt:  # a doubted measurement is not cached: load() warned about it
         ui.note(f"ceilings of this machine measured and cached in {ceilings.cache_file(device)}")
     ui.note(f"bench on {device}: {', '.join(i.name for i in impls)} · nets {', '.join(nets)} · images "
             f"{', '.join(map(str, sizes))} · median of {reps} runs")
@@ -143,9 +144,10 @@ def ceilings_line(c: dict | None) -> str:
     rates = [f"{name} {c[key] / 1e9:,.0f} GFLOP/s" for name, key in
              (("fp32", "fp32_flop_per_s"), ("tf32", "tf32_flop_per_s"), ("fp16", "fp16_flop_per_s"),
               ("bf16", "bf16_flop_per_s")) if c.get(key)]
-    return (f"ceilings of {c['machine']}, measured {c['measured']}: copy {c['copy_bytes_per_s'] / 1e9:,.1f} GB/s, "
+    line = (f"ceilings of {c['machine']}, measured {c['measured']}: copy {c['copy_bytes_per_s'] / 1e9:,.1f} GB/s, "
             f"{', '.join(rates)}{' (3x arithmetics: / 3)' if c.get('tf32_flop_per_s') else ''}; "
             "`convbench ceilings --remeasure` measures them again")
+    return f"{line}\n{ceilings.doubt_line(c['doubt'])}" if c.get("doubt") else line
 
 
 def print_tables(doc: dict) -> None:
@@ -162,25 +164,49 @@ def print_tables(doc: dict) -> None:
         console.print(f"verify {impl} ({info['precision']}{arith}): {mark}")
     console.print(ceilings_line(doc.get("ceilings")))
     console.print("floor = max(bytes / copy rate, FLOPs / rate of the impl's arithmetic); %mem: of bytes / copy rate")
+    console.print("spread: the fastest and the slowest timed run, in % of the median (Op ms)")
     for net in doc["settings"]["nets"]:
         for size in doc["settings"]["sizes"]:
-            table = Table(title=f"{net} · {size} images · {doc['device']} ({doc['card']}) · median of "
-                                f"{doc['settings']['reps']}", box=box.SIMPLE_HEAD, pad_edge=False)
-            for col in ("impl", "layer", "Op ms", "Layer ms", "GFLOP/s", "%floor", "%mem", f"x {ref}"):
-                table.add_column(col, justify="left" if col in ("impl", "layer") else "right")
-            rows = [r for r in doc["layers"] if r["net"] == net and r["images"] == size]
-            for s in (s for s in doc["totals"] if s["net"] == net and s["images"] == size):
-                name = s["impl"] if verify[s["impl"]]["ok"] else f"[red]{s['impl']} (FAIL)"
-                for r in (r for r in rows if r["impl"] == s["impl"]):
-                    table.add_row(name, r["layer"], _ms(r["op_time_s"]), _ms(r["layer_time_s"]),
-                                  f"{r['gflop_per_s']:.1f}", _pct(r["of_floor_pct"]),
-                                  _pct(r["of_memory_floor_pct"]), f"{r['speedup_vs_reference_x']:.2f}")
-                table.add_row("", "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}", _ms(s["layer_time_s"]),
-                              f"{s['gflop_per_s']:.1f}", _pct(s["of_floor_pct"]), _pct(s["of_memory_floor_pct"]),
-                              f"[bold]{s['speedup_vs_reference_x']:.2f}", end_section=True)
-            console.print(table)
+            console.print(bench_table(doc, net, size))
     for line in near_zero_warnings(doc):
         ui.note(line)
+
+
+def spread(r: dict) -> str:
+    """`-1.2 +3.4`: the fastest and the slowest run against the median, in %; "-" for files without the runs."""
+    if r.get("op_time_min_s") is None or r.get("op_time_max_s") is None:
+        return "-"
+    med = r["op_time_s"]
+    return f"-{_share(med - r['op_time_min_s'], med)} +{_share(r['op_time_max_s'] - med, med)}"
+
+
+def _share(part: float, whole: float) -> str:
+    """part in % of whole: one decimal under 10 %, none above (a 3201 % outlier needs no decimal)."""
+    pct = 100 * part / whole
+    return f"{pct:.1f}" if pct < 9.95 else f"{pct:.0f}"
+
+
+def bench_table(doc: dict, net: str, size: int) -> FitTable:
+    """The per-layer rows and the Σ of each implementation at one network and batch."""
+    ref, verify = doc["reference"], doc["verify"]
+    table = FitTable(title=f"{net} · {size} images · {doc['device']} ({doc['card']}) · median of "
+                           f"{doc['settings']['reps']}", style={"box": box.SIMPLE_HEAD, "pad_edge": False, "show_edge": False})
+    table.add_column("impl", NAME, key=True)
+    table.add_column("layer", NAME, key=True)  # a split table names the layer of each row
+    for col in ("Op ms", "spread %", "Layer ms", "GFLOP/s", "%floor", "%mem"):
+        table.add_column(col)
+    table.add_column(f"x {ref}", short="x", means=f"speed-up over {ref}")
+    rows = [r for r in doc["layers"] if r["net"] == net and r["images"] == size]
+    for s in (s for s in doc["totals"] if s["net"] == net and s["images"] == size):
+        name = Text(s["impl"]) if verify[s["impl"]]["ok"] else Text(f"{s['impl']} (FAIL)", style="red")
+        for r in (r for r in rows if r["impl"] == s["impl"]):
+            table.add_row(name, Text(r["layer"]), _ms(r["op_time_s"]), spread(r), _ms(r["layer_time_s"]),
+                          f"{r['gflop_per_s']:.1f}", _pct(r["of_floor_pct"]),
+                          _pct(r["of_memory_floor_pct"]), f"{r['speedup_vs_reference_x']:.2f}")
+        table.add_row("", "[bold]Σ", f"[bold]{_ms(s['op_time_s'])}", spread(s), _ms(s["layer_time_s"]),
+                      f"{s['gflop_per_s']:.1f}", _pct(s["of_floor_pct"]), _pct(s["of_memory_floor_pct"]),
+                      f"[bold]{s['speedup_vs_reference_x']:.2f}", end_section=True)
+    return table
 
 
 def cmd_ceilings(args) -> int:
@@ -188,10 +214,11 @@ def cmd_ceilings(args) -> int:
     if device == "cuda":
         require_cuda()
     c, fresh = ceilings.load(device, args.remeasure)
-    table = Table(title=f"ceilings of {c.machine} ({'measured now' if fresh else 'cached, measured ' + c.measured})")
-    table.add_column("ceiling")
-    table.add_column("rate", justify="right")
-    table.add_column("how")
+    when = "cached, measured " + c.measured if not fresh else "measured now, not cached" if c.doubt else "measured now"
+    table = FitTable(title=f"ceilings of {c.machine} ({when})")
+    table.add_column("ceiling", NAME)
+    table.add_column("rate")
+    table.add_column("how", TEXT)
     copy_n = ceilings.GPU_COPY_BYTES if device == "cuda" else ceilings.CPU_COPY_BYTES
     gemm_n = ceilings.GPU_GEMM_N if device == "cuda" else ceilings.CPU_GEMM_N
     table.add_row("copy", f"{c.copy_bytes_per_s / 1e9:.1f} GB/s", f"{copy_n >> 20} MiB tensor copy, read + write "
@@ -201,6 +228,8 @@ def cmd_ceilings(args) -> int:
     table.caption = (f"floor = max(bytes / copy, FLOPs / the ceiling of the impl's arithmetic); cache: "
                      f"{ceilings.cache_file(device)}")
     Console(highlight=False).print(table)
+    if c.doubt:  # under the numbers, where they are read (load() said it on stderr too, when it measured them)
+        Console(highlight=False).print(ceilings.doubt_line(c.doubt))
     return 0
 
 

@@ -9,13 +9,8 @@ import torch
 
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
-from convbench.impls.registry import (
-    DEFAULT_IMPL,
-    all_impls,
-    get_impl,
-    impl_for_precision,
-)
-from convbench.user import BuildOptions, check_unique, use_build_options
+from convbench.impls.registry import DEFAULT_IMPL, all_impls
+from convbench.user import BuildOptions, Wording, check_unique, use_build_options
 from convbench.user import resolve as resolve_impl
 
 MACRO = re.compile(r"^[A-Za-z_]\w*(=[^\n]*)?$")
@@ -66,28 +61,24 @@ def require_gpu_here(impl: ConvImpl, precision: str = "fp32", what: str = "imple
                          "as running here")
 
 
+class CommandLine(Wording):
+    """user.resolve's errors for the command line: its options, and a GPU PyTorch does not see named as the option
+    that asked for it."""
+
+    def gpu_needed_by(self, impl: ConvImpl, precision: str, what: str) -> None:
+        require_gpu_here(impl, precision, what)
+
+    def gpu_asked_for(self) -> None:
+        require_cuda()  # --device cpu runs the CPU's default here
+
+
+COMMAND_LINE = CommandLine()
+
+
 def resolve(impl_name: str | None, device: str | None, precision: str = "fp32") -> tuple[ConvImpl, str]:
-    """--impl and --device together: each defaults from the other; they must agree. --precision then picks the
-    implementation's variant of that precision (registry.impl_for_precision; fp32: the implementation itself)."""
-    if impl_name is None:
-        device = device or "cpu"
-        if device == "cuda":
-            require_cuda()  # the GPU was asked for by --device alone: --device cpu runs the CPU's default here
-        impl = get_impl(DEFAULT_IMPL[device])
-    else:
-        impl = resolve_impl(impl_name)
-        require_gpu_here(impl, precision)
-        device = device or ("cpu" if impl.device == "any" else impl.device)
-        if not impl.runs_on(device):
-            raise UsageError(f"implementation {impl.name} runs on {impl.device}, not {device}; use --device {impl.device}")
-    variant = impl_for_precision(impl, precision)
-    require_gpu_here(variant, precision, f"{precision} variant")
-    if not variant.runs_on(device):
-        raise UsageError(f"{precision} variant {variant.name} of {impl.name} runs on {variant.device}, not {device}; "
-                         f"use --device {variant.device}")
-    if device == "cuda":
-        require_cuda()
-    return variant, device
+    """--impl, --device and --precision together (user.resolve): each of --impl and --device defaults from the
+    other, they must agree, and --precision picks the implementation's variant."""
+    return resolve_impl(impl_name, device, precision, COMMAND_LINE)
 
 
 def all_on(device: str, precision: str = "fp32") -> list[ConvImpl]:

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from convbench.core.errors import UsageError
 from convbench.core.spec import NETWORKS, get_network
+from convbench.core.tables import NAME, TEXT, FitTable
 from convbench.data import fashion_mnist as fm
 from convbench.impls import catalog
 
@@ -92,13 +93,18 @@ def cmd_nets(args) -> int:
     specs = [get_network(args.net)] if args.net else list(NETWORKS.values())
     console = _wide()
     for spec in specs:
-        table = Table(title=f"{spec.name}: {spec.description}  (per image; conv layers go through --impl)")
-        for col in ("layer", "input", "output", "parameters", "FLOPs", "bytes (fp32)"):
-            table.add_column(col, justify="left" if col in ("layer", "parameters") else "right")
+        table = FitTable(title=f"{spec.name}: {spec.description}  (per image; conv layers go through --impl)")
+        table.add_column("layer", NAME)
+        table.add_column("input")
+        table.add_column("output")
+        table.add_column("parameters", TEXT)
+        table.add_column("FLOPs")
+        table.add_column("bytes (fp32)")
         for info in spec.layer_info:
             params = ", ".join(f"{n.split('.')[1]} {_fmt_shape(s)}" for n, s in info.params.items())
-            name = f"[bold]{info.name}[/bold]" if info.name.startswith("conv") else info.name
-            table.add_row(name, _fmt_shape(info.in_shape), _fmt_shape(info.out_shape), params, f"{info.flops:,}", f"{info.bytes:,}")
+            name = Text(info.name, style="bold" if info.name.startswith("conv") else "")
+            table.add_row(name, _fmt_shape(info.in_shape), _fmt_shape(info.out_shape), params, f"{info.flops:,}",
+                          f"{info.bytes:,}")
         conv_flops = sum(i.flops for i in spec.conv_layers)
         total = sum(i.flops for i in spec.layer_info)
         table.add_row("total", "", "", "", f"{total:,}", f"{sum(i.bytes for i in spec.layer_info):,}", end_section=True)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.core.spec import get_network
+from convbench.core.tables import NAME, FitTable
 from convbench.measure import results
 from convbench.measure.leaderboard import boards
 
@@ -33,21 +34,22 @@ def cmd_leaderboard(args) -> int:
         ui.note(note)
     console = Console(highlight=False)
     for board in found:
-        table = Table(title=f"{board.card} · Σ Op Time (ms) of the conv layers at {board.images} images "
-                            f"({'network ' + net if net else 'summed over ' + ', '.join(board.nets)}) · verified only",
-                      box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("impl", no_wrap=True, min_width=max(len(e.impl) for e in board.entries))
-        table.add_column("prec.", no_wrap=True)
+        table = FitTable(title=f"{board.card} · Σ Op Time (ms) of the conv layers at {board.images} images "
+                               f"({'network ' + net if net else 'summed over ' + ', '.join(board.nets)}) · verified only",
+                         style={"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True,
+                                "show_edge": False})
+        table.add_column("#")
+        table.add_column("impl", NAME, key=True)
+        table.add_column("prec.", NAME)
         for n in board.nets:
-            table.add_column(n, justify="right", no_wrap=True)
-        table.add_column("Σ", justify="right", no_wrap=True)
-        table.add_column(f"x {board.reference}", justify="right", no_wrap=True)
-        table.add_column("err", justify="right", no_wrap=True)
+            table.add_column(n)
+        table.add_column("Σ")
+        table.add_column(f"x {board.reference}", short="x", means=f"speed-up over {board.reference}")
+        table.add_column("err")
         for rank, e in enumerate(board.entries, 1):
             speed = board.speedup(e)
             prec = e.precision if e.precision == "fp32" else f"[yellow]{e.precision}*"
-            table.add_row(str(rank) if e.complete else f"({rank})", e.impl, prec,
+            table.add_row(str(rank) if e.complete else f"({rank})", Text(e.impl), prec,
                           *(_ms(e.per_net_s.get(n)) for n in board.nets), f"[bold]{_ms(e.total_s, 4)}",
                           "-" if speed is None else f"{speed:.2f}x",
                           "-" if e.max_rel_error is None else f"{e.max_rel_error:.0e}")

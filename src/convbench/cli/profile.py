@@ -8,11 +8,12 @@ import os
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.devices import apply_build_options, resolve
 from convbench.core import ui
 from convbench.core.errors import UsageError
+from convbench.core.tables import NAME, FitTable
 from convbench.data.fashion_mnist import load_dataset
 from convbench.measure import ncu, outfiles
 from convbench.measure.environment import environment
@@ -31,15 +32,28 @@ def _fmt(seconds: float) -> str:
     return f"{seconds / 1e-9:.0f}ns"
 
 
-def _table(title: str, summary) -> Table:
-    table = Table(title=f"{title}: {summary.shown_pct:.1f} % of {_fmt(summary.total_s)} in {len(summary.rows)} of "
-                        f"{summary.names} names", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for col in ("Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"):
-        table.add_column(col, justify="left" if col == "Name" else "right", no_wrap=col != "Name",
-                         overflow="fold", min_width=24 if col == "Name" else None)
+def _table(title: str, summary) -> FitTable:
+    table = FitTable(title=f"{title}: {summary.shown_pct:.1f} % of {_fmt(summary.total_s)} in {len(summary.rows)} of "
+                           f"{summary.names} names",
+                     style={"box": box.SIMPLE_HEAD, "pad_edge": False, "collapse_padding": True})
+    for col in ("Time(%)", "Time", "Calls", "Avg", "Min", "Max"):
+        table.add_column(col)
+    table.add_column("Name", NAME, key=True)  # a kernel's or a call's name: shortened in the middle, kept unique
     for r in summary.rows:
         table.add_row(f"{r.time_pct:.1f}%", _fmt(r.total_s), str(r.calls), _fmt(r.avg_s), _fmt(r.min_s), _fmt(r.max_s),
-                      r.name)
+                      Text(r.name))
+    return table
+
+
+def ncu_table(kernels: list, cmd: list[str]) -> FitTable:
+    table = FitTable(title=f"Nsight Compute, {len(kernels)} kernel(s): `{' '.join(cmd[1:7])} ...`")
+    table.add_column("kernel", NAME)
+    table.add_column("launches")
+    for label in ncu.METRICS.values():
+        table.add_column(label)
+    for k in kernels:
+        table.add_row(Text(k.kernel), str(k.launches),
+                      *(f"{k.metrics[m]:.1f}" if m in k.metrics else "-" for m in ncu.METRICS))
     return table
 
 
@@ -75,14 +89,7 @@ def cmd_profile(args) -> int:
     if args.ncu:
         ui.note("running Nsight Compute on `convbench run` (each kernel replayed per counter pass)...")
         kernels, cmd = ncu.run(args.impl or impl.name, weights.spec.name, args.size)
-        table = Table(title=f"Nsight Compute, {len(kernels)} kernel(s): `{' '.join(cmd[1:7])} ...`")
-        table.add_column("kernel")
-        table.add_column("launches", justify="right")
-        for label in ncu.METRICS.values():
-            table.add_column(label, justify="right")
-        for k in kernels:
-            name = k.kernel if len(k.kernel) <= 70 else k.kernel[:67] + "..."
-            table.add_row(name, str(k.launches), *(f"{k.metrics[m]:.1f}" if m in k.metrics else "-" for m in ncu.METRICS))
+        table = ncu_table(kernels, cmd)
         console.print(table)
 
     if trace:

@@ -17,7 +17,10 @@ def cmd_report(args) -> int:
     profiles = [report.load_profile(p) for p in args.profile or []]
     written = report.build(files, out, profiles)
     console = Console(highlight=False, soft_wrap=True)
-    console.print(f"report from {len(files)} results file(s): {', '.join(str(f.path) for f in files)}")
+    # the list wrapped by rich at spaces, so that no path is cut at the terminal's edge; each written path whole on
+    # its own line, to copy
+    console.print(f"report from {len(files)} results file(s): {', '.join(str(f.path) for f in files)}",
+                  soft_wrap=False, markup=False)
     for path in written:
-        console.print(f"  {path}")
+        console.print(f"  {path}", markup=False)
     return 0

@@ -37,6 +37,7 @@ from convbench.measure.results import REFERENCE
 from convbench.measure.usage import usage
 from convbench.network.model import Network, correctness, require_fused
 from convbench.network.weights import DEFAULT_NET, load_weights
+from convbench.user import find
 from convbench.whole.graph import WholeNetwork, arithmetic_for, benchmark
 
 
@@ -53,11 +54,14 @@ def _report_usage(args, quiet: bool):
     return cost
 
 
-def fp32_baseline(named: ConvImpl, precision: str, device: str) -> ConvImpl | None:
-    """What a reduced-precision run's Correctness is compared with: the fp32 implementation of its family (the one
-    --impl named), else the device's library (cudnn / onednn). None without a reduced --precision."""
+def fp32_baseline(impl_name: str | None, impl: ConvImpl, precision: str, device: str) -> ConvImpl | None:
+    """What a reduced-precision run's Correctness is compared with: the implementation --impl named where it is fp32
+    (its family has two fp32 members: gpu-igemm-tc, gpu-igemm-tc-fp16x3), else the device's library (cudnn /
+    onednn). `impl` is the variant that runs (the device's default without --impl). None without a reduced
+    --precision."""
     if precision == "fp32":
         return None
+    named = impl if impl_name is None else find(impl_name)  # already resolved: a lookup, never a second load
     return named if named.precision == "fp32" else get_impl(REFERENCE[device])
 
 
@@ -70,11 +74,10 @@ def cmd_run(args) -> int:
                          "--whole-network")
     precision = getattr(args, "precision", None) or "fp32"
     fuse = getattr(args, "fuse", False)
-    named, device = resolve(args.impl, args.device)
-    impl, device = resolve(args.impl, device, precision)
+    impl, device = resolve(args.impl, args.device, precision)
     if fuse:
         require_fused(impl)
-    baseline = fp32_baseline(named, precision, device)
+    baseline = fp32_baseline(args.impl, impl, precision, device)
     quiet = args.json
     net = args.net if args.net or args.weights not in ("own", "high", "low") else DEFAULT_NET
 
@@ -197,6 +200,7 @@ def run_whole_network(args) -> int:
             "with_copy_time_s": whole["with_copy_s"],
             "floor_s": result["floor"]["seconds"],
             "x_floor": whole["x_floor"],
+            **({"floor_warning": ceilings_mod.doubt_line(ceil.doubt)} if ceil.doubt else {}),
             "correctness": whole["correctness"],
             "rel_error_vs_fp64": whole["rel_error_vs_fp64"],
             "steps": result["steps"],

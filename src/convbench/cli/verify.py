@@ -10,7 +10,7 @@ import random
 import textwrap
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.devices import (
     all_on,
@@ -19,6 +19,7 @@ from convbench.cli.devices import (
     resolve_many,
 )
 from convbench.core import ui
+from convbench.core.tables import NAME, NUMBER, TEXT, FitTable
 from convbench.measure import outfiles, problem
 from convbench.measure.environment import environment
 from convbench.measure.verify import VERIFY_FORMAT, ImplReport, ShapeResult, verify_fused, verify_impl
@@ -103,13 +104,13 @@ def print_table(reports: list[ImplReport], device: str, wide_shapes: int, fused:
     if any(not rep.ok for rep in reports):
         notes.append("FAIL n/m (k NaN): n of m shapes failed, k of them with unwritten (NaN) outputs; (wrote x): the "
                      "call modified its input x (or k); (wide): over the limit on those inputs only")
-    table = Table(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
-                        + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
-                  caption="; ".join(notes) or None)
+    table = FitTable(title=f"verify on {device}: ||y - ref|| / ||ref|| against float64, outputs poisoned with NaN"
+                           + ("; (fused): pool(act(conv)), the worst case per shape" if fused else ""),
+                     caption="; ".join(notes) or None)
     # the shape count is in the note above and in FAIL n/m: no column for it, so the table fits 80 columns
-    for col in ("impl", "prec.", "max error", "tol.", "wide", "result", "worst shape"):
-        table.add_column(col, justify="right" if col in ("max error", "tol.", "wide") else "left",
-                         no_wrap=col != "worst shape")
+    for col, kind in (("impl", NAME), ("prec.", NAME), ("max error", NUMBER), ("tol.", NUMBER), ("wide", NUMBER),
+                      ("result", TEXT), ("worst shape", TEXT)):
+        table.add_column(col, kind)
     for rep in reports:
         worst = rep.worst
         fails = rep.failures
@@ -123,8 +124,8 @@ def print_table(reports: list[ImplReport], device: str, wide_shapes: int, fused:
             verdict = "[green]ok"
         wide = rep.worst_wide
         shown = wide if wide is not None and wide.wide_failed and worst.check.ok else worst  # the shape to look at
-        table.add_row(rep.label, rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
-                      "–" if wide is None else units(wide.wide), verdict, shown.where())
+        table.add_row(Text(rep.label), rep.impl.precision, f"{worst.check.rel_error:.2e}", f"{rep.impl.tolerance:.0e}",
+                      "–" if wide is None else units(wide.wide), verdict, Text(shown.where()))
     Console(highlight=False).print(table)
 
 

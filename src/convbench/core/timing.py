@@ -39,14 +39,23 @@ def timed(device: str, fn: Callable[[], T]) -> tuple[T, float]:
 L2_BYTES = 50 << 20  # H100 / H200 L2; inputs smaller than twice this are rotated so a rerun cannot hit in cache
 
 
-def median_time(device: str, fn: Callable[[int], object], n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> float:
-    """Median seconds of fn(i) over `reps` timed runs after `warmup` untimed ones; i cycles over n_inputs input
-    sets (rotation), each run synchronized before and after (CUDA events on the GPU)."""
+def run_times(device: str, fn: Callable[[int], object], n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> list[float]:
+    """Seconds of each of `reps` timed runs of fn(i), in the order they ran, after `warmup` untimed ones; i cycles
+    over n_inputs input sets (rotation), each run synchronized before and after (CUDA events on the GPU)."""
     for i in range(warmup):
         fn(i % n_inputs)
     synchronize(device)
-    times = sorted(timed(device, lambda: fn(r % n_inputs))[1] for r in range(reps))
-    return times[len(times) // 2]
+    return [timed(device, lambda: fn(r % n_inputs))[1] for r in range(reps)]
+
+
+def median(times: list[float]) -> float:
+    """The middle run (the upper one of an even count): what every reported time is."""
+    return sorted(times)[len(times) // 2]
+
+
+def median_time(device: str, fn: Callable[[int], object], n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> float:
+    """Median seconds of fn(i) over `reps` timed runs after `warmup` untimed ones (run_times)."""
+    return median(run_times(device, fn, n_inputs, reps, warmup))
 
 
 def rotation_count(input_bytes: int) -> int:

@@ -25,7 +25,9 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def note(message: str) -> None:
-    err.print(message, markup=False)
+    """One line on stderr: on a terminal wrapped at spaces to its width (a terminal's own wrap cuts words and
+    numbers), elsewhere (a pipe, a log) left whole."""
+    err.print(message, markup=False, soft_wrap=not err.is_terminal)
 
 
 class _Bar:

@@ -47,8 +47,8 @@ def builtin(name: str) -> ConvImpl | None:
 
 
 def get_impl(name: str) -> ConvImpl:
-    """A built-in implementation by name; a UsageError naming the choices otherwise. (A user's kernel file by path:
-    convbench.user.resolve.)"""
+    """A built-in implementation by name; a UsageError naming the choices otherwise. (A name, a user's kernel file
+    or a ConvImpl, with a device and a precision: convbench.user.resolve, the one resolver of what a user names.)"""
     impl = builtin(name)
     if impl is None:
         raise UsageError(f"unknown implementation {name!r}; choose one of {', '.join(i.name for i in all_impls())} "

@@ -6,9 +6,11 @@ bench takes, per conv layer and batch size:
 - the layer's REAL input activations: a float32 forward pass of the network with our own weights (the
   activations of conv2 are not random numbers: half of them are zeros after a relu, which some kernels notice);
 - Op Time: the median of N calls after warm-up, inputs rotated over several copies when smaller than twice the
-  GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache;
+  GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache; the fastest and the slowest
+  call and every call's time are kept beside it (`op_time_min_s`, `op_time_max_s`, `op_time_runs_s`), so that a
+  reader sees how far one number stands for the runs;
 - Layer Time: the median of copy-in + call + copy-out from host tensors (impl.host_layer where the impl has its
-  own pipeline); on the CPU there are no copies and Layer Time is Op Time;
+  own pipeline), its runs kept the same way; on the CPU there are no copies and Layer Time is Op Time;
 - GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py: bytes / copy
   rate or FLOPs / the ceiling of the implementation's arithmetic, ConvImpl.ceiling_arithmetic) and the share of it
   reached (100 % = at the floor), the memory floor alone (bytes / copy rate, the target of the reduced-precision
@@ -31,7 +33,7 @@ import torch.nn.functional as F
 
 from convbench.core.contract import ConvImpl
 from convbench.core.spec import get_network
-from convbench.core.timing import median_time, rotation_count
+from convbench.core.timing import median, rotation_count, run_times
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import problem
@@ -116,34 +118,54 @@ def quick_verify(impl: ConvImpl, device: str, advance) -> dict:
     return {**out.pop("conv"), "tolerance": impl.tolerance, "shapes": VERIFY_SHAPES, "seed": VERIFY_SEED, **out}
 
 
-def median_reported(run: Callable[[int], object], reported: Callable[[], float], reps: int) -> float:
-    """The median of what an impl that times itself reports after each of `reps` runs."""
+def reported_runs(run: Callable[[int], object], reported: Callable[[], float], reps: int) -> list[float]:
+    """What an impl that times itself reports after each of `reps` runs, in order."""
     times = []
     for r in range(reps):
         run(r)
         times.append(reported())
-    return sorted(times)[len(times) // 2]
+    return times
 
 
-def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
+def op_times(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> list[float]:
+    """Seconds of each timed call after warm-up (the Op Time is their median)."""
     sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
     for i in range(WARMUP[device]):
         impl(sets[i % len(sets)], inp.k)
-    if impl.reported_op_time() is not None:  # it times its own op (ConvImpl.reported_op_time): median of those
-        return median_reported(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
-    return median_time(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
+    if impl.reported_op_time() is not None:  # it times its own op (ConvImpl.reported_op_time)
+        return reported_runs(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
+    return run_times(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
 
 
-def layer_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
-    """Host tensor in, host tensor out: what the layer costs inside `run`'s network (network/model.py)."""
+def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
+    return median(op_times(impl, inp, device, reps))
+
+
+def layer_times(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> list[float]:
+    """Host tensor in, host tensor out: what the layer costs inside `run`'s network (network/model.py), each run."""
     if impl.host_layer is not None:  # its own pipeline: one warm-up allocates its pinned buffers for this shape
         impl.host_layer(inp.x_host, inp.k)
         if impl.reported_layer_time() is not None:  # it times its own layer (a sandboxed user kernel)
-            return median_reported(lambda r: impl.host_layer(inp.x_host, inp.k), impl.reported_layer_time, reps)
-        return median_time(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 0)
+            return reported_runs(lambda r: impl.host_layer(inp.x_host, inp.k), impl.reported_layer_time, reps)
+        return run_times(device, lambda i: impl.host_layer(inp.x_host, inp.k), 1, reps, 0)
     # copy + call + copy: the call is warm from Op Time, and a copy has nothing to warm up (at 10000 images one
     # run of a layer moves about a gigabyte through pageable memory: each run costs a second)
-    return median_time(device, lambda i: impl(inp.x_host.to(device), inp.k).cpu(), 1, reps, 0)
+    return run_times(device, lambda i: impl(inp.x_host.to(device), inp.k).cpu(), 1, reps, 0)
+
+
+def spread(prefix: str, times: list[float]) -> dict:
+    """The median (the reported time) and the fastest and slowest of the runs it is the median of."""
+    return {f"{prefix}_s": median(times), f"{prefix}_min_s": min(times), f"{prefix}_max_s": max(times),
+            f"{prefix}_runs_s": times}
+
+
+def with_total_spread(sums: list[dict], rows: list[dict]) -> list[dict]:
+    """Each Σ with the Σ over its layers of their fastest and of their slowest run (a best and a worst case)."""
+    for s in sums:
+        parts = [r for r in rows if (r["impl"], r["net"], r["images"]) == (s["impl"], s["net"], s["images"])]
+        for fld in ("op_time_min_s", "op_time_max_s"):
+            s[fld] = sum(r[fld] for r in parts)
+    return sums
 
 
 def total_steps(impls, nets, sizes) -> int:
@@ -171,24 +193,25 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
             measured = {}
             for impl in impls:
                 for inp in inputs:
-                    op = op_time(impl, inp, device, reps)
-                    lt = layer_time(impl, inp, device, layer_reps) if device == "cuda" else op
+                    op = op_times(impl, inp, device, reps)
+                    lt = layer_times(impl, inp, device, layer_reps) if device == "cuda" else op
                     measured[impl.name, inp.layer] = (op, lt)
                     advance()
             for impl in impls:
                 for inp in inputs:
-                    op, lt = measured[impl.name, inp.layer]
+                    runs, layer_runs = measured[impl.name, inp.layer]
+                    op = median(runs)
                     floor = ceilings.floor_s(inp.flop, inp.nbytes, impl.ceiling_arithmetic)
                     memory_floor = ceilings.memory_floor_s(inp.nbytes)
                     rows.append({
                         "impl": impl.name, "net": net, "images": size, "layer": inp.layer,
                         "shape_BCHWMK": list(inp.shape), "flop": inp.flop, "bytes": inp.nbytes,
                         "intensity_flop_per_byte": inp.flop / inp.nbytes,
-                        "op_time_s": op, "layer_time_s": lt,
+                        **spread("op_time", runs), **spread("layer_time", layer_runs),
                         "gflop_per_s": inp.flop / op / 1e9, "gbyte_per_s": inp.nbytes / op / 1e9,
                         "floor_s": floor, "of_floor_pct": 100.0 * floor / op,
                         "memory_floor_s": memory_floor, "of_memory_floor_pct": 100.0 * memory_floor / op,
-                        "speedup_vs_reference_x": measured[ref, inp.layer][0] / op,
+                        "speedup_vs_reference_x": median(measured[ref, inp.layer][0]) / op,
                     })
             del inputs
             if device == "cuda":
@@ -207,6 +230,6 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                            "fused": i.fused is not None, "summary": i.summary} for i in impls},
         "verify": verify,
         "layers": rows,
-        "totals": totals(rows, ref),
+        "totals": with_total_spread(totals(rows, ref), rows),
     }
 

@@ -26,6 +26,16 @@ Each ceiling is the median of a few runs after a warm-up. They are measured once
 `convbench ceilings --remeasure` measures again, and a GPU cache written before the fp16 / bf16 ceilings existed is
 measured again when read.
 
+Other work on the machine only slows a measurement down, so a ceiling measured under load is too low and every floor
+from it too high (an honest kernel looks near or under its floor). So each measurement records its spread (the
+slowest, median and fastest run of every rate) and the machine's load meanwhile: the load average and CPU count, the
+share of the CPUs other processes used while it ran (from /proc/stat, less this process's own time), and on a GPU
+its utilization just before the measurement started and the other compute processes on it (nvidia-smi, where it is
+installed). A measurement whose runs spread wider than SPREAD_LIMIT, or taken while other processes kept the CPUs
+(CPU ceilings) or the GPU (GPU ceilings) busy, carries its `doubt`: it is used, with a warning, by the command that
+measured it, and never cached, so the next command measures again; every output that shows a floor from it says so
+(bench's ceilings line and JSON, `convbench ceilings`, the report); grade's floor check takes each rate at its fastest run.
+
 Every rate is held to physical bounds (measure/bounds.py: generous minimums and maximums per device, far outside
 any real machine): a cache anyone can write (a sandboxed kernel shares it) must not set the floor for everyone
 after, and a rate of 1e18 FLOP/s would put every floor at nothing. A cached rate outside is measured again, with a
@@ -39,8 +49,14 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import re
-from dataclasses import asdict, dataclass
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -48,7 +64,7 @@ import torch
 from convbench.core import cachefile, ui
 from convbench.core.paths import cache_dir
 from convbench.core.precision import ARITHMETICS as TABLE
-from convbench.core.timing import median_time
+from convbench.core.timing import synchronize, timed
 from convbench.measure.bounds import BOUNDS, RATES, out_of_bounds
 from convbench.measure.environment import cpu_model
 
@@ -56,6 +72,12 @@ from convbench.measure.environment import cpu_model
 GPU_COPY_BYTES, CPU_COPY_BYTES = 1 << 30, 256 << 20
 GPU_GEMM_N, CPU_GEMM_N = 8192, 2048
 REPS = 5
+# A measurement is doubted (used, warned about, not cached) where the slowest run of a rate is more than SPREAD_LIMIT
+# below its fastest, where other processes used more than LOAD_LIMIT of the CPUs while CPU ceilings were measured, or
+# where the GPU was at least GPU_BUSY_PCT % busy before GPU ceilings were measured (none of it this process's work).
+SPREAD_LIMIT = 0.2
+LOAD_LIMIT = 0.25
+GPU_BUSY_PCT = 10
 ARITHMETICS = tuple(TABLE)  # every arithmetic flop_per_s answers (core/precision.py)
 # the three-product arithmetics (tf32x3 -> tf32): their ceiling is the base rate / 3, not measured
 THREE_PRODUCT = {a.name: a.ceiling for a in TABLE.values() if a.products == 3}
@@ -71,6 +93,9 @@ class Ceilings:
     measured: str  # UTC date
     fp16_flop_per_s: float | None = None  # GPU only; None in caches and results files from before they existed
     bf16_flop_per_s: float | None = None
+    spread: dict | None = None  # rate field -> [slowest, median, fastest] of its runs; None: not recorded
+    load: dict | None = None  # the machine while measuring (_machine_load's fields); None: not recorded
+    doubt: str = ""  # why the rates may be too low (judged()); "" for a measurement on a quiet machine
 
     def flop_per_s(self, arithmetic: str) -> float:
         """The ceiling of an arithmetic (ConvImpl.ceiling_arithmetic), from the precision table: its measured base
@@ -97,6 +122,12 @@ class Ceilings:
         """Every ceiling this device has was measured (a GPU cache from an older convbench lacks fp16 / bf16)."""
         return self.device != "cuda" or None not in (self.tf32_flop_per_s, self.fp16_flop_per_s, self.bf16_flop_per_s)
 
+    def at_fastest_runs(self) -> Ceilings:
+        """These ceilings with each rate at its fastest run (the spread's): the closest a doubted measurement comes
+        to the machine's real rates, since load only ever slows a run down."""
+        fastest = {key: runs[2] for key, runs in (self.spread or {}).items() if key in _RATE_FIELDS}
+        return replace(self, **fastest)
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -114,15 +145,22 @@ def cache_file(device: str) -> Path:
     return cache_dir() / "ceilings" / f"{machine_key(device)}.json"
 
 
-def _copy_rate(device: str) -> float:
+def _rates(device: str, work: Callable[[], object], amount: float) -> list[float]:
+    """amount / seconds of each of REPS timed runs of work() after two untimed ones, slowest first."""
+    for _ in range(2):
+        work()
+    synchronize(device)
+    return sorted(amount / timed(device, work)[1] for _ in range(REPS))
+
+
+def _copy_rates(device: str) -> list[float]:
     n = (GPU_COPY_BYTES if device == "cuda" else CPU_COPY_BYTES) // 4
     src = torch.ones(n, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    t = median_time(device, lambda i: dst.copy_(src), reps=REPS, warmup=2)
-    return 2 * src.numel() * 4 / t  # every byte read once and written once
+    return _rates(device, lambda: dst.copy_(src), 2 * src.numel() * 4)  # every byte read once and written once
 
 
-def _gemm_rate(device: str, tf32: bool = False, dtype: torch.dtype = torch.float32) -> float:
+def _gemm_rates(device: str, tf32: bool = False, dtype: torch.dtype = torch.float32) -> list[float]:
     n = GPU_GEMM_N if device == "cuda" else CPU_GEMM_N
     g = torch.Generator(device=device).manual_seed(0)
     a = torch.randn(n, n, device=device, generator=g).to(dtype)
@@ -130,27 +168,127 @@ def _gemm_rate(device: str, tf32: bool = False, dtype: torch.dtype = torch.float
     saved = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        t = median_time(device, lambda i: torch.matmul(a, b), reps=REPS, warmup=2)
+        return _rates(device, lambda: torch.matmul(a, b), 2 * n**3)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
-    return 2 * n**3 / t
+
+
+def _cpu_times() -> tuple[float, float, float] | None:
+    """(seconds all CPUs of the machine have been busy, seconds this process has run, the monotonic clock) now;
+    None where /proc/stat cannot be read (not Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError):
+        return None
+    if len(ticks) < 5:
+        return None
+    busy = sum(ticks) - ticks[3] - ticks[4]  # steal counts as busy: a neighbour ran on our CPUs
+    return busy / os.sysconf("SC_CLK_TCK"), time.process_time(), time.monotonic()
+
+
+def _others_share(before: tuple | None, after: tuple | None) -> float | None:
+    """The share of the machine's CPU time that other processes used between two _cpu_times (0 to 1)."""
+    if before is None or after is None:
+        return None
+    busy, own, wall = (b - a for a, b in zip(before, after))
+    if wall <= 0:
+        return None
+    return round(min(1.0, max(0.0, (busy - own) / (wall * (os.cpu_count() or 1)))), 3)
+
+
+def _nvidia_smi(exe: str, query: str) -> list[list[str]]:
+    out = subprocess.run([exe, query, "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5,
+                         check=True).stdout
+    return [[v.strip() for v in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
+def _gpu_activity() -> dict:
+    """This GPU's utilization over the driver's last sample period (before this process ran anything on it for the
+    ceilings) and the compute processes on it other than this one, as nvidia-smi tells them; {} where it is absent
+    or fails (a container may list no processes: the count is what it shows)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return {}
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    bus = f"{getattr(props, 'pci_domain_id', 0):08X}:{getattr(props, 'pci_bus_id', -1):02X}:" \
+          f"{getattr(props, 'pci_device_id', 0):02X}.0"
+    try:
+        gpus = _nvidia_smi(exe, "--query-gpu=pci.bus_id,utilization.gpu")
+        apps = _nvidia_smi(exe, "--query-compute-apps=gpu_bus_id,pid")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    mine = [row for row in gpus if row[0].upper() == bus] or (gpus if len(gpus) == 1 else [])
+    if not mine or not mine[0][1].isdigit():
+        return {}
+    others = [row for row in apps if row[0].upper() == mine[0][0].upper() and row[1] != str(os.getpid())]
+    return {"gpu_busy_pct": int(mine[0][1]), "gpu_other_processes": len(others)}
+
+
+def _loadavg() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+def _machine_load(loadavg: float | None, others_cpu_share: float | None, gpu: dict) -> dict:
+    """The record of the machine's load while the ceilings were measured: the 1-minute load average and the CPU
+    count when it started, the share of the CPUs other processes used meanwhile, the GPU's activity."""
+    return {"loadavg_1min": loadavg, "cpus": os.cpu_count(), "others_cpu_share": others_cpu_share, **gpu}
 
 
 def measure(device: str) -> Ceilings:
-    """Measure the ceilings now (a few seconds on the GPU, a few on a 2-core CPU)."""
-    copy = _copy_rate(device)
-    fp32 = _gemm_rate(device, tf32=False)
-    tf32 = fp16 = bf16 = None
+    """Measure the ceilings now (a few seconds on the GPU, a few on a 2-core CPU), with their spread and the
+    machine's load meanwhile (judged() says whether to trust them)."""
+    gpu = _gpu_activity() if device == "cuda" else {}
+    loadavg, before = _loadavg(), _cpu_times()  # before this process adds its own load
+    runs = {"copy_bytes_per_s": _copy_rates(device), "fp32_flop_per_s": _gemm_rates(device)}
     if device == "cuda":
-        tf32 = _gemm_rate(device, tf32=True)
-        fp16 = _gemm_rate(device, dtype=torch.float16)
-        bf16 = _gemm_rate(device, dtype=torch.bfloat16)
+        runs["tf32_flop_per_s"] = _gemm_rates(device, tf32=True)
+        runs["fp16_flop_per_s"] = _gemm_rates(device, dtype=torch.float16)
+        runs["bf16_flop_per_s"] = _gemm_rates(device, dtype=torch.bfloat16)
         torch.cuda.empty_cache()
-    return Ceilings(machine_key(device), device, copy, fp32, tf32,
-                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), fp16, bf16)
+    load = _machine_load(loadavg, _others_share(before, _cpu_times()), gpu)
+    rates = {key: statistics.median(r) for key, r in runs.items()}
+    spread = {key: [r[0], rates[key], r[-1]] for key, r in runs.items()}
+    measured = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return Ceilings(machine_key(device), device, rates["copy_bytes_per_s"], rates["fp32_flop_per_s"],
+                    rates.get("tf32_flop_per_s"), measured, rates.get("fp16_flop_per_s"), rates.get("bf16_flop_per_s"),
+                    spread, load)
+
+
+def _range_text(key: str, slow: float, fast: float) -> str:
+    """'copy runs from 5.5 to 8.5 GB/s', 'fp32 runs from 28 to 39 GFLOP/s'."""
+    digits, unit = (1, "GB/s") if key == "copy_bytes_per_s" else (0, "GFLOP/s")
+    return f"{key.split('_')[0]} runs from {slow / 1e9:,.{digits}f} to {fast / 1e9:,.{digits}f} {unit}"
+
+
+def judged(c: Ceilings) -> str:
+    """Why c may be too low for this machine, or '' where nothing says so: a rate whose runs spread wider than
+    SPREAD_LIMIT; other processes keeping more than LOAD_LIMIT of the CPUs busy (CPU ceilings: from the share
+    measured meanwhile, else the load average); the GPU GPU_BUSY_PCT % busy before it started (GPU ceilings)."""
+    reasons = [_range_text(key, slow, fast) for key, (slow, _, fast) in (c.spread or {}).items()
+               if slow < (1 - SPREAD_LIMIT) * fast]
+    load = c.load or {}
+    cpus, share, loadavg = load.get("cpus") or 1, load.get("others_cpu_share"), load.get("loadavg_1min")
+    if c.device != "cuda" and share is not None and share > LOAD_LIMIT:
+        reasons.append(f"other processes kept {share:.0%} of the {cpus} CPUs busy meanwhile (load average {loadavg})")
+    elif c.device != "cuda" and share is None and loadavg is not None and loadavg > LOAD_LIMIT * cpus:
+        reasons.append(f"load average {loadavg} on {cpus} CPUs")
+    busy = load.get("gpu_busy_pct")
+    if c.device == "cuda" and busy is not None and busy >= GPU_BUSY_PCT:
+        reasons.append(f"the GPU was {busy} % busy before the measurement started "
+                       f"({load.get('gpu_other_processes', '?')} other processes on it)")
+    return "; ".join(reasons)
+
+
+def doubt_line(doubt: str) -> str:
+    """The warning every output that uses doubted ceilings shows."""
+    return (f"warning: the ceilings were measured on a busy or noisy machine ({doubt}): they may be too low, and every "
+            "floor and % of floor from them too high; `convbench ceilings --remeasure` on a quiet machine measures "
+            "them again")
 
 
 _OPTIONAL = ("tf32_flop_per_s", "fp16_flop_per_s", "bf16_flop_per_s")
+_RATE_FIELDS = ("copy_bytes_per_s", "fp32_flop_per_s", *_OPTIONAL)
 
 
 def _validated(data, device: str) -> Ceilings:
@@ -171,9 +309,27 @@ def _validated(data, device: str) -> Ceilings:
         v = data.get(key)
         if v is None and key in _OPTIONAL:
             continue
-        if type(v) not in (int, float) or not math.isfinite(v) or v <= 0:
+        if not _positive(v):
             raise ValueError(f"{key} is {v!r}, not a finite positive number")
+    _check_record(data.get("spread"), data.get("load"))
+    if not isinstance(data.get("doubt", ""), str):
+        raise ValueError(f"doubt is {data['doubt']!r}, not a string")  # noqa: TRY004
     return Ceilings(**data)
+
+
+def _positive(v) -> bool:
+    return type(v) in (int, float) and math.isfinite(v) and v > 0
+
+
+def _check_record(spread, load) -> None:
+    """A cache file's spread (rate field -> three finite positive rates) and load (name -> a finite number or
+    null), or a ValueError saying what is not."""
+    if spread is not None and not (isinstance(spread, dict) and set(spread) <= set(RATES) and all(
+            isinstance(r, list) and len(r) == 3 and all(map(_positive, r)) for r in spread.values())):
+        raise ValueError(f"spread is {str(spread)[:80]}, not three positive rates per rate")
+    if load is not None and not (isinstance(load, dict) and all(
+            v is None or (type(v) in (int, float) and math.isfinite(v)) for v in load.values())):
+        raise ValueError(f"load is {str(load)[:80]}, not numbers by name")
 
 
 def _within_bounds(c: Ceilings) -> Ceilings:
@@ -186,39 +342,54 @@ def _within_bounds(c: Ceilings) -> Ceilings:
 
 
 def _measured(device: str) -> tuple[Ceilings, bool]:
-    """Measured now, within bounds (a measurement outside is taken once more); and whether it may be cached."""
+    """Measured now, within bounds (a measurement outside is taken once more), and judged; and whether it may be
+    cached: within bounds, and nothing to doubt (a doubted one is used, with a warning, and measured again next
+    time)."""
     ceilings = measure(device)
     wrong = out_of_bounds(ceilings.to_json(), device)
-    if not wrong:
-        return ceilings, True
-    ui.note(f"note: the ceilings just measured are not physical ({wrong}); measuring them again")
-    ceilings = measure(device)
-    wrong = out_of_bounds(ceilings.to_json(), device)
-    if not wrong:
-        return ceilings, True
-    ui.note(f"warning: the ceilings measured again are not physical either ({wrong}): this machine's clock or "
-            "load is not what a measurement needs; using the bounds instead (every floor stays a floor, only "
-            "looser) and caching nothing; `convbench ceilings --remeasure` on a quiet machine measures them again")
-    return _within_bounds(ceilings), False
+    if wrong:
+        ui.note(f"note: the ceilings just measured are not physical ({wrong}); measuring them again")
+        ceilings = measure(device)
+        wrong = out_of_bounds(ceilings.to_json(), device)
+    if wrong:
+        ui.note(f"warning: the ceilings measured again are not physical either ({wrong}): this machine's clock or "
+                "load is not what a measurement needs; using the bounds instead (every floor stays a floor, only "
+                "looser) and caching nothing; `convbench ceilings --remeasure` on a quiet machine measures them again")
+        return _within_bounds(ceilings), False
+    ceilings = replace(ceilings, doubt=judged(ceilings))
+    if ceilings.doubt:
+        ui.note(doubt_line(ceilings.doubt) + "; not cached: the next command measures them again")
+    return ceilings, not ceilings.doubt
+
+
+def _cached(path: Path, device: str) -> Ceilings | None:
+    """The cached ceilings, where they are usable as this machine's: readable, valid, within physical bounds, complete
+    and judged sound; else None (with a note saying why, unless there is no cache yet)."""
+    try:
+        cached = _validated(json.loads(cachefile.read_bytes(path, root=cache_dir())), device)
+        wrong = out_of_bounds(cached.to_json(), device)
+        if wrong:
+            raise ValueError(f"{wrong}: no measurement gives that")  # noqa: TRY301 (one way out: a bad file)
+        doubt = judged(cached) or cached.doubt  # never cached by measure(): planted, or judged by older limits
+        if doubt:
+            raise ValueError(f"measured on a busy or noisy machine: {doubt}")  # noqa: TRY301
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged, changed or planted: measure again
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        ui.note(f"note: the cached ceilings {path} are not usable ({why[:160]}); measuring them again")
+        return None
+    return cached if cached.complete else None
 
 
 def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:
-    """The cached ceilings of this machine, measured (and cached) when absent, unreadable, outside physical bounds
-    or asked for. Returns (ceilings, measured_now)."""
+    """The cached ceilings of this machine, measured (and cached, where nothing doubts them) when absent, unusable
+    or asked for. Returns (ceilings, measured_now); ceilings.doubt says why they may be too low ('' where nothing
+    does): every output that uses them shows doubt_line then."""
     path = cache_file(device)
-    if not remeasure:
-        try:
-            cached = _validated(json.loads(cachefile.read_bytes(path, root=cache_dir())), device)
-            wrong = out_of_bounds(cached.to_json(), device)
-            if wrong:
-                raise ValueError(f"{wrong}: no measurement gives that")  # noqa: TRY301 (one way out: a bad file)
-            if cached.complete:
-                return cached, False
-        except FileNotFoundError:
-            pass
-        except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged, changed or planted: measure again
-            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            ui.note(f"note: the cached ceilings {path} are not usable ({why[:160]}); measuring them again")
+    cached = None if remeasure else _cached(path, device)
+    if cached is not None:
+        return cached, False
     ceilings, keep = _measured(device)
     if not keep:
         return ceilings, True

@@ -33,8 +33,8 @@ ROOF_XLABEL, ROOF_YLABEL = "arithmetic intensity (FLOP / byte)", "achieved GFLOP
 def require() -> None:
     """matplotlib is imported only where a plot is drawn; a missing one is bad setup, said before any work."""
     if importlib.util.find_spec("matplotlib") is None:
-        raise UsageError("matplotlib is not installed, and plots need it; pip install 'matplotlib>=3.8' "
-                         "(or run without --plot)")
+        raise UsageError("matplotlib is not installed, and plots need it; pip install 'convbench[plots]' "
+                         "(in a checkout: pip install -e '.[plots]')")
 
 
 def figure(width: float, height: float):

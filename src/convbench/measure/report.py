@@ -257,6 +257,10 @@ def _build(files: list[ResultsFile], out_dir: Path, profiles: list[dict] | None 
         if ceilings is None:
             blocks.append(Para("The roofline has no roof: these results files carry no measured ceilings "
                                "(`convbench bench --json` records them)."))
+        elif ceilings.get("doubt"):
+            blocks.append(Para(f"The roof is doubtful: the ceilings were measured on a busy or noisy machine "
+                               f"({ceilings['doubt']}); they may be too low, and every floor and % of floor from "
+                               "them too high."))
         for kind, fig, alt in figures:
             name = f"{kind}-{slug(card)}.png"
             plots.save(fig, out_dir / name)

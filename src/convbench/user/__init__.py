@@ -1,5 +1,7 @@
 """Bring your own kernel: a user's file (or submission folder) as one more implementation, through `--impl PATH` on
-every command that takes an implementation (they all resolve names through `resolve` below).
+every command that takes an implementation and `impl=PATH` in the Python API. Both resolve what they are given
+through `resolve` below, the one resolver: a name, a path or a ConvImpl, with a device and a precision, to the
+implementation that runs and the device it runs on.
 
 Kinds, told apart by suffix and content (base.kind_of):
 
@@ -26,7 +28,7 @@ from pathlib import Path
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.core.paths import cache_dir
-from convbench.impls.registry import builtin, get_impl
+from convbench.impls.registry import DEFAULT_IMPL, builtin, get_impl, impl_for_precision
 from convbench.user import worker
 from convbench.user.base import (
     SUFFIXES,
@@ -37,8 +39,8 @@ from convbench.user.base import (
 )
 from convbench.user.loader import load_unguarded
 
-__all__ = ["SUFFIXES", "BuildOptions", "UserImpl", "check_unique", "current_build_options", "kind_of", "load",
-           "load_unguarded", "looks_like_path", "resolve", "use_build_options"]
+__all__ = ["SUFFIXES", "BuildOptions", "UserImpl", "Wording", "check_unique", "current_build_options", "find",
+           "kind_of", "load", "load_unguarded", "looks_like_path", "resolve", "use_build_options"]
 
 _LOADED: dict[tuple[Path, BuildOptions], UserImpl] = {}
 _OPTIONS = [BuildOptions()]
@@ -75,15 +77,69 @@ def load(path: str | os.PathLike, options: BuildOptions | None = None) -> UserIm
     return _LOADED[key]
 
 
-def resolve(name: str) -> ConvImpl:
-    """`--impl NAME|PATH`: a built-in implementation by name, else a user's kernel file by path (`*.py`, `*.cu`, or
-    any existing path: loaded once per path)."""
-    impl = builtin(name)
-    if impl is not None:
+def find(impl: str | os.PathLike | ConvImpl, wording: Wording | None = None) -> ConvImpl:
+    """The implementation itself (a ConvImpl), a built-in by name, else a user's kernel file by path (`*.py`, `*.cu`,
+    or any existing path: loaded once per path); an unknown name is the registry's one-line error naming the
+    choices."""
+    if isinstance(impl, ConvImpl):
         return impl
+    if not isinstance(impl, str | os.PathLike):
+        raise UsageError((wording or Wording()).not_an_impl(impl))
+    name = str(impl)
+    found = builtin(name)
+    if found is not None:
+        return found
     if looks_like_path(name):
         return load(name)
     return get_impl(name)  # the one-line error naming the choices
+
+
+class Wording:
+    """How resolve() says what to change, in the caller's terms, and which checks of this machine it makes. This one
+    names the command line's options (--impl, --device, --precision) and checks nothing of the machine; cli/devices
+    adds that PyTorch sees the GPU asked for, and api.py names the Python arguments instead."""
+
+    def not_an_impl(self, impl: object) -> str:
+        return f"--impl {impl!r}: expected an implementation name or kernel file path"
+
+    def variant(self, impl: ConvImpl, precision: str) -> ConvImpl:
+        """The member of impl's family of that precision (registry.impl_for_precision, whose error names --impl)."""
+        return impl_for_precision(impl, precision)
+
+    def gpu_needed_by(self, impl: ConvImpl, precision: str, what: str) -> None:
+        """A cuda implementation (`what` names it: "implementation", "fp16 variant") where PyTorch may see no GPU."""
+
+    def gpu_asked_for(self) -> None:
+        """The cuda device, named or implied, where PyTorch may see no GPU."""
+
+
+def resolve(impl: str | os.PathLike | ConvImpl | None, device: str | None = None, precision: str = "fp32",
+            wording: Wording | None = None) -> tuple[ConvImpl, str]:
+    """(the implementation that runs, the device it runs on) from what the caller named: an implementation (name, path
+    or ConvImpl; None: the device's default, DEFAULT_IMPL), a device (None: the implementation's, the CPU for one that
+    runs anywhere) and a precision (its variant of that precision; fp32: the implementation itself). They must agree:
+    an implementation on another device, or without that precision, is a UsageError worded by `wording`."""
+    wording = wording or Wording()
+    if impl is None:
+        device = device or "cpu"
+        if device == "cuda":
+            wording.gpu_asked_for()  # by the device alone: the CPU's default runs here
+        named = get_impl(DEFAULT_IMPL[device])
+    else:
+        named = find(impl, wording)
+        wording.gpu_needed_by(named, precision, "implementation")
+        device = device or ("cpu" if named.device == "any" else named.device)
+        if not named.runs_on(device):
+            raise UsageError(f"implementation {named.name} runs on {named.device}, not {device}; use --device "
+                             f"{named.device}")
+    variant = wording.variant(named, precision)
+    wording.gpu_needed_by(variant, precision, f"{precision} variant")
+    if not variant.runs_on(device):
+        raise UsageError(f"{precision} variant {variant.name} of {named.name} runs on {variant.device}, not {device}; "
+                         f"use --device {variant.device}")
+    if device == "cuda":
+        wording.gpu_asked_for()
+    return variant, device
 
 
 def check_unique(impls: list[ConvImpl]) -> None:
