@@ -264,3 +264,19 @@ def test_submit_result(capsys):
     submit._print_result(sub)
     out = capsys.readouterr().out
     assert_fits(out, ["0.8861", "0.000123", "0.621123", "12.345600", "0.721123", "12.445600", "10000"])
+
+
+def test_sweep_trials_table():
+    """`convbench sweep`'s table of one layer's trials (a GPU command: its table is built here from trials)."""
+    from convbench.cli import sweep as sweep_cli
+    from convbench.measure.sweep import Trial
+
+    config = {"arithmetic": "tf32x3", "kind": "igemm", "TH": 128, "MT": 4, "NW": 8, "MINB": 2, "STAGE": 3,
+              "SPLITX": 0, "PAD": 1}
+    trials = [Trial("conv2", {**config, "TH": th}, s) for th, s in ((64, 1.234567e-3), (128, 621.123e-3),
+                                                                      (256, 3.3e-7))]
+    trials.append(Trial("conv2", {**config, "TH": 512}, None, "too many registers for this launch (ptxas)"))
+    out = printed(sweep_cli.trials_table("gpu-igemm-tc launch plans · fa19 conv2 · batch 10000 · median of 20 runs",
+                                         trials))
+    assert_fits(out, ["1.2346", "621.1230", "0.0003", "1.00x", "3741.11x", "1882190.91x"])
+    assert "too many registers" in " ".join(out.split())  # a failed trial says why

@@ -22,11 +22,12 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn.functional as F
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from convbench.cli.devices import require_cuda, resolve
 from convbench.core import reference as reference_ops
 from convbench.core.errors import UsageError
+from convbench.core.tables import TEXT, FitTable
 from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.spec import Activation, Pool, get_network
@@ -222,6 +223,30 @@ def plan_sweep(family: str, net: str, batch: int, reps: int, quick: bool = False
     return results
 
 
+def trials_table(title: str, trials: list[Trial]) -> FitTable:
+    """One layer's trials, fastest first: * marks the best of each arithmetic and kind (what is recorded), a failed
+    trial says why in place of its time."""
+    groups: dict[tuple, Trial] = {}
+    for t in (t for t in trials if t.seconds is not None):
+        g = (t.config.get("arithmetic"), t.config.get("kind"))
+        if g not in groups or t.seconds < groups[g].seconds:
+            groups[g] = t
+    winners = {id(t) for t in groups.values()}
+    table = FitTable(title=title)
+    table.add_column("configuration", TEXT)
+    table.add_column("Op Time (ms)")
+    table.add_column("vs best")
+    for t in sorted(trials, key=lambda t: (t.seconds is None, t.seconds or 0)):
+        cfg = " ".join(f"{k}={v}" for k, v in t.config.items())
+        if t.seconds is None:
+            table.add_row(Text(f"  {cfg}: {t.note}"), "-", "-")
+        else:
+            best = groups[(t.config.get("arithmetic"), t.config.get("kind"))]
+            table.add_row(Text(("* " if id(t) in winners else "  ") + cfg), f"{t.seconds * 1e3:.4f}",
+                          f"{t.seconds / best.seconds:.2f}x")
+    return table
+
+
 def cmd_sweep(args) -> int:
     # every implementation with launch parameters is a GPU kernel: without a GPU there is nothing to sweep
     require_cuda("sweep", "or list what runs here with `convbench impls`")
@@ -241,25 +266,7 @@ def cmd_sweep(args) -> int:
                          f"in `convbench impls`, or one of {', '.join(PLAN_FAMILIES)} (launch plans)")
     console = Console(highlight=False)
     for layer, trials in results.items():
-        good = [t for t in trials if t.seconds is not None]
-        groups = {}  # the best of each arithmetic and kind: what is recorded
-        for t in good:
-            g = (t.config.get("arithmetic"), t.config.get("kind"))
-            if g not in groups or t.seconds < groups[g].seconds:
-                groups[g] = t
-        winners = {id(t) for t in groups.values()}
-        table = Table(title=f"{title} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs")
-        table.add_column("configuration")
-        table.add_column("Op Time (ms)", justify="right")
-        table.add_column("vs best", justify="right")
-        for t in sorted(trials, key=lambda t: (t.seconds is None, t.seconds or 0)):
-            cfg = " ".join(f"{k}={v}" for k, v in t.config.items())
-            if t.seconds is None:
-                table.add_row(cfg, "-", t.note)
-            else:
-                best = groups[(t.config.get("arithmetic"), t.config.get("kind"))]
-                table.add_row(("* " if id(t) in winners else "  ") + cfg, f"{t.seconds * 1e3:.4f}",
-                              f"{t.seconds / best.seconds:.2f}x")
-        console.print(table)
+        console.print(trials_table(f"{title} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs",
+                                   trials))
     console.print(f"choices recorded in {tuning.user_file()}")
     return 0
