@@ -102,23 +102,13 @@ static_assert(SMEM == 0 || SMEM == SMEM_NEEDED, "the launcher's dynamic shared m
 static_assert(SMEM_NEEDED + 256 <= 227 * 1024, "dynamic + static shared memory above the sm_90 opt-in limit");
 
 // ---- PTX helpers ----
+// Shared with the tensor-core rungs (core/gpu/common.cuh, after the -D defaults: activate() reads ACT):
+// split_tf32_rna_bits / tf32_round_rna_bits (cvt.rna), mma_tf32, cp_async16_zfill / cp_async4_zfill (zero-filling
+// cp.async), cp_async_commit, cp_async_wait<N>, activate.
+#include "common.cuh"
+
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool ok) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool ok) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(ok ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int PENDING>
-__device__ __forceinline__ void cp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
 __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const float *p) {
@@ -129,17 +119,6 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const float *p) {
 
 __device__ __forceinline__ void ldsm_x2(unsigned &r0, unsigned &r1, const float *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ unsigned to_tf32(unsigned bits) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
-    return r;
-}
-
-__device__ __forceinline__ void split_tf32(unsigned bits, unsigned &hi, unsigned &lo) {
-    hi = to_tf32(bits);
-    lo = to_tf32(__float_as_uint(__uint_as_float(bits) - __uint_as_float(hi)));  // exact in fp32
 }
 
 // Two fp32 values into one f16x2 / bf16x2 register, `first` in the low half (the lower k index).
@@ -153,13 +132,6 @@ __device__ __forceinline__ unsigned pack2(unsigned first, unsigned second) {
     return r;
 }
 
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                 "{%8, %9}, {%0, %1, %2, %3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 __device__ __forceinline__ void mma_k16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
 #if PREC == PREC_FP16
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
@@ -171,18 +143,6 @@ __device__ __forceinline__ void mma_k16(float (&c)[4], const unsigned (&a)[4], c
                  "{%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
-__device__ __forceinline__ float activate(float v) {
-#if ACT == 1
-    return tanhf(v);
-#elif ACT == 2
-    return fmaxf(v, 0.0f);
-#elif ACT == 3
-    return 1.0f / (1.0f + expf(-v));
-#else
-    return v;
 #endif
 }
 
@@ -214,7 +174,7 @@ __device__ __forceinline__ void load_tile(float *As, float *Bs, const float *__r
         const int r = c / CH, q = (c % CH) * 4;
         const int m = m0 + r, k = k0 + q;
         const bool ok = m < B && k < kend;
-        if (c < BM * CH) cp_async16(As + r * LDS + q, ok ? x + (size_t)m * FIN + k : x, ok);
+        if (c < BM * CH) cp_async16_zfill(As + r * LDS + q, ok ? x + (size_t)m * FIN + k : x, ok);
     }
 #pragma unroll
     for (int i = 0; i < (BN * CH + NTHREADS - 1) / NTHREADS; ++i) {
@@ -222,7 +182,7 @@ __device__ __forceinline__ void load_tile(float *As, float *Bs, const float *__r
         const int r = c / CH, q = (c % CH) * 4;
         const int n = n0 + r, k = k0 + q;
         const bool ok = n < NOUT && k < kend;
-        if (c < BN * CH) cp_async16(Bs + r * LDS + q, ok ? w + (size_t)n * FIN + k : w, ok);
+        if (c < BN * CH) cp_async16_zfill(Bs + r * LDS + q, ok ? w + (size_t)n * FIN + k : w, ok);
     }
 #else
 #pragma unroll 4
@@ -231,7 +191,7 @@ __device__ __forceinline__ void load_tile(float *As, float *Bs, const float *__r
         const int r = e / BK, q = e % BK;
         const int m = m0 + r, k = k0 + q;
         const bool ok = m < B && k < kend;
-        if (e < BM * BK) cp_async4(As + r * LDS + q, ok ? x + (size_t)m * FIN + k : x, ok);
+        if (e < BM * BK) cp_async4_zfill(As + r * LDS + q, ok ? x + (size_t)m * FIN + k : x, ok);
     }
 #pragma unroll 4
     for (int i = 0; i < (BN * BK + NTHREADS - 1) / NTHREADS; ++i) {
@@ -239,7 +199,7 @@ __device__ __forceinline__ void load_tile(float *As, float *Bs, const float *__r
         const int r = e / BK, q = e % BK;
         const int n = n0 + r, k = k0 + q;
         const bool ok = n < NOUT && k < kend;
-        if (e < BN * BK) cp_async4(Bs + r * LDS + q, ok ? w + (size_t)n * FIN + k : w, ok);
+        if (e < BN * BK) cp_async4_zfill(Bs + r * LDS + q, ok ? w + (size_t)n * FIN + k : w, ok);
     }
 #endif
 }
@@ -284,41 +244,41 @@ __device__ __forceinline__ void compute_slice(float (&acc)[MT][NT8][4], const fl
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) split_tf32(a[i][r], ah[i][r], al[i][r]);
+            for (int r = 0; r < 4; ++r) split_tf32_rna_bits(a[i][r], ah[i][r], al[i][r]);
 #if WLO
         unsigned bh[NT8][2], bl[NT8][2];
 #pragma unroll
         for (int j = 0; j < NT8; ++j)
 #pragma unroll
-            for (int r = 0; r < 2; ++r) split_tf32(b[j][r], bh[j][r], bl[j][r]);
+            for (int r = 0; r < 2; ++r) split_tf32_rna_bits(b[j][r], bh[j][r], bl[j][r]);
 #else
         unsigned(&bh)[NT8][2] = b;  // already exact TF32 values: no conversion needed
 #endif
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], al[i], bh[j]);
+            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], al[i], bh[j][0], bh[j][1]);
 #if WLO
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], ah[i], bl[j]);
+            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], ah[i], bl[j][0], bl[j][1]);
 #endif
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], ah[i], bh[j]);
+            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], ah[i], bh[j][0], bh[j][1]);
 #else  // PREC == 1
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) a[i][r] = to_tf32(a[i][r]);
+            for (int r = 0; r < 4; ++r) a[i][r] = tf32_round_rna_bits(a[i][r]);
 #pragma unroll
-        for (int j = 0; j < NT8; ++j) b[j][0] = to_tf32(b[j][0]), b[j][1] = to_tf32(b[j][1]);
+        for (int j = 0; j < NT8; ++j) b[j][0] = tf32_round_rna_bits(b[j][0]), b[j][1] = tf32_round_rna_bits(b[j][1]);
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
-            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], a[i], b[j]);
+            for (int j = 0; j < NT8; ++j) mma_tf32(acc[i][j], a[i], b[j][0], b[j][1]);
 #endif
 #else  // PREC 2 / 3: m16n8k16; k pairs (t, t+4) of each 8-column half form one half2 (same permutation in A, B)
         unsigned a[MT][4];
@@ -421,21 +381,21 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, int *__restrict_
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < ktiles) load_tile(As0 + s * BM * LDS, Bs0 + s * BN * LDS, x, w, m0, n0, kbeg + s * BK, kend, B, tid);
-        cp_commit();
+        cp_async_commit();
     }
     for (int kt = 0; kt < ktiles; ++kt) {
-        cp_wait<STAGES - 2>();  // slice kt has landed (for this thread) ...
+        cp_async_wait<STAGES - 2>();  // slice kt has landed (for this thread) ...
         __syncthreads();        // ... for every thread, and slice kt-1's buffer is free to refill
         const int nk = kt + STAGES - 1;
         if (nk < ktiles) {
             const int st = nk % STAGES;
             load_tile(As0 + st * BM * LDS, Bs0 + st * BN * LDS, x, w, m0, n0, kbeg + nk * BK, kend, B, tid);
         }
-        cp_commit();
+        cp_async_commit();
         const int cur = kt % STAGES;
         compute_slice(acc, As0 + cur * BM * LDS, Bs0 + cur * BN * LDS, wm, wn, lane);
     }
-    cp_wait<0>();
+    cp_async_wait<0>();
     __syncthreads();  // every warp is done with the pipeline buffers: the epilogue reuses shared memory
 
     const int g = lane >> 2, t = lane & 3;

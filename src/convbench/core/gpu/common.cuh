@@ -1,7 +1,8 @@
-// The device helpers the tensor-core rungs share (gpu_14_igemm_tc.cu, gpu_15_wgmma.cu): TF32 splitting and the
-// m16n8k8 TF32 mma, 3xFP16 block scaling, cp.async, the fused activation. Each is __forceinline__: a kernel that
-// uses none of them compiles as if the header were not there. Include it after the kernel's -D defaults (activate()
-// reads ACT).
+// The device helpers the tensor-core kernels share (gpu_14_igemm_tc.cu, gpu_15_wgmma.cu, whole/dense.cu): TF32
+// rounding and splitting, the m16n8k8 TF32 mma, 3xFP16 block scaling, cp.async, the fused activation. Each is
+// __forceinline__: a kernel that uses none of them compiles as if the header were not there. Include it after the
+// kernel's -D defaults (activate() reads ACT). A kernel that needs a helper with other semantics gets a variant here,
+// beside the helper and named for what differs (split_tf32_rna_bits, cp_async16_zfill), never its own copy.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -19,6 +20,21 @@ __device__ __forceinline__ u32 tf32_round(float v) { return (__float_as_uint(v) 
 __device__ __forceinline__ void split_tf32(float v, u32 &hi, u32 &lo) {
     hi = tf32_round(v);
     lo = __float_as_uint(v - __uint_as_float(hi));
+}
+
+// TF32 rounding by the cvt.rna.tf32.f32 instruction, of a value given as its raw fp32 bits (ldmatrix fragments,
+// whole/dense.cu): the same rounding as tf32_round for finite values, NaN and infinity kept; the low 13 bits are zero.
+__device__ __forceinline__ u32 tf32_round_rna_bits(u32 bits) {
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(bits)));
+    return r;
+}
+
+// split_tf32 of raw fp32 bits with both parts rounded by cvt.rna (whole/dense.cu): hi = rna(v), lo = rna(v - hi),
+// so lo is itself a TF32 value (the tensor core drops none of its bits); one more cvt than split_tf32.
+__device__ __forceinline__ void split_tf32_rna_bits(u32 bits, u32 &hi, u32 &lo) {
+    hi = tf32_round_rna_bits(bits);
+    lo = tf32_round_rna_bits(__float_as_uint(__uint_as_float(bits) - __uint_as_float(hi)));  // v - hi: exact in fp32
 }
 
 // One TF32 operand (PREC 1): half an ulp added, the low bits left for the tensor core to drop.
@@ -64,9 +80,29 @@ __device__ __forceinline__ void cp_async16(float *dst, const float *src) {
     const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src));
 }
+// The same copies predicated: ok = false copies no bytes (src-size 0) and zero-fills the destination, so a
+// tile's rows and columns past the edge come out zero without a branch around the copy.
+__device__ __forceinline__ void cp_async4_zfill(float *dst, const float *src, bool ok) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(ok ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async16_zfill(float *dst, const float *src, bool ok) {
+    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(ok ? 16 : 0));
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// wait until at most PENDING of this thread's groups are still in flight (the count spelled out in the instruction:
+// an "n" operand in its place compiles to the same instruction but schedules the code around it differently)
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+    static_assert(PENDING >= 0 && PENDING <= 3, "cp_async_wait: 0..3 groups pending");
+    if constexpr (PENDING == 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    if constexpr (PENDING == 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    if constexpr (PENDING == 2) asm volatile("cp.async.wait_group 2;" ::: "memory");
+    if constexpr (PENDING == 3) asm volatile("cp.async.wait_group 3;" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_1() { cp_async_wait<1>(); }
+__device__ __forceinline__ void cp_async_wait_0() { cp_async_wait<0>(); }
 
 // ---- the fused activation: ACT 0 (or unset) none, 1 tanh, 2 relu, 3 sigmoid ----
 
