@@ -283,8 +283,7 @@ def test_a_running_submission_shows_its_step(driver, service, shots):
     _sign_in(driver, service, token)
     driver.get(f"{service.server.url}/submissions/{sub_id}")
     step = WebDriverWait(driver, GRADE_TIMEOUT_S, poll_frequency=0.2).until(
-        lambda d: (_text(d, "b#state") == "running" and (_text(d, "b#step") or "")).find(" of ") > 0
-        and _text(d, "b#step"))
+        lambda d: _text(d, "b#state") == "running" and " of " in (_text(d, "b#step") or "") and _text(d, "b#step"))
     assert re.fullmatch(r"(building|checking the course's layers|checking random shapes|run 10 images|reference run "
                         r"10 images), step [1-4] of 4(, for \d+ s)? \(running \d+ s\)", step), step
     _shot(driver, shots, service, "submission-running")
