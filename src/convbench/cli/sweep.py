@@ -100,6 +100,23 @@ def timed(fn, layer: Layer, reps: int) -> float:
     return median_time("cuda", fn, len(layer.sets), reps, warmup=3)
 
 
+def checked_trial(layer: Layer, label: dict, call, y: torch.Tensor, want: torch.Tensor, arith: str,
+                  reps: int) -> Trial:
+    """One plan: its output (poisoned with NaN first) checked against the float64 reference within the
+    arithmetic's tolerance, then timed; a plan that is wrong or does not launch is a Trial without a time that
+    says why."""
+    try:
+        y.fill_(math.nan)
+        call(0)
+        torch.cuda.synchronize()
+        err = rel_error(y, want)
+        if not err <= ARITHMETICS[arith].tolerance:
+            return Trial(layer.name, label, None, f"wrong result (rel. error {err:.1e})")
+        return Trial(layer.name, label, timed(call, layer, reps))
+    except Exception as e:  # noqa: BLE001 - a plan that does not launch is a result, not a crash
+        return Trial(layer.name, label, None, str(e).splitlines()[0][:80])
+
+
 def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:
     """Trials of every candidate plan, and the best plan per (arithmetic, epilogue) plan key."""
     x, k = layer.x, layer.k
@@ -139,22 +156,11 @@ def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
                     else:
                         igemm.launch(layer.sets[i], k, y, arith, True, override=plan)
 
-                label = {"arithmetic": arith, "kind": kind, **plan.fields()}
-                try:
-                    y.fill_(math.nan)
-                    call(0)
-                    torch.cuda.synchronize()
-                    err = rel_error(y, want)
-                    if not err <= ARITHMETICS[arith].tolerance:
-                        trials.append(Trial(layer.name, label, None, f"wrong result (rel. error {err:.1e})"))
-                        continue
-                    sec = timed(call, layer, reps)
-                except Exception as e:  # noqa: BLE001 - a plan that does not launch is a result, not a crash
-                    trials.append(Trial(layer.name, label, None, str(e).splitlines()[0][:80]))
-                    continue
-                trials.append(Trial(layer.name, label, sec))
-                if arith not in best or sec < best[arith][0]:
-                    best[arith] = (sec, plan)
+                trial = checked_trial(layer, {"arithmetic": arith, "kind": kind, **plan.fields()}, call, y, want, arith,
+                                      reps)
+                trials.append(trial)
+                if trial.seconds is not None and (arith not in best or trial.seconds < best[arith][0]):
+                    best[arith] = (trial.seconds, plan)
         for target, source in PLAN_SOURCES[(kind, size)].items():
             if source in best:
                 plan = best[source][1]
@@ -188,22 +194,10 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
             def call(i, plan=plan):
                 wgmma.launch(layer.sets[i], k, y, WGMMA_SWEPT, override=plan)
 
-            label = {"arithmetic": WGMMA_SWEPT, **plan.fields()}
-            try:
-                y.fill_(math.nan)
-                call(0)
-                torch.cuda.synchronize()
-                err = rel_error(y, ref)
-                if not err <= ARITHMETICS[WGMMA_SWEPT].tolerance:
-                    trials.append(Trial(layer.name, label, None, f"wrong result (rel. error {err:.1e})"))
-                    continue
-                sec = timed(call, layer, reps)
-            except Exception as e:  # noqa: BLE001 - a result, not a crash
-                trials.append(Trial(layer.name, label, None, str(e).splitlines()[0][:80]))
-                continue
-            trials.append(Trial(layer.name, label, sec))
-            if best is None or sec < best[0]:
-                best = (sec, plan)
+            trial = checked_trial(layer, {"arithmetic": WGMMA_SWEPT, **plan.fields()}, call, y, ref, WGMMA_SWEPT, reps)
+            trials.append(trial)
+            if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+                best = (trial.seconds, plan)
     chosen = {wgmma.plan_key(C, H, W, M, K, prec, batch): best[1]} if best else {}
     return trials, chosen
 
@@ -266,7 +260,7 @@ def cmd_sweep(args) -> int:
                          f"in `convbench impls`, or one of {', '.join(PLAN_FAMILIES)} (launch plans)")
     console = Console(highlight=False)
     for layer, trials in results.items():
-        console.print(trials_table(f"{title} · {spec.name} {layer} · batch {args.batch} · median of {args.reps} runs",
-                                   trials))
+        where = f"{spec.name} {layer} · batch {args.batch} · median of {args.reps} runs"
+        console.print(trials_table(f"{title} · {where}", trials))
     console.print(f"choices recorded in {tuning.user_file()}")
     return 0
