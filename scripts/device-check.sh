@@ -3,7 +3,7 @@
 # set to the folder for the run's files:
 #
 #   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
-#                                                   sandbox clock grade
+#                                                   sandbox clock grade feedback
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
@@ -31,7 +31,10 @@
 #               sandboxed call of each kind                                -> $OUT/clock-N.json (and the log)
 #   grade       convbench grade of each GRADE_SETS folder of .submissions/ (real student files, never committed:
 #               carry them; an entry FOLDER:GLOB takes some of its submissions) with the course's files (COURSE,
-#               default .fixtures/course; GRADE_SIZES; GRADE_TIMEOUT)      -> $OUT/grade-SET.{json,txt,err}
+#               default .fixtures/course; GRADE_SIZES; GRADE_TIMEOUT; GRADE_FEEDBACK=1 adds --feedback)
+#                                                                              -> $OUT/grade-SET.{json,txt,err}
+#   feedback    the gpu and triton rungs graded as submissions with --feedback, then scripts/feedback_check.py (each
+#               layer's bound against Nsight Compute)  -> $OUT/feedback-rungs.*, feedback-*/, feedback-check.{json,txt}
 #
 # Files all in $OUT; the default steps write 7 (the device tool returns 8), precision and small 2 more each. Measured
 # on an H100: tests 5.5 minutes, verify 7 (the two Triton impls, which compile per shape, take 4 of them), bench 2.5,
@@ -61,8 +64,8 @@ SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade" >&2
+    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade | feedback) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade feedback" >&2
        exit 2 ;;
     esac
 done
@@ -283,14 +286,39 @@ step_grade() {  # GRADE_SETS (default minidnn): `convbench grade` of each, the c
         name=$set
         [ "$pick" = "*" ] || name=$set-$(printf %s "$pick" | tr '*?[]' 'xx__')
         # shellcheck disable=SC2086 # the glob picks the submissions
+        local extra=()
+        [ -z "${GRADE_FEEDBACK:-}" ] || extra=(--feedback --feedback-md "$OUT/feedback-$name")
         timeout "${GRADE_TIMEOUT:-540}" "${cb[@]}" grade .submissions/"$set"/$pick/ \
             --course-weights "${COURSE:-.fixtures/course}" --sizes "${GRADE_SIZES:-100,1000,10000}" --shapes 10 \
-            --seed 4 --jobs 16 --json "$OUT/grade-$name.json" > "$OUT/grade-$name.txt" 2> "$OUT/grade-$name.err"
+            --seed 4 --jobs 16 --json "$OUT/grade-$name.json" ${extra[@]+"${extra[@]}"} \
+            > "$OUT/grade-$name.txt" 2> "$OUT/grade-$name.err"
         local code=$?
         echo "grade $entry: exit $code (1: some submission is not correct)"
         [ "$code" -le 1 ] || rc=1
     done
     return $rc
+}
+
+step_feedback() {  # the ladder's rungs graded as submissions with --feedback (FEEDBACK_RUNGS, default every gpu and
+    # triton rung; FEEDBACK_SIZES, default 100,10000), then scripts/feedback_check.py: each layer's bound against
+    # Nsight Compute on the trusted side, for FEEDBACK_CHECK (default: three rungs) and every grade-*.json of this run
+    # made with GRADE_FEEDBACK=1 (the grade step, run first)
+    local rungs=${FEEDBACK_RUNGS:-$(python3 -c "from convbench.impls.catalog import declared
+print(' '.join(i.name for i in declared() if i.ladder in ('gpu', 'triton')))")}
+    # shellcheck disable=SC2086 # one argument per rung
+    timeout "${FEEDBACK_TIMEOUT:-420}" "${cb[@]}" grade --device cuda --sizes "${FEEDBACK_SIZES:-100,10000}" \
+        --shapes 5 --seed 4 --feedback --feedback-md "$OUT/feedback-rungs" --json "$OUT/feedback-rungs.json" $rungs \
+        > "$OUT/feedback-rungs.txt" 2> "$OUT/feedback-rungs.err"
+    local code=$?
+    echo "feedback: rungs graded, exit $code"
+    local grades=("$OUT/feedback-rungs.json")
+    for f in "$OUT"/grade-*.json; do [ -f "$f" ] && grades+=("$f"); done
+    # shellcheck disable=SC2086 # FEEDBACK_CHECK: names and paths
+    timeout "${CHECK_TIMEOUT:-300}" python3 scripts/feedback_check.py "${grades[@]}" --out "$OUT/feedback-check.json" \
+        --only ${FEEDBACK_CHECK:-gpu-basic gpu-regtile gpu-wgmma} > "$OUT/feedback-check.txt" 2>&1
+    local check=$?
+    tail -3 "$OUT/feedback-check.txt"
+    [ "$code" -le 1 ] && [ "$check" = 0 ]
 }
 
 rm -f "$OUT/manifest.json"

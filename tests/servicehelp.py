@@ -20,6 +20,22 @@ except ImportError:  # pragma: no cover - a machine without the service extra
     httpx = None
     CONVBENCH, ServeProcess = [], object
 
+FEEDBACK_SAMPLE = Path(__file__).with_name("feedback_sample.json")  # a GPU grade's feedback, every part filled in
+
+
+def feedback_renderers() -> None:
+    """measure's renderers of a feedback (feedback.markdown, plots.feedback_roofline_figure), which the service's
+    report and roofline call: a test that needs them skips, naming the one whose import fails."""
+    try:
+        from convbench.measure.feedback import markdown  # noqa: F401
+    except ImportError:
+        pytest.skip("needs measure.feedback.markdown")
+    try:
+        from convbench.measure.plots import feedback_roofline_figure  # noqa: F401
+    except ImportError:
+        pytest.skip("needs measure.plots.feedback_roofline_figure")
+
+
 def absent(reason: str):
     """Skip with the reason; in CI (CI=true) fail: a service test that skips there is a service untested."""
     if os.environ.get("CI") == "true":

@@ -6,8 +6,10 @@ attacks of issue 27, are tests/adversarial/test_service_*.py."""
 
 from __future__ import annotations
 
+import copy
 import html
 import io
+import json
 import os
 import re
 import signal
@@ -18,7 +20,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from servicehelp import CONVBENCH, Server, add_team, database_url
+from servicehelp import CONVBENCH, FEEDBACK_SAMPLE, Server, add_team, database_url, feedback_renderers
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install -e '.[test,service]'")
 
@@ -28,7 +30,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from convbench.core.errors import UsageError  # noqa: E402
 from convbench.measure import trusted_time  # noqa: E402
-from convbench.service import archive, db, jobs, lease, store, views, web  # noqa: E402
+from convbench.service import archive, classview, db, jobs, lease, store, views, web  # noqa: E402
 
 GOOD = "import torch.nn.functional as F\ndef conv_forward(x, k):\n    return F.conv2d(x, k)\n"
 DATABASES = ["sqlite", "postgresql"]
@@ -472,6 +474,218 @@ def test_the_current_milestone_is_the_default(sessions, tmp_path):
     assert final[1][:3] == ["alpha", "final", ""]
 
 
+# ------------------------------------------------------------------------------- the feedback and the class
+
+def _sample_grade(feedback: dict) -> dict:
+    """A GPU grade whose feedback is `feedback` (its Op Times are the feedback's own, per size)."""
+    op_times: dict[str, list[float]] = {}
+    for row in feedback.get("layers", []):
+        op_times.setdefault(str(row["images"]), []).append(row["op_time_s"])
+    return {"verdict": "ok", "detail": "", "net": "minidnn", "weights": "convbench's own", "random_shapes": "1/1 ok",
+            "correctness": {n: 0.86 for n in op_times}, "reference": {n: 0.86 for n in op_times},
+            "op_times": op_times, "layer_times": {}, "output": "", "feedback": feedback}
+
+
+def test_the_feedback_setting_reaches_the_grader_and_the_steps():
+    """Settings.feedback (on unless serve --no-feedback) travels with each job, a job sent by an older server (no
+    such key) gets it, and the grade's feedback step is a step of the page's progress only where there is one."""
+    from convbench.cli.main import build_parser
+
+    assert jobs.Settings().feedback and jobs.Settings().grading(1).feedback
+    off = jobs.Settings(device="cpu", sizes=(10,), feedback=False)
+    assert off.to_json()["feedback"] is False and jobs.Settings.from_json(off.to_json()) == off
+    assert not off.grading(1).feedback
+    older = {k: v for k, v in off.to_json().items() if k != "feedback"}
+    assert jobs.Settings.from_json(older).feedback
+    assert build_parser().parse_args(["serve"]).feedback
+    assert not build_parser().parse_args(["serve", "--no-feedback"]).feedback
+    assert jobs.progress("feedback", (10,), feedback=True) == ("feedback", 5, 5)
+    assert jobs.progress("run 10", (10,), feedback=True) == ("run 10 images", 4, 5)
+    assert jobs.progress("feedback", (10,)) is None and jobs.progress("feedback 10", (10,), feedback=True) is None
+
+
+def test_the_feedback_page_its_report_and_its_roofline(app, sessions, tmp_path):
+    """A graded submission's page shows its feedback (every part escaped: kernel names come from the submission),
+    the API returns it, its roofline is a PNG and its report Markdown with the layer table, for its team and the
+    staff only; a grade without feedback, or with one that stopped, shows no empty part and has neither file."""
+    feedback_renderers()
+    client, tokens = app
+    alpha = next(t for t in store.teams(sessions) if t.name == "alpha")
+    sample = json.loads(FEEDBACK_SAMPLE.read_text())
+    sample["kernels"][0]["name"] = "evil<script>alert(1)</script>\x1b[2J(float*)"  # a submitter's text
+    sub = _finished(sessions, alpha, tmp_path, _sample_grade(sample), ranked=True, op_time_s=0.00402,
+                    spread_s=[0.004, 0.0041], flags=[])
+    assert client.get(f"/api/submissions/{sub.id}", headers=_auth(tokens["alpha"])).json()["result"]["grade"][
+        "feedback"] == sample
+    page = _signed_in(client, tokens["alpha"]).get(f"/submissions/{sub.id}").text
+    section = page.split('<section id="feedback">')[1].split("</section>")[0]
+    assert "<h2>Feedback</h2>" in section
+    rows = re.findall(r"<tr><td class=\"num\">(\d+)</td><td>(conv\d)</td><td class=\"num\">([\d.,]+)</td>", section)
+    assert rows == [("100", "conv1", "0.019"), ("100", "conv2", "0.041"), ("10000", "conv1", "0.920"),
+                    ("10000", "conv2", "3.100")], rows
+    assert "2,322.6" in section and "74.2" in section and "4.5" in section  # GFLOP/s, GB/s, % of floor of conv2
+    assert "evil&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J" in section and "<script>" not in page
+    assert "\x1b" not in page
+    (findings,) = re.findall(r'<ul id="findings">(.*?)</ul>', section, re.S)
+    assert findings.count("<li>") == 2 and findings.count('<span class="muted source">') == 2
+    assert "kernel trace (grid, block, registers) and this card&#39;s limits" in findings
+    assert "conv1 at 10000 images is memory-bound" in section and "conv2 at 10000 images is compute-bound" in section
+    (step,) = re.findall(r'<p id="next-step">(.*?)</p>', section, re.S)
+    assert "gpu-const" in step and "1.38×" in step and "src/convbench/impls/gpu_03_const.py" in step, step
+    assert "gpu-tiled" in re.findall(r'<p id="nearest">(.*?)</p>', section, re.S)[0]
+    assert "shared memory, loop unrolling" in section
+    assert re.search(r'<div class="muted" id="omitted">.*Nsight Compute', section, re.S)
+    assert f'src="/submissions/{sub.id}/roofline.png"' in section
+    assert f'href="/submissions/{sub.id}/feedback.md"' in section
+
+    png = client.get(f"/submissions/{sub.id}/roofline.png")
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png" and png.content.startswith(b"\x89PNG")
+    report = client.get(f"/submissions/{sub.id}/feedback.md")
+    assert report.status_code == 200 and report.headers["content-type"].startswith("text/markdown")
+    assert report.headers["content-disposition"] == f'attachment; filename="submission-{sub.id}-feedback.md"'
+    lines = report.text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| images | layer |"))
+    assert [c.strip() for c in lines[header].strip("|").split("|")] == ["images", "layer", "Op Time", "GFLOP/s", "GB/s",
+                                                                        "% of floor", "roof"]
+    assert [line.split("|")[1:3] for line in lines[header + 2:header + 6]] == [
+        [" 100 ", " conv1 "], [" 100 ", " conv2 "], [" 10000 ", " conv1 "], [" 10000 ", " conv2 "]]
+    # the staff see it too; another team gets the 404 that hides the submission, nobody signed in a 401
+    for path in ("roofline.png", "feedback.md"):
+        assert client.get(f"/submissions/{sub.id}/{path}", headers=_auth(tokens["boss"])).status_code == 200
+        client.cookies.clear()
+        assert client.get(f"/submissions/{sub.id}/{path}").status_code == 401
+        other = client.get(f"/submissions/{sub.id}/{path}", headers=_auth(tokens["beta"]))
+        assert other.status_code == 404 and "evil" not in other.text and "feedback" not in other.text, other.text
+        _signed_in(client, tokens["alpha"])
+
+    # every optional part empty (a CPU grade has no kernels; a grade may have no rung near it); no next step, and
+    # why; a feedback that stopped (its error said, no report, no plot); none at all (no section)
+    bare = dict(sample, kernels=[], findings=[], bound=[], ladder={}, optimizations=[], omitted=[])
+    why = dict(bare, ladder={"images": 10000, "rungs": [], "nearest": None, "next": None,
+                             "why_none": "no rung of the ladder is faster on this card"})
+    stopped = {"version": 1, "error": "the ceilings could not be measured"}
+    for feedback in (bare, why, stopped, {}):
+        other = _finished(sessions, alpha, tmp_path, _sample_grade(sample) | {"feedback": feedback}, ranked=True,
+                          op_time_s=0.00402, spread_s=[0.004, 0.0041], flags=[])
+        page = client.get(f"/submissions/{other.id}").text
+        assert ("<h2>Feedback</h2>" in page) == bool(feedback)
+        for part in ("feedback-kernels", "findings", "feedback-bound", "nearest", "omitted"):
+            assert f'id="{part}"' not in page, part
+        assert "<ul></ul>" not in page and "<ul>\n</ul>" not in page and "()" not in page and "<h3>Findings" not in page
+        (step,) = re.findall(r'<p id="next-step">(.*?)</p>', page, re.S) or [None]
+        assert step == ("No next step: no rung of the ladder is faster on this card" if feedback is why else None)
+        assert ('<p id="optimizations">Optimizations found: none</p>' in page) == (feedback in (bare, why))
+        assert ('id="roofline"' in page) == ("layers" in feedback) == ('id="feedback-md"' in page)
+        assert ('id="feedback-error"' in page) == (feedback is stopped)
+        if feedback is stopped:
+            assert "The feedback stopped: the ceilings could not be measured" in page
+        for path in ("roofline.png", "feedback.md"):
+            reply = client.get(f"/submissions/{other.id}/{path}")
+            assert (reply.status_code == 200) == ("layers" in feedback), (path, reply.status_code)
+            if reply.status_code == 404:
+                assert f"submission {other.id} has no feedback" in reply.text
+
+
+def _class_entry(team: str, op_times: dict, feedback: dict | None = None, board: str = "H100") -> dict:
+    return {"team": team, "id": 0, "board": board, "late": False,
+            "result": {"grade": {"op_times": op_times, "feedback": feedback or {}}}}
+
+
+def test_the_class_summary_of_hand_made_results():
+    """Per board and layer at the board's largest size: the count, min, quartiles, median and max of the teams' Op
+    Times; a submission timed at other sizes left out and counted; the optimizations and bounds counted per team."""
+    fb = {"optimizations": ["shared memory", "loop unrolling", "shared memory"],
+          "bound": [{"layer": "conv1", "what": "memory"}, {"layer": "conv2", "what": "compute"}]}
+    entries = [_class_entry("a", {"100": [0.1, 1.0], "10000": [1.0, 10.0]}, fb),
+               _class_entry("b", {"10000": [2.0, 20.0]}, {"optimizations": ["shared memory"],
+                                                          "bound": [{"layer": "conv1", "what": "compute"}]}),
+               _class_entry("c", {"10000": [3.0, 30.0]}),
+               _class_entry("d", {"10000": [5.0, 50.0]}, {"version": 1, "error": "stopped"}),
+               _class_entry("e", {"1000": [0.5, 5.0]}),  # graded at other sizes: not mixed in
+               _class_entry("f", {"100": [7.0, 8.0]}, board="minidnn on H200"),
+               _class_entry("g", {"10000": [float("nan"), 1.0]})]  # not a time: nothing of it counts
+    summary = classview.class_summary("m2", entries)
+    assert summary["milestone"] == "m2" and summary["teams"] == 7 and summary["other_sizes"] == 1
+    h100 = [row for row in summary["layers"] if row["board"] == "H100"]
+    assert [(r["layer"], r["images"], r["count"]) for r in h100] == [("conv1", 10000, 4), ("conv2", 10000, 4)]
+    conv1 = h100[0]
+    assert conv1["op_times_s"] == [1.0, 2.0, 3.0, 5.0]
+    assert (conv1["min_s"], conv1["q1_s"], conv1["median_s"], conv1["q3_s"], conv1["max_s"]) == (
+        1.0, 1.75, 2.5, 3.5, 5.0)
+    assert h100[1]["median_s"] == 25.0
+    (h200,) = [row for row in summary["layers"] if row["board"] == "minidnn on H200" and row["layer"] == "conv1"]
+    assert (h200["images"], h200["count"], h200["min_s"], h200["q1_s"], h200["max_s"]) == (100, 1, 7.0, 7.0, 7.0)
+    assert summary["with_feedback"] == 3  # a, b and d's (which stopped: nothing to count)
+    assert summary["optimizations"] == [{"name": "shared memory", "teams": 2}, {"name": "loop unrolling", "teams": 1}]
+    assert summary["bounds"] == [{"layer": "conv1", "what": "compute", "teams": 1},
+                                 {"layer": "conv1", "what": "memory", "teams": 1},
+                                 {"layer": "conv2", "what": "compute", "teams": 1}]
+    empty = classview.class_summary("m2", [])
+    assert (empty["teams"], empty["layers"], empty["optimizations"], empty["bounds"]) == (0, [], [], [])
+
+
+def test_the_class_page_is_the_staffs(sessions, tmp_path):
+    """/staff/class and /api/admin/class: each team's latest correct submission at the milestone (default the
+    current one), not the staff's, a hidden one, a wrong one or another milestone's; for the staff only."""
+    now = datetime.now(timezone.utc)
+    policy = web.Policy(rate_limit_s=0, deadlines=(("m1", now - timedelta(days=1)), ("m2", now + timedelta(days=2))))
+    tokens = {name: store.add_team(sessions, name) for name in ("alpha", "beta", "gamma")}
+    tokens["boss"] = store.add_team(sessions, "boss", staff=True)
+    team = {t.name: t for t in store.teams(sessions)}
+    client = TestClient(web.create_app(sessions, policy))
+    sample = json.loads(FEEDBACK_SAMPLE.read_text())
+
+    def graded(name: str, conv: list[float], milestone="m2", verdict="ok", feedback=None) -> int:
+        sub = store.add_submission(sessions, team[name], "good.py", packed(tmp_path), milestone, None, 0)
+        grade = {"verdict": verdict, "net": "", "op_times": {"100": [1.0, 1.0], "10000": conv},
+                 "feedback": feedback if feedback is not None else sample}
+        store.finish(sessions, sub.id, store.claim(sessions, sub.id), {
+            "grade": grade, "machine": {"kind": "H100"}, "op_time_s": sum(conv), "ranked": verdict == "ok"})
+        return sub.id
+
+    graded("alpha", [0.009, 0.090])  # older: alpha's latest below counts
+    graded("alpha", [0.001, 0.010])
+    graded("beta", [0.003, 0.030], feedback=dict(sample, optimizations=["shared memory"]))
+    graded("beta", [0.0001, 0.0001], verdict="wrong answer")  # not correct: beta's latest correct counts
+    hidden = graded("gamma", [0.0002, 0.0002])
+    store.set_hidden(sessions, hidden, True)
+    graded("gamma", [0.5, 5.0], milestone="m1")  # another milestone
+    graded("boss", [0.0001, 0.0001])  # the staff's own
+
+    assert client.get("/staff/class").status_code == 401
+    assert client.get("/api/admin/class").status_code == 401
+    assert client.get("/api/admin/class", headers=_auth(tokens["alpha"])).status_code == 403
+    refused = _signed_in(client, tokens["alpha"]).get("/staff/class")
+    assert refused.status_code == 403 and "staff" in refused.text and "0.001" not in refused.text
+    assert client.get("/staff/class/0.png").status_code == 403
+    assert 'id="class-link"' not in client.get("/").text  # a team's navigation has no link to it
+
+    summary = client.get("/api/admin/class", headers=_auth(tokens["boss"])).json()
+    assert summary["milestone"] == "m2" and summary["teams"] == 2 and summary["with_feedback"] == 2
+    conv1, conv2 = summary["layers"]
+    assert (conv1["board"], conv1["layer"], conv1["images"], conv1["count"]) == ("H100", "conv1", 10000, 2)
+    assert (conv1["min_s"], conv1["median_s"], conv1["max_s"]) == (0.001, 0.002, 0.003)
+    assert (conv2["min_s"], conv2["q1_s"], conv2["q3_s"], conv2["max_s"]) == pytest.approx((0.010, 0.015, 0.025, 0.030))
+    assert summary["optimizations"] == [{"name": "shared memory", "teams": 2}, {"name": "loop unrolling", "teams": 1}]
+    assert {"layer": "conv1", "what": "memory", "teams": 2} in summary["bounds"]
+    assert client.get("/api/admin/class?milestone=m1", headers=_auth(tokens["boss"])).json()["teams"] == 1
+    assert client.get("/api/admin/class?milestone=../x", headers=_auth(tokens["boss"])).status_code == 400
+
+    page = _signed_in(client, tokens["boss"]).get("/staff/class")
+    assert page.status_code == 200 and 'id="class-link"' in page.text
+    (row,) = [r for r in re.findall(r'<tr class="layer">(.*?)</tr>', page.text, re.S) if "<td>conv1</td>" in r]
+    assert re.findall(r'<td class="num">(.*?)</td>', row) == ["10000", "2", "1.000", "1.500", "2.000", "2.500",
+                                                               "3.000"]
+    assert re.search(r"<td>shared memory</td><td class=\"num\">2</td>", page.text)
+    for index in (0, 1):
+        plot = client.get(f"/staff/class/{index}.png?milestone=m2")
+        assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+    assert client.get("/staff/class/2.png").status_code == 404
+    assert client.get("/staff/class/-1.png").status_code == 404
+    empty = client.get("/staff/class?milestone=m9").text
+    assert 'id="no-class"' in empty and "<img" not in empty and 'id="class-layers"' not in empty
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 
 SLOW = ("import time\nimport torch.nn.functional as F\ndef conv_forward(x, k):\n    time.sleep(0.4)\n"
@@ -505,7 +719,7 @@ def test_submit_follows_the_grade(served):
     assert "submission #1: ok" in out.stdout and "ranked: Σ Op Time" in out.stdout
     assert "position 1 in the queue" in out.stderr and "Traceback" not in out.stderr
     # followed step by step, as the page shows it (the grader's steps, not the kernel's output)
-    assert re.search(r"submit: running: [a-z0-9' ]+, step [1-4] of 4", out.stderr), out.stderr
+    assert re.search(r"submit: running: [a-z0-9' ]+, step [1-5] of 5", out.stderr), out.stderr  # 5th: feedback
     result = server.get("/api/submissions/1", token).json()["result"]
     # each layer's timed calls at the largest size (1 + --repeats 1, at least trusted_time.CALLS) give the spread,
     # which holds the Op Time it ranks by; the grader has its share of cores
@@ -517,6 +731,7 @@ def test_submit_follows_the_grade(served):
         assert image.status_code == 200 and image.content.startswith(b"\x89PNG"), (plot, image.status_code)
     assert server.get("/submissions/1/layers.png").status_code == 401
     board = server.get("/api/leaderboard").json()
+    assert len(board) == 1, (board, result["ranked"], result["flags"])
     (rows,) = board.values()
     assert [r["team"] for r in rows] == ["alpha"] and rows[0]["submission"] == 1
     bad = subprocess.run([*CONVBENCH, "submit", str(path), "--server", server.url, "--token", "nope"],
@@ -528,6 +743,64 @@ def test_submit_follows_the_grade(served):
     again = server.wait_for(1, token, ("done", "failed"))
     assert (again["state"], again["verdict"], again["attempts"]) == ("done", "ok", 2), again
     assert sum(e["what"].startswith("graded") for e in again["events"]) == 2
+
+
+def test_a_graded_submission_carries_its_feedback_unless_serve_says_no(tmp_path):
+    """PostgreSQL and a Dask grader: serve grades with the TA's feedback by default, the grader's own (its layers at
+    the graded size, convbench's Op Times); its page, roofline and report are the team's and the staff's, and the
+    class page counts it. `serve --no-feedback` grades the same file with none: no section, no report."""
+    feedback_renderers()
+    url = database_url("postgresql", tmp_path)
+    tokens = {name: add_team(url, name) for name in ("alpha", "beta")}
+    tokens["boss"] = add_team(url, "boss", staff=True)
+    path = tmp_path / "good.py"
+    path.write_text(GOOD)
+    server = Server(url, tmp_path)
+    try:
+        server.start()
+        sub_id = _submit_no_wait(server, tokens["alpha"], path)
+        done = server.wait_for(sub_id, tokens["alpha"], ("done", "failed"))
+        assert (done["state"], done["verdict"]) == ("done", "ok"), (done, server.tail())
+        grade = done["result"]["grade"]
+        feedback = grade["feedback"]
+        assert feedback["device"] == "cpu" and "error" not in feedback, feedback
+        assert [(r["images"], r["layer"], r["op_time_s"]) for r in feedback["layers"]] == [
+            (10, f"conv{i + 1}", t) for i, t in enumerate(grade["op_times"]["10"])]
+        assert "feedback" in grade["seconds"]  # a step of its own, after the timed runs
+        page = server.get(f"/submissions/{sub_id}", tokens["alpha"]).text
+        assert "<h2>Feedback</h2>" in page and 'id="feedback-layers"' in page
+        png = server.get(f"/submissions/{sub_id}/roofline.png", tokens["alpha"])
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+        report = server.get(f"/submissions/{sub_id}/feedback.md", tokens["alpha"])
+        assert report.status_code == 200 and report.headers["content-type"].startswith("text/markdown")
+        assert "| images | layer | Op Time |" in report.text and "| 10 | conv2 |" in report.text, report.text
+        for part in ("roofline.png", "feedback.md"):  # as layers.png: another team 404, nobody signed in 401
+            assert server.get(f"/submissions/{sub_id}/{part}", tokens["beta"]).status_code == 404
+            assert server.get(f"/submissions/{sub_id}/{part}").status_code == 401
+        assert server.get("/staff/class", tokens["alpha"]).status_code == 403
+        assert server.get("/api/admin/class", tokens["alpha"]).status_code == 403
+        summary = server.get("/api/admin/class", tokens["boss"]).json()
+        assert summary["teams"] == 1 and summary["with_feedback"] == 1
+        assert [(r["layer"], r["images"], r["count"], r["median_s"]) for r in summary["layers"]] == [
+            (f"conv{i + 1}", 10, 1, t) for i, t in enumerate(grade["op_times"]["10"])]
+        page = server.get("/staff/class", tokens["boss"])
+        conv1_ms = f"{grade['op_times']['10'][0] * 1000:.3f}"
+        assert page.status_code == 200 and f'<td class="num">{conv1_ms}</td>' in page.text
+    finally:
+        server.kill()
+    server = Server(url, tmp_path, "--no-feedback")
+    try:
+        server.start()
+        sub_id = _submit_no_wait(server, tokens["alpha"], path)
+        done = server.wait_for(sub_id, tokens["alpha"], ("done", "failed"))
+        assert (done["verdict"], done["result"]["grade"]["feedback"]) == ("ok", {}), done
+        assert "<h2>Feedback</h2>" not in server.get(f"/submissions/{sub_id}", tokens["alpha"]).text
+        staff_view = server.get(f"/api/submissions/{sub_id}", tokens["boss"]).json()
+        assert staff_view["result"]["settings"]["feedback"] is False
+        for part in ("roofline.png", "feedback.md"):
+            assert server.get(f"/submissions/{sub_id}/{part}", tokens["alpha"]).status_code == 404
+    finally:
+        server.kill()
 
 
 def _slow_job_running(served, settle_s: float) -> tuple[Server, str, int]:

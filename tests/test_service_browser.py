@@ -7,8 +7,12 @@ on /login, and another team cannot open the submission; a running submission's p
 wrong answer's page shows the verdict and its detail and no empty table; the team page's plot, or its words where
 there is nothing to plot.
 
-Screenshots of the running, ok and wrong-answer submission pages and the team pages go to $CONVBENCH_SCREENSHOTS
-(else a folder under pytest's temporary folder), printed at the end of the run: look at them.
+A graded submission's Feedback section (the grader's own, from the Dask job), and a stored GPU grade's with every
+part of tests/feedback_sample.json (kernels, findings, the next rung) that a CPU grader cannot produce.
+
+Screenshots of the running, ok and wrong-answer submission pages, the feedback pages and the team pages go to
+$CONVBENCH_SCREENSHOTS (else a folder under pytest's temporary folder), printed at the end of the run: look at them.
+The graded submission's page with its feedback is also submission-feedback.png there (the last database's).
 
 One server per database, shared by the tests of this module (a module-scoped fixture); one browser for all. Where
 PostgreSQL, Chromium or chromedriver is absent (scripts/services.sh start) the tests skip with the reason, except in
@@ -18,8 +22,10 @@ CI (CI=true), where that is a failure. About a minute per database on 2 cores, m
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -38,7 +44,8 @@ DEADLINES = {"m1": _NOW - datetime.timedelta(days=2), "m2": _NOW + datetime.time
 
 
 class Service:
-    """A running server, its two teams' tokens and what the tests found out (the graded submission's number)."""
+    """A running server, its two teams' and the staff's tokens and what the tests found out (the graded submission's
+    number)."""
 
     def __init__(self, kind: str, server: sh.Server, tokens: dict[str, str], folder: Path):
         self.kind, self.server, self.tokens, self.folder = kind, server, tokens, folder
@@ -55,6 +62,7 @@ def service(request, tmp_path_factory):
     server = sh.Server(db, folder, *deadlines)
     try:
         tokens = {name: sh.add_team(db, name) for name in ("alpha", "bravo")}
+        tokens["boss"] = sh.add_team(db, "boss", staff=True)
         server.start()
         yield Service(kind, server, tokens, folder)
     finally:
@@ -206,7 +214,7 @@ def test_upload_grade_and_leaderboard(driver, service, shots):
     assert driver.execute_script("return arguments[0].naturalWidth", plot) > 0  # the plot loaded
     _shot(driver, shots, service, "submission-ok")
 
-    assert body["state"] == "done" and body["verdict"] == "ok" and body["ranked"] is True, body
+    assert body["state"] == "done" and body["verdict"] == "ok" and body["ranked"] is True, body["result"].get("flags")
     assert body["team"] == "alpha" and body["filename"] == "good.py" and body["milestone"] == "m2"
     graded = [e["what"] for e in body["events"] if e["what"].startswith("graded")]
     assert len(graded) == 1, body["events"]
@@ -275,7 +283,7 @@ def _wait_state(driver, states: tuple[str, ...], timeout: float = GRADE_TIMEOUT_
 
 def test_a_running_submission_shows_its_step(driver, service, shots):
     """While it runs, the page (refreshing itself) and the API say which step of the grade it is at, from the
-    grader: "checking the course's layers, step 2 of 4, for 3 s (running 5 s)"."""
+    grader: "checking the course's layers, step 2 of 5, for 3 s (running 5 s)" (the 5th: the feedback)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     token = service.tokens["alpha"]
@@ -285,11 +293,11 @@ def test_a_running_submission_shows_its_step(driver, service, shots):
     step = WebDriverWait(driver, GRADE_TIMEOUT_S, poll_frequency=0.2).until(
         lambda d: _text(d, "b#state") == "running" and " of " in (_text(d, "b#step") or "") and _text(d, "b#step"))
     assert re.fullmatch(r"(building|checking the course's layers|checking random shapes|run 10 images|reference run "
-                        r"10 images), step [1-4] of 4(, for \d+ s)? \(running \d+ s\)", step), step
+                        r"10 images|feedback), step [1-5] of 5(, for \d+ s)? \(running \d+ s\)", step), step
     _shot(driver, shots, service, "submission-running")
     shown = service.server.api("GET", f"/api/submissions/{sub_id}", token).json()
     if shown["state"] == "running":
-        assert shown["progress"]["count"] == 4 and 1 <= shown["progress"]["index"] <= 4, shown["progress"]
+        assert shown["progress"]["count"] == 5 and 1 <= shown["progress"]["index"] <= 5, shown["progress"]
     assert _wait_state(driver, ("done", "failed")) == "done", service.server.tail()
     assert _text(driver, "b#verdict") == "ok"
 
@@ -333,3 +341,131 @@ def test_the_team_pages_plot_or_say_there_is_nothing_to_plot(driver, service, sh
     assert not driver.find_elements(By.ID, "no-plot")
     assert driver.find_elements(By.CSS_SELECTOR, "#history tr")
     _shot(driver, shots, service, "team")
+
+
+def _graded_submission(service: Service) -> int:
+    """alpha's graded submission (the upload test's; run on its own, -k: one graded here)."""
+    token = service.tokens["alpha"]
+    if service.submission is None or service.server.api("GET", f"/api/submissions/{service.submission}",
+                                                        token).json()["state"] not in ("done", "failed"):
+        service.submission = _submit(service, token, "good.py", GOOD)
+        service.server.wait_for(service.submission, token, ("done", "failed"), GRADE_TIMEOUT_S)
+    return service.submission
+
+
+def _wait_loaded(driver, css: str):
+    """The image matching css, once the browser has loaded it (an image that failed to load has no width)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    image = driver.find_element(By.CSS_SELECTOR, css)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return arguments[0].complete", image))
+    assert driver.execute_script("return arguments[0].naturalWidth", image) > 0, css
+    return image
+
+
+def test_a_graded_submission_shows_its_feedback(driver, service, shots):
+    """The grader's own feedback (serve's default) on the submission's page: the Feedback section, its per-layer
+    table, its roofline and the link to its Markdown. A CPU grade has no kernels: no empty table for them."""
+    from selenium.webdriver.common.by import By
+
+    sh.feedback_renderers()
+    sub_id = _graded_submission(service)
+    token = service.tokens["alpha"]
+    feedback = service.server.api("GET", f"/api/submissions/{sub_id}", token).json()["result"]["grade"]["feedback"]
+    assert feedback.get("layers"), feedback
+    _sign_in(driver, service, token)
+    driver.get(f"{service.server.url}/submissions/{sub_id}")
+    section = driver.find_element(By.ID, "feedback")
+    assert section.is_displayed() and section.find_element(By.TAG_NAME, "h2").text == "Feedback"
+    rows = driver.find_elements(By.CSS_SELECTOR, "#feedback-layers tr")[1:]
+    assert [[td.text for td in r.find_elements(By.TAG_NAME, "td")][:2] for r in rows] == [
+        [str(row["images"]), row["layer"]] for row in feedback["layers"]]
+    assert not driver.find_elements(By.ID, "feedback-kernels")  # none on a CPU
+    _wait_loaded(driver, "img#roofline")
+    link = driver.find_element(By.ID, "feedback-md")
+    assert link.get_attribute("href").endswith(f"/submissions/{sub_id}/feedback.md") and link.is_displayed()
+    shutil.copyfile(_shot(driver, shots, service, "submission-feedback-cpu"), shots / "submission-feedback.png")
+
+
+def _stored_gpu_grade(service: Service, feedback: dict) -> int:
+    """A submission of alpha's stored as graded on a GPU with `feedback` (never queued: no grader takes it)."""
+    from sqlalchemy import select
+
+    from convbench.service import db
+
+    sessions = db.connect(service.server.db)
+    op_times: dict[str, list[float]] = {}
+    for row in feedback["layers"]:
+        op_times.setdefault(str(row["images"]), []).append(row["op_time_s"])
+    total = sum(op_times[str(max(map(int, op_times)))])
+    grade = {"verdict": "ok", "detail": "", "net": feedback["net"], "weights": "convbench's own",
+             "random_shapes": "10/10 ok", "correctness": {n: 0.8714 for n in op_times},
+             "reference": {n: 0.8714 for n in op_times}, "op_times": op_times,
+             "layer_times": {n: [1.2 * t for t in times] for n, times in op_times.items()}, "output": "",
+             "feedback": feedback}
+    machine = {"kind": feedback["card"], "gpu": feedback["card"], "device": "cuda", "sandbox": "ok"}
+    with sessions.begin() as s:
+        team = s.scalar(select(db.Team).where(db.Team.name == "alpha"))
+        sub = db.Submission(team_id=team.id, filename="new-forward.cu", archive=b"", sha256="0" * 64, milestone="m2",
+                            late=False, hidden=False, state="done", attempts=1, seed=1, created=db.now(),
+                            finished=db.now(), worker="gpu0", gpu=feedback["card"], verdict="ok", op_time_s=total,
+                            ranked=True, result={"grade": grade, "machine": machine, "worker": "gpu0",
+                                                 "op_time_s": total, "spread_s": [total, total * 1.02],
+                                                 "ranked": True, "flags": [], "seconds": 30.0})
+        s.add(sub)
+        s.flush()
+        s.add(db.Event(submission_id=sub.id, what="graded on gpu0: ok (stored by the test)"))
+        return sub.id
+
+
+def test_a_gpu_grades_feedback_shows_every_part(driver, service, shots):
+    """tests/feedback_sample.json's feedback (a GPU grade's, every part filled in) on its page: the layers, the
+    kernels, the findings each with its source in muted text, the bounds, the nearest rung and the next step with
+    its file, the optimizations, what was omitted; the roofline loads."""
+    from selenium.webdriver.common.by import By
+
+    sh.feedback_renderers()
+    feedback = json.loads(sh.FEEDBACK_SAMPLE.read_text())
+    sub_id = _stored_gpu_grade(service, feedback)
+    _sign_in(driver, service, service.tokens["alpha"])
+    driver.get(f"{service.server.url}/submissions/{sub_id}")
+    assert driver.find_element(By.ID, "feedback").is_displayed()
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#feedback-layers tr")) == 1 + len(feedback["layers"])
+    kernel = driver.find_element(By.CSS_SELECTOR, "#feedback-kernels td.kernel").text
+    assert kernel == feedback["kernels"][0]["name"]
+    findings = driver.find_elements(By.CSS_SELECTOR, "#findings li")
+    assert [f.find_element(By.CSS_SELECTOR, ".source").text for f in findings] == [
+        "— " + f["source"] for f in feedback["findings"]]
+    muted = driver.find_element(By.CSS_SELECTOR, "#findings .source").value_of_css_property("color")
+    assert muted in ("rgba(119, 119, 119, 1)", "rgb(119, 119, 119)"), muted  # .muted
+    step = driver.find_element(By.ID, "next-step").text
+    assert "gpu-const" in step and "1.38×" in step and feedback["ladder"]["next"]["file"] in step, step
+    assert "shared memory, loop unrolling" in driver.find_element(By.ID, "optimizations").text
+    assert "Nsight Compute" in driver.find_element(By.ID, "omitted").text
+    _wait_loaded(driver, "img#roofline")
+    _shot(driver, shots, service, "submission-feedback-sample")
+
+
+def test_the_class_page_is_the_staffs(driver, service, shots):
+    """/staff/class: a team is refused (403); the staff see each layer's Op Times across the class at the current
+    milestone, a box plot per layer, and what the class's feedback found."""
+    from selenium.webdriver.common.by import By
+
+    _graded_submission(service)
+    _sign_in(driver, service, service.tokens["bravo"])
+    driver.get(f"{service.server.url}/staff/class")
+    assert driver.title == "403" and "staff" in driver.find_element(By.ID, "error").text
+    _sign_in(driver, service, service.tokens["boss"])
+    driver.find_element(By.ID, "class-link").click()
+    assert driver.find_element(By.TAG_NAME, "h1").text == "The class at milestone m2"
+    summary = service.server.api("GET", "/api/admin/class", service.tokens["boss"]).json()
+    rows = driver.find_elements(By.CSS_SELECTOR, "#class-layers tr.layer")
+    assert len(rows) == len(summary["layers"]) >= 2, summary
+    for row, layer in zip(rows, summary["layers"]):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[:4] == [layer["board"], layer["layer"], str(layer["images"]), str(layer["count"])]
+        assert cells[6] == f"{layer['median_s'] * 1000:.3f}", (cells, layer)
+    for index in range(len(rows)):
+        _wait_loaded(driver, f'img[src^="/staff/class/{index}.png"]')
+    _shot(driver, shots, service, "class")

@@ -9,7 +9,12 @@ import contextlib
 import csv
 import io
 import json
+import os
 import random
+import re
+import shutil
+import tempfile
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -19,9 +24,19 @@ from convbench.cli.devices import apply_build_options, require_cuda
 from convbench.core import ui
 from convbench.core.errors import UsageError
 from convbench.core.tables import NAME, TEXT, FitTable
-from convbench.measure import outfiles
+from convbench.impls.catalog import declared
+from convbench.measure import feedback, outfiles
 from convbench.measure.environment import environment
-from convbench.measure.grade import Grade, GradeSettings, grade_one, leaderboard, open_submission, prebuild
+from convbench.measure.feedback.rules import pct
+from convbench.measure.grade import (
+    Grade,
+    GradeSettings,
+    builtin_submission,
+    grade_one,
+    leaderboard,
+    open_submission,
+    prebuild,
+)
 from convbench.user import sandbox, worker
 
 STEPS = 3  # build, course shapes, random shapes; plus one per size
@@ -85,22 +100,100 @@ def ranks_table(board: list[Grade], largest: int) -> FitTable:
     return table
 
 
+def _feedback_folder(text: str) -> Path:
+    folder = Path(text)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--feedback-md {text}: cannot make the folder ({e.strerror}); give a folder you can write"
+                         ) from None
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--feedback-md {text}: the folder is not writable; give a folder you can write")
+    return folder
+
+
+def feedback_table(fb: dict) -> FitTable:
+    """The feedback's per-layer numbers: one row per size and conv layer."""
+    table = FitTable(title=f"feedback: {fb['net']} on {fb['card']}")
+    table.add_column("images")
+    table.add_column("layer", NAME)
+    table.add_column("Op Time (s)")
+    table.add_column("GFLOP/s")
+    table.add_column("GB/s")
+    table.add_column("% of floor", short="% fl.", means="% of the layer's floor on this card")
+    table.add_column("roof", NAME)
+    for r in fb["layers"]:
+        table.add_row(str(r["images"]), r["layer"], f"{r['op_time_s']:.6f}", f"{r['gflop_per_s']:.4g}",
+                      f"{r['gb_per_s']:.4g}", pct(r["pct_of_floor"]), r["roof"])
+    return table
+
+
+def show_feedback(console: Console, g: Grade) -> None:
+    """A grade's feedback on the terminal: the table, then one wrapped line per bound, finding and step."""
+    fb = g.feedback
+    if not fb:
+        return
+    console.print(Text(f"\nfeedback on {g.path}", style="bold"))
+    if fb.get("error"):
+        console.print(Text(f"  no feedback: {fb['error']}"))
+        return
+    console.print(feedback_table(fb))
+    lines = [f"bound: {b['text']} ({b['source']})" for b in fb["bound"]]
+    lines += [f"{x['text']} ({x['source']})" for x in fb["findings"] if x["topic"] != "roofline"]
+    lad = fb.get("ladder") or {}
+    if lad.get("nearest"):
+        lines.append(f"nearest rung: {lad['nearest']['name']} ({lad['nearest']['idea']}), yours is "
+                     f"{lad['nearest']['ratio']:g}x its time")
+    if lad.get("next"):
+        lines.append(f"next step: {lad['next']['name']}: {lad['next']['idea']}; {lad['next']['speedup']:g}x faster "
+                     f"than yours here ({lad['next']['file']})")
+    elif lad.get("why_none"):
+        lines.append(f"next step: {lad['why_none']}")
+    if fb.get("optimizations"):
+        lines.append("optimizations seen: " + ", ".join(fb["optimizations"]))
+    lines += [f"not measured: {o}" for o in fb.get("omitted", [])]
+    for line in lines:
+        console.print(Text(textwrap.fill(line, width=78, initial_indent="- ", subsequent_indent="  ")))
+
+
 def cmd_grade(args) -> int:
     apply_build_options(args)
     sizes = _sizes(args.sizes)
     device = args.device or "cuda"
     if device == "cuda":
         require_cuda()
-    paths = [Path(p) for p in args.paths]
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise UsageError(f"no such submission {missing[0]}; give files or folders of submissions")
+    builtins_folder = Path(tempfile.mkdtemp(prefix="convbench-builtins-"))
+    try:
+        return _grade_all(args, sizes, device, builtins_folder)
+    finally:
+        shutil.rmtree(builtins_folder, ignore_errors=True)
+
+
+def _submission_paths(given: list[str], folder: Path) -> list[Path]:
+    """Each PATH as given, or for the name of a built-in implementation a Python file calling it (written into
+    `folder`)."""
+    names = {info.name for info in declared()}
+    paths = []
+    for text in given:
+        path = Path(text)
+        if not path.exists() and text in names:
+            path = builtin_submission(text, folder)
+        elif not path.exists():
+            raise UsageError(f"no such submission {text}; give files or folders of submissions, or the name of a "
+                             "built-in implementation (convbench impls)")
+        paths.append(path)
+    return paths
+
+
+def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> int:
+    paths = _submission_paths(args.paths, builtins_folder)
     weights_folder = Path(args.course_weights) if args.course_weights else None
     if weights_folder is not None and not weights_folder.is_dir():
         raise UsageError(f"--course-weights {args.course_weights}: no such folder; give the folder that holds "
                          "minidnn/weights-86.bin and mxnet/<net>-*.params")
     json_path = outfiles.check_output_file(args.json, "--json") if args.json else None
     csv_path = outfiles.check_output_file(args.csv, "--csv") if args.csv else None
+    md_folder = _feedback_folder(args.feedback_md) if args.feedback_md else None
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     if not worker.enabled():
         raise UsageError("grade runs every submission in its sandbox process; unset CONVBENCH_SANDBOX=0 (it is for "
@@ -118,7 +211,7 @@ def cmd_grade(args) -> int:
         ui.note(f"grade: building the CUDA submissions first, {args.jobs} at a time")
         prebuild(list(workers.values()), args.jobs)
     settings = GradeSettings(sizes=tuple(sizes), device=device, random_shapes=args.shapes, seed=seed, net=args.net,
-                             weights_folder=weights_folder)
+                             weights_folder=weights_folder, feedback=args.feedback or md_folder is not None)
     grades: list[Grade] = []
     references: dict = {}
     calibration = worker.Calibration()
@@ -151,6 +244,13 @@ def cmd_grade(args) -> int:
     board = leaderboard(grades, largest)
     if board:
         console.print(ranks_table(board, largest))
+    if settings.feedback:
+        for i, g in enumerate(grades, 1):
+            show_feedback(console, g)
+            if md_folder is not None and g.feedback.get("layers"):
+                name = f"{i:02d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', Path(g.path).name)[:60]}.md"
+                outfiles.write_text(md_folder / name, feedback.markdown(g.feedback, f"Feedback on {g.path}"),
+                                    "--feedback-md")
 
     doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
            "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,

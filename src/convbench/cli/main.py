@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade = sub.add_parser("grade", help="grade submissions (files or folders) as the course did: verify, run at each "
                            "size, a table, CSV/JSON and a leaderboard")
     add_build_options(grade)
-    grade.add_argument("paths", nargs="+", metavar="PATH", help="submissions: .cu/.cuh/.py files or folders")
+    grade.add_argument("paths", nargs="+", metavar="PATH", help="submissions: .cu/.cuh/.py files or folders, or a "
+                       "built-in implementation's name (a ladder rung, graded as a submission)")
     grade.add_argument("--sizes", default="100,1000,10000", help="image counts to run (default 100,1000,10000)")
     grade.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda")
     grade.add_argument("--net", help="run this network (default: mini-dnn files minidnn; MXNet-era files the first of "
@@ -182,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="nvcc builds at a time before grading (default: the CPU count, at most 8)")
     grade.add_argument("--json", metavar="FILE", help="write every grade, the environment and the leaderboard as JSON")
     grade.add_argument("--csv", metavar="FILE", help="write one row per submission as CSV")
+    grade.add_argument("--feedback", action="store_true", help="after each correct grade, a TA's feedback: roofline, "
+                       "what bounds each layer, the nearest rung of the ladder and the next step (bounded extra work; "
+                       "the timed runs are unchanged)")
+    grade.add_argument("--feedback-md", metavar="DIR", help="also write each submission's feedback as Markdown into "
+                       "DIR (implies --feedback)")
     grade.add_argument("--allow-unsandboxed", action="store_true", help="grade even where the sandbox's self-test "
                        "fails (trusted code only: the submissions then see your files and the network)")
 

@@ -62,7 +62,7 @@ def cmd_serve(args) -> int:
     device = args.device or ("cuda" if cluster.has_gpu() else "cpu")
     settings = jobs.Settings(device=device, sizes=tuple(_sizes(args.sizes)), shapes=args.shapes, net=args.net,
                              course_weights=_resolved(args.course_weights), data_dir=_resolved(args.data_dir),
-                             repeats=args.repeats)
+                             repeats=args.repeats, feedback=args.feedback)
     policy = web.Policy(max_upload_bytes=int(args.max_upload_kib * 1024), rate_limit_s=args.rate_limit,
                         deadlines=_deadlines(args.deadline), fixed_milestone=args.milestone, device=device)
     options = server.ServeOptions(host=args.host, port=args.port, database_url=database_url(args),

@@ -64,6 +64,9 @@ def add_parsers(sub, positive_int) -> None:
     serve.add_argument("--repeats", type=positive_int, default=REPEATS,
                        help=f"the largest size's timed calls per layer are 1 + this, at least 3; their spread "
                        f"decides ties (default {REPEATS})")
+    serve.add_argument("--no-feedback", dest="feedback", action="store_false",
+                       help="grade without the TA's feedback (per-layer roofline numbers, findings, the next rung): "
+                       "less work per job in a deadline's rush; the timed runs are the same either way")
     serve.add_argument("--rate-limit", type=float, default=30.0, help="seconds between a team's submissions (30)")
     serve.add_argument("--max-upload-kib", type=float, default=2048, help="largest upload (default 2048 KiB)")
     serve.add_argument("--milestone", help="the milestone uploads count for (default: the first --deadline not yet "

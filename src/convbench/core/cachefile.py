@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import secrets
 import stat
@@ -165,3 +166,18 @@ def open_read(path: Path, root: Path | None = None) -> Iterator[BinaryIO]:
 def read_bytes(path: Path, root: Path | None = None) -> bytes:
     with open_read(path, root) as f:
         return f.read()
+
+
+def read_checked(path: Path, check: Callable, what: str, plural: bool = False):
+    """check(the JSON cached at `path`), which raises ValueError or TypeError for what it refuses; None where there
+    is no such file, or where it is damaged, outdated or planted, then with a note saying why (the caller measures
+    again). `what`: "the cached ladder" (or, with `plural`, "the cached ceilings")."""
+    try:
+        return check(json.loads(read_bytes(path, root=cache_dir())))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, RecursionError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        ui.note(f"note: {what} {path} {'are' if plural else 'is'} not usable ({why[:160]}); measuring "
+                f"{'them' if plural else 'it'} again")
+        return None

@@ -365,21 +365,19 @@ def _measured(device: str) -> tuple[Ceilings, bool]:
 def _cached(path: Path, device: str) -> Ceilings | None:
     """The cached ceilings, where they are usable as this machine's: readable, valid, within physical bounds, complete
     and judged sound; else None (with a note saying why, unless there is no cache yet)."""
-    try:
-        cached = _validated(json.loads(cachefile.read_bytes(path, root=cache_dir())), device)
+
+    def check(data) -> Ceilings:
+        cached = _validated(data, device)
         wrong = out_of_bounds(cached.to_json(), device)
         if wrong:
-            raise ValueError(f"{wrong}: no measurement gives that")  # noqa: TRY301 (one way out: a bad file)
+            raise ValueError(f"{wrong}: no measurement gives that")
         doubt = judged(cached) or cached.doubt  # never cached by measure(): planted, or judged by older limits
         if doubt:
-            raise ValueError(f"measured on a busy or noisy machine: {doubt}")  # noqa: TRY301
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, TypeError, RecursionError) as e:  # damaged, changed or planted: measure again
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        ui.note(f"note: the cached ceilings {path} are not usable ({why[:160]}); measuring them again")
-        return None
-    return cached if cached.complete else None
+            raise ValueError(f"measured on a busy or noisy machine: {doubt}")
+        return cached
+
+    cached = cachefile.read_checked(path, check, "the cached ceilings", plural=True)
+    return cached if cached is not None and cached.complete else None
 
 
 def load(device: str, remeasure: bool = False) -> tuple[Ceilings, bool]:

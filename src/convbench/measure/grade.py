@@ -39,7 +39,7 @@ from convbench.core.errors import UsageError
 from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
-from convbench.measure import problem, trusted_time
+from convbench.measure import feedback, problem, trusted_time
 from convbench.measure.layer_check import LayerCheck
 from convbench.measure.trusted_time import (
     SHORT_CALLS,
@@ -87,6 +87,7 @@ class Grade:
     flags: list[str] = field(default_factory=list)  # why it is not ranked by Op Time (trusted_time, the floor)
     timing: dict[int, list[dict]] = field(default_factory=dict)  # images -> per layer: convbench's clock, the child's
     seconds: dict[str, float] = field(default_factory=dict)  # step -> wall seconds (where a grade's time went)
+    feedback: dict = field(default_factory=dict)  # measure/feedback.py's, where asked for (GradeSettings.feedback)
 
     @property
     def correct(self) -> bool:
@@ -156,6 +157,28 @@ def _verify(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: 
     return failed, worst
 
 
+BUILTIN_SUBMISSION = '''"""convbench's built-in implementation {name}, graded as a submission (written by `convbench grade`)."""
+from convbench.impls.registry import get_impl
+
+NAME, DEVICE, PRECISION, TOLERANCE = {name!r} + "-graded", {device!r}, {precision!r}, {tolerance!r}
+IMPL = get_impl({name!r})
+
+
+def conv_forward(x, k):
+    return IMPL(x, k)
+'''
+
+
+def builtin_submission(name: str, folder: Path) -> Path:
+    """A Python submission file in `folder` that calls the built-in implementation `name`: how a ladder rung is
+    graded as a student's file is (its own sandbox, the same verdict, timing and feedback)."""
+    impl = get_impl(name)
+    path = folder / f"{name}.py"
+    path.write_text(BUILTIN_SUBMISSION.format(name=name, device=impl.device, precision=impl.precision,
+                                              tolerance=impl.tolerance))
+    return path
+
+
 def open_submission(path: Path) -> Worker:
     """A worker for the submission at `path`: a private copy of it (a file alone, or with the headers beside it
     for a CUDA file; never the other files of its folder, which may be other teams'), a private build folder, its
@@ -181,6 +204,7 @@ class GradeSettings:
     weights_folder: Path | None = None  # the course's model files (minidnn/weights-86.bin, mxnet/...), else ours
     data_dir: Path | None = None  # test images (Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual
     retimes: int = 0  # at the largest size each layer gets 1 + retimes timed calls (at least trusted_time.CALLS)
+    feedback: bool = False  # after the verdict: a TA's feedback (measure/feedback.py); never changes the timed runs
 
 
 def grade_one(path: Path, settings: GradeSettings, *, references: dict | None = None,
@@ -370,6 +394,23 @@ def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibrat
     if g.op_empty:
         g.detail = (g.detail + "; " if g.detail else "") + "Op Time measured nothing (all the work is elsewhere)"
     g.flags = ranking_flags(g, device, problems)
+    if settings.feedback:
+        step("feedback")
+        g.feedback = _feedback(g, impl, worker, settings, reduced=tolerance == REDUCED)
+
+
+def _feedback(g: Grade, impl: ConvImpl, worker: Worker, settings: GradeSettings, reduced: bool) -> dict:
+    """measure/feedback's, after the verdict and every timed run; a fault of its own is said in the dict, never in
+    the verdict."""
+    build = getattr(worker, "build_report", None) or {}
+    tensor = any(k.get("instructions", {}).get("tensor") for k in build.get("kernels", []))
+    arithmetic = "fp16" if reduced and tensor else impl.ceiling_arithmetic
+    try:
+        return feedback.gather(net=g.net, device=settings.device, op="layer" if worker.kind == "minidnn" else "call",
+                               shapes={n: course_shapes(g.net, (n,)) for n in g.op_times}, op_times=g.op_times,
+                               arithmetic=arithmetic, worker=worker, seed=settings.seed)
+    except UsageError as e:
+        return {"version": feedback.VERSION, "error": str(e)}
 
 
 def ranking_flags(g: Grade, device: str, timer_problems: list[str]) -> list[str]:

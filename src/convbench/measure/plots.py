@@ -7,6 +7,8 @@
     roofline_figure  achieved GFLOP/s vs arithmetic intensity (FLOP per byte moved) for each implementation x layer,
                      under the machine's measured ceilings (measure/ceilings.py): how far each is from the roof,
                      and whether memory or arithmetic is the wall for that layer
+    feedback_roofline_figure  one submission's layers at each graded size under its card's roofs (the feedback's
+                     plot, measure/feedback/)
 
 The figures are built by functions (tests inspect their axes) and saved by `save`, atomically.
 """
@@ -168,6 +170,42 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
     ax.set_title(title or "roofline")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def feedback_roofline_figure(feedback: dict) -> Figure:
+    """One point per conv layer and graded size of one submission (colour = layer, marker = size), under the roofs
+    of the card it was graded on: memory (the measured copy rate) and its arithmetic's measured FLOP rate."""
+    if not feedback.get("layers"):
+        raise UsageError("this feedback has no per-layer numbers to plot")
+    rows, ceil = feedback["layers"], feedback["ceilings"]
+    fig = figure(7.5, 4.2)
+    ax = fig.subplots()
+    layers = list(dict.fromkeys(r["layer"] for r in rows))
+    sizes = sorted({r["images"] for r in rows})
+    colors = _colors(layers)
+    markers = "osD^v<>"
+    for r in rows:
+        ax.scatter(r["intensity"], r["gflop_per_s"], s=30, color=colors[r["layer"]],
+                   marker=markers[sizes.index(r["images"]) % len(markers)])
+    xs = [r["intensity"] for r in rows] or [1.0]
+    bw, rate = ceil["copy_bytes_per_s"], ceil["flop_per_s"]
+    knee = rate / bw
+    lo, hi = min(min(xs) / 4, knee / 8), max(max(xs) * 4, knee * 4)
+    ax.plot([lo, knee, hi], [bw * lo / 1e9, rate / 1e9, rate / 1e9], color="black", lw=1,
+            label=f"{feedback['arithmetic']} roof {rate / 1e9:,.0f} GFLOP/s; memory {bw / 1e9:,.0f} GB/s")
+    for layer in layers:
+        ax.scatter([], [], color=colors[layer], s=30, label=layer)
+    for i, n in enumerate(sizes):
+        ax.scatter([], [], color="grey", marker=markers[i % len(markers)], s=30, label=f"{n} images")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(ROOF_XLABEL)
+    ax.set_ylabel(ROOF_YLABEL)
+    ax.set_title(f"{feedback['net']} on {feedback['card']}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
     return fig
 

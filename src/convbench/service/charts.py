@@ -1,6 +1,7 @@
 """The pages' plots, as PNG bytes (Agg figures: the pages are served from several threads, and pyplot's state is not
 theirs to share). Linear scales from 0, so every layer's share is seen; any number of points reads: none (said in
-words, no empty axes), one (a day around it), many."""
+words, no empty axes), one (a day around it), many. A submission's roofline is measure/plots.py's, drawn from its
+feedback, so the page shows the figure a student gets from convbench itself."""
 
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ def layers_png(sub_id: int, grade: dict) -> bytes:
 
 def history_png(history: dict) -> bytes:
     return plots.png(history_figure(history))
+
+
+def roofline_png(feedback: dict) -> bytes:
+    """Each layer's point at each graded size under the measured roofs (plots.feedback_roofline_figure)."""
+    return plots.png(plots.feedback_roofline_figure(feedback))
+
+
+def class_box_png(layer: dict) -> bytes:
+    return plots.png(class_box_figure(layer))
 
 
 def layers_figure(sub_id: int, grade: dict):
@@ -99,5 +109,24 @@ def history_figure(history: dict):
     ax.set_ylabel("Σ Op Time (ms)")
     ax.set_title(f"team {history['team']}: graded submissions (hollow: not ranked)", fontsize=10)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def class_box_figure(layer: dict):
+    """One layer of the class (classview.class_summary's "layers" entry): a box of its teams' Op Times (ms) at the
+    board's largest size, whiskers to the fastest and slowest (no point is called an outlier), each team's time a dot
+    beside it."""
+    times = [t * 1000 for t in layer["op_times_s"]]
+    fig = plots.figure(4.2, 3.2)
+    ax = fig.add_subplot()
+    ax.boxplot(times, whis=(0, 100), widths=0.5, medianprops={"color": "#a61b1b"})
+    ax.plot([1.45] * len(times), times, "o", color="#1f77b4", alpha=0.6, markersize=4)
+    ax.set_xticks([1], [f"{layer['layer']}, {layer['count']} team{'s' if layer['count'] != 1 else ''}"], fontsize=8)
+    ax.set_xlim(0.5, 1.8)
+    ax.set_ylim(0, max(times) * 1.15 if max(times) > 0 else 1)
+    ax.set_ylabel("Op Time (ms)")
+    ax.tick_params(axis="y", labelsize=7)
+    ax.set_title(f"{layer['board']}: {layer['layer']} at {layer['images']} images", fontsize=9)
     fig.tight_layout()
     return fig

@@ -6,7 +6,9 @@ every call of the student's code in its sandbox process, each layer timed by con
 1 + REPEATS at the largest size, each call's output checked), and ranks it by the same rules (Grade.flags: a timer
 that disagrees with convbench's clock, an Op Time under the hardware floor, one that measured nothing). The
 spread of the largest size's calls decides ties. It reports where it ran: host, GPU, driver, SM clock and
-temperature before and after.
+temperature before and after. With Settings.feedback (the default) the grade also carries a TA's feedback
+(Grade.feedback, measure/feedback/): worked out after the verdict, its extra work bounded, never part of the timed
+runs, so the staff can turn it off in a deadline's rush (`serve --no-feedback`) and every time stays the same.
 
 The dispatcher (`Dispatcher`, a thread in `convbench serve`) sends queued submissions to the cluster, each as a
 task needing one GPU (resource GPU=1; a CPU-only cluster's workers declare CPUGRADER=1 instead), keyed by
@@ -59,23 +61,26 @@ class Settings:
     course_weights: str | None = None  # a folder on the workers (minidnn/weights-86.bin, mxnet/...)
     data_dir: str | None = None  # staff-held test images on the workers (Fashion-MNIST ubyte files), else the usual
     repeats: int = REPEATS
+    feedback: bool = True  # a TA's feedback after the verdict (serve --no-feedback: off, for a deadline's rush)
 
     def to_json(self) -> dict:
         """What each job is sent (and its result records): plain values, the same on every worker."""
         return {"device": self.device, "sizes": list(self.sizes), "shapes": self.shapes, "net": self.net,
-                "course_weights": self.course_weights, "data_dir": self.data_dir, "repeats": self.repeats}
+                "course_weights": self.course_weights, "data_dir": self.data_dir, "repeats": self.repeats,
+                "feedback": self.feedback}
 
     @classmethod
     def from_json(cls, sent: dict) -> Settings:
         return cls(device=sent["device"], sizes=tuple(int(n) for n in sent["sizes"]), shapes=int(sent["shapes"]),
                    net=sent.get("net"), course_weights=sent.get("course_weights"), data_dir=sent.get("data_dir"),
-                   repeats=int(sent.get("repeats", REPEATS)))
+                   repeats=int(sent.get("repeats", REPEATS)), feedback=bool(sent.get("feedback", True)))
 
     def grading(self, seed: int) -> GradeSettings:
         """The grader's settings for one submission (its own seed), the folders as paths on this worker."""
         return GradeSettings(sizes=self.sizes, device=self.device, random_shapes=self.shapes, seed=seed, net=self.net,
                              weights_folder=Path(self.course_weights) if self.course_weights else None,
-                             data_dir=Path(self.data_dir) if self.data_dir else None, retimes=self.repeats)
+                             data_dir=Path(self.data_dir) if self.data_dir else None, retimes=self.repeats,
+                             feedback=self.feedback)
 
 
 def _smi(index: str | None) -> dict:
@@ -137,21 +142,24 @@ def _check_staff_folders(grading: GradeSettings, host: str) -> None:
                                     f"{_worker_name() or host}; put it there (the same path on every worker)")
 
 
-_STEP = re.compile(r"(building|course shapes|random shapes|run|reference)(?: (\d{1,9}))?")
+_STEP = re.compile(r"(building|course shapes|random shapes|run|reference|feedback)(?: (\d{1,9}))?")
 
 
-def progress(step: object, sizes: tuple[int, ...]) -> tuple[str, int, int] | None:
+def progress(step: object, sizes: tuple[int, ...], feedback: bool = False) -> tuple[str, int, int] | None:
     """(what a page shows, its place, the job's steps) of one of grade_one's step names, e.g. ("run 1000 images", 5,
     6); None for anything else (a step of another version, or not a step at all: nothing unknown is recorded). The
     steps: building, the course's layers, random shapes, then a run per size (its reference run, when a grader has
-    not made it yet, counts in the run's step)."""
+    not made it yet, counts in the run's step), then the feedback where the job makes one (Settings.feedback; a
+    grade that is not correct ends before it)."""
     found = _STEP.fullmatch(step) if isinstance(step, str) and len(step) <= 64 else None
     if found is None:
         return None
     what, images = found.group(1), found.group(2)
-    count = 3 + len(sizes)
+    count = 3 + len(sizes) + bool(feedback)
     fixed = {"building": ("building", 1), "course shapes": ("checking the course's layers", 2),
              "random shapes": ("checking random shapes", 3)}
+    if feedback:
+        fixed["feedback"] = ("feedback", count)
     if what in fixed and images is None:
         label, index = fixed[what]
         return label, index, count
@@ -266,7 +274,7 @@ class Dispatcher:
         for key, (step, at) in steps.items():
             if key not in self.in_flight:
                 continue
-            shown = progress(step, self.settings.sizes)
+            shown = progress(step, self.settings.sizes, self.settings.feedback)
             if shown is not None:
                 sub_id, attempt, _ = self.in_flight[key]
                 store.progress(self.sessions, sub_id, attempt, *shown, at)

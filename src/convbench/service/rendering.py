@@ -3,6 +3,7 @@ core/printable.py), and the error page."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import jinja2
@@ -22,11 +23,24 @@ def _shown(value):
     return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
+def number(value, places: int = 1, scale: float = 1.0) -> str:
+    """A number as a table shows it (value x scale, `places` decimals, thousands separated); "" for anything else (a
+    part of a feedback that is missing, or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return ""
+    try:
+        scaled = float(value) * scale
+    except OverflowError:  # an int past any float
+        return ""
+    return f"{scaled:,.{places}f}" if math.isfinite(scaled) else ""
+
+
 TEMPLATES = Jinja2Templates(env=jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(Path(__file__).with_name("templates"))), autoescape=True, finalize=_shown))
 TEMPLATES.env.globals.update(progress_line=wording.progress_line, time_line=wording.time_line, ms=wording.ms,
                              TIME_RULE=TIME_RULE)
 TEMPLATES.env.filters["ms"] = wording.ms
+TEMPLATES.env.filters["num"] = number
 
 
 def page(request: Request, name: str, viewer: Team | None, banner: str | None, **context) -> HTMLResponse:

@@ -340,8 +340,31 @@ def spread_of(sub: Submission) -> tuple[float, float]:
 def board_name(sub: Submission) -> str:
     """The board a graded submission is ranked on: its network (a semester's) and its GPU kind; times of different
     networks or cards are not compared."""
-    net = ((sub.result or {}).get("grade") or {}).get("net")
-    return f"{net} on {sub.gpu}" if net else str(sub.gpu)
+    return _board(sub.result, sub.gpu)
+
+
+def _board(result: dict | None, gpu: str | None) -> str:
+    net = ((result or {}).get("grade") or {}).get("net")
+    return f"{net} on {gpu}" if net else str(gpu)
+
+
+CORRECT = ("ok", "unsupported shape")  # the verdicts of a correct grade (measure/grade.py's Grade.correct)
+
+
+def latest_correct(sessions: sessionmaker, milestone: str) -> list[dict]:
+    """The class at `milestone`: per team (not the staff) its newest correct graded submission (hidden ones left out),
+    by team name, each as {"team", "id", "board" (board_name's), "late", "result"}; their archives are not read."""
+    check_milestone(milestone)
+    with sessions() as s:
+        rows = s.execute(select(Submission.id, Submission.result, Submission.gpu, Submission.late, Team.name)
+                         .join(Team, Team.id == Submission.team_id)
+                         .where(Team.staff.is_(False), Submission.milestone == milestone,
+                                Submission.state == "done", Submission.verdict.in_(CORRECT),
+                                Submission.hidden.is_(False))
+                         .order_by(Submission.id)).all()
+    latest = {name: {"team": name, "id": sub_id, "board": _board(result, gpu), "late": late, "result": result or {}}
+              for sub_id, result, gpu, late, name in rows}  # the newest of each team's wins: rows go by id
+    return [latest[name] for name in sorted(latest)]
 
 
 def leaderboard(sessions: sessionmaker, milestone: str | None = None) -> dict[str, list[Row]]:

@@ -1,11 +1,12 @@
-"""What the API and the pages show of a submission and of a team's history (the pages render the same dicts the
-API returns)."""
+"""What the API and the pages show of a submission, its feedback, a team's history and the class at a milestone (the
+pages render the same dicts the API returns)."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import sessionmaker
 
-from convbench.service import TIME_RULE, store
+from convbench.measure.feedback import markdown
+from convbench.service import TIME_RULE, classview, store
 from convbench.service.db import Submission, Team, now
 
 
@@ -57,3 +58,23 @@ def team_history(sessions: sessionmaker, viewer: Team, name: str) -> dict:
         {"id": s.id, "created": s.created.isoformat(), "state": s.state, "verdict": s.verdict,
          "op_time_s": s.op_time_s, "gpu": s.gpu, "ranked": s.ranked, "late": s.late, "milestone": s.milestone}
         for s in subs]}
+
+
+def feedback(sub: Submission) -> dict:
+    """The TA's feedback of a graded submission (its grade's, in measure/feedback's layout) for its report and its
+    roofline; 404 where it has none (not graded yet, not correct, graded with `serve --no-feedback`) or where the
+    feedback stopped before its per-layer numbers (its page says why)."""
+    found = ((sub.result or {}).get("grade") or {}).get("feedback")
+    if not isinstance(found, dict) or not found.get("layers"):
+        raise store.Refused(f"submission {sub.id} has no feedback", 404)
+    return found
+
+
+def feedback_markdown(sub: Submission) -> str:
+    """The feedback as the Markdown a student pastes into a report (measure/feedback.py writes it)."""
+    return markdown(feedback(sub))
+
+
+def class_at(sessions: sessionmaker, milestone: str) -> dict:
+    """The class at `milestone` (classview.class_summary of every team's latest correct submission)."""
+    return classview.class_summary(milestone, store.latest_correct(sessions, milestone))

@@ -6,19 +6,21 @@ This module only wires it (FastAPI's "bigger applications" layout):
                   the caller may see, an upload with its sender
     routers/      api.py (JSON), admin.py (the staff's /api/admin), pages.py (HTML)
     uploads.py    an upload read (bounded) and checked into a queued submission
-    views.py      a submission and a team's history as the API and the pages show them
+    views.py      a submission, its feedback, a team's history and the class as the API and the pages show them
+    classview.py  the class at a milestone (the staff's): Op Times per layer, the optimizations their feedback found
     handlers.py   refusals and failures as one line (JSON under /api, the error page elsewhere); the body bound
     rendering.py  the templates (autoescaped, control characters escaped) and the error page
     wording.py    what the pages and `convbench submit` both say: a running job's step, the ranked time
     charts.py     the pages' plots
 
-Who sees what: the leaderboard is public. A submission, its code, its output and its history are its team's (and
-the staff's). Staff tokens reach /api/admin: re-run, hide, ban, the gradebook. Uploads are limited in size and to
-one per team per rate-limit period; failed sign-ins (a token that is no team's, on /login or /api) per client
-address. A refused request gets a 4xx status and one line saying why; nothing a request brings reaches the database
-unchecked (store.py's bounds), and an upload is read in a worker thread (archive.py), never on the event loop. Every
-page shows text from submissions with its control characters escaped (core/printable.py), and carries a banner
-when the server grades without a sandbox.
+Who sees what: the leaderboard is public. A submission, its code, its output and its history are its team's (and the
+staff's). Staff tokens reach /api/admin: re-run, hide, ban, the gradebook, the class at a milestone (also a page,
+/staff/class). Uploads are limited in size and to one per team per rate-limit period; failed sign-ins (a token that
+is no team's, on /login or /api) per client address. A refused request gets a 4xx status and one line saying why;
+nothing a request brings reaches the database unchecked (store.py's bounds), and an upload is read in a worker
+thread (archive.py), never on the event loop. Every page shows text from submissions (a kernel's output, a kernel's
+name in its feedback) with its control characters escaped (core/printable.py), and carries a banner when the server
+grades without a sandbox.
 """
 
 from __future__ import annotations

@@ -122,9 +122,15 @@ def kernel_names(code: str) -> set[str]:
     return set(re.findall(rf"__global__\s+(?:static\s+|inline\s+)*void\s+{launch_bounds}(\w+)\s*[(<]", code))
 
 
+# what `-Xptxas -v` prints for each kernel compiled before an error: statistics, never the error itself (a kernel
+# may be named `error`)
+PTXAS_INFO = re.compile(r"^(?:ptxas info\s*:|\d+ bytes stack frame, )")
+
+
 def first_error(output: str, replacements: dict[str, str]) -> str:
-    """The compiler's first error line, with build paths replaced by the names the user knows."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    """The compiler's first error line, with build paths replaced by the names the user knows (ptxas's resource
+    lines skipped)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not PTXAS_INFO.match(line.strip())]
     pick = next((line for line in lines
                  if re.search(r"\berror\b|undefined reference|undefined symbol|multiple definition", line, re.I)),
                 lines[0] if lines else "no compiler output")

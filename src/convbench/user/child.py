@@ -4,7 +4,8 @@ changed by it; the parent trusts none of it (protocol.py checks every message; t
 
 Requests (one JSON message each; arrays in the shared memory whose descriptor came with the request, or earlier):
     build      compile the submission (nvcc) into the build folder, load nothing: the one step that may write
-               there, and the submission's code does not run in it
+               there, and the submission's code does not run in it; the answer carries the build report kept beside
+               the library (nvcc_build.stored_report; build_report.py)
     prepare    load the library / module, run its set-up (get_device_properties)
     call       x, k to the device, y filled with NaN, the implementation called and synchronized, y (and x, k as
                the call left them) back; with "timed": once x, k and y are on the device the child says "ready";
@@ -13,6 +14,10 @@ Requests (one JSON message each; arrays in the shared memory whose descriptor ca
     layer      host to host, as the network runs a layer (a mini-dnn file's prolog, conv_forward_gpu, epilog); with
                "timed": the shim stops before conv_forward_gpu and says "ready", runs it when the parent says "go"
                (the parent's clock starts there) and says "done" after its cudaDeviceSynchronize
+    profile    for a grade's feedback, after its timed calls: a warm-up, then `calls` calls of the op ("call" on
+               inputs staged on the device once, or "layer") under torch.profiler's CUDA activity tracing; the trace
+               is exported into this process's own temporary folder and summarized here (kernel_trace.py). On the
+               CPU the calls run without a profiler: no kernels, only their wall time
     quit
 """
 
@@ -22,18 +27,30 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import torch
 
 from convbench.core.errors import UsageError
 from convbench.core.timing import synchronize, timed
-from convbench.user import nvcc_build
+from convbench.user import kernel_trace, nvcc_build
 from convbench.user.base import BuildOptions, UserImpl
 from convbench.user.loader import load_unguarded
-from convbench.user.protocol import PHASE_BYTES, Shared, check_go, perturb, receive, receive_soon, send
+from convbench.user.protocol import (
+    MAX_MESSAGE,
+    PHASE_BYTES,
+    Shared,
+    check_go,
+    perturb,
+    receive,
+    receive_soon,
+    send,
+)
 
 ENTRY = "import sys; from convbench.user.child import child_main; sys.exit(child_main(sys.argv[1:]))"
 SPIN_S = 1.0  # how long the child polls for the parent's "go" before it sleeps in recv
@@ -159,6 +176,77 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             "times": times}
 
 
+def _build(impl: UserImpl) -> dict:
+    """Compile (nothing of the submission runs), and answer with the build report kept beside the library."""
+    lib = impl.fn.compile()
+    report, problem = nvcc_build.stored_report(lib)
+    if report is not None and len(json.dumps(report)) > MAX_MESSAGE - 1024:
+        report, problem = None, "the build report is longer than a message may be"
+    return {"status": "ok", "report": report, "report_problem": problem}
+
+
+def _one_call(impl: UserImpl, op: str, device: str, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor):
+    """One call of `op` as Worker.run makes it, its inputs staged once (a profiled call does only the
+    submission's work): "call" on x, k on the device, "layer" host to host (the file's own layer where it has
+    one). Outputs are not filled with NaN first (that fill would be a kernel of ours in the trace)."""
+    k_dev = k.to(device)
+    if op == "call":
+        x_dev = x.to(device)
+        y_dev = y if device == "cpu" else torch.empty(tuple(y.shape), device=device)
+        return lambda: impl(x_dev, k_dev, y_dev)
+    if impl.host_layer is not None:
+        return lambda: impl.host_layer(x, k_dev)
+
+    def layer():
+        y_dev = torch.empty(tuple(y.shape), device=device)
+        impl(x.to(device), k_dev, y_dev)
+        y.copy_(y_dev)
+
+    return layer
+
+
+def _traced(calls) -> list:
+    """The events of a CUDA activity trace of calls() (kernel_trace.read), exported into a temporary folder of
+    this process's own and removed after."""
+    from torch.profiler import ProfilerActivity, profile
+
+    folder = tempfile.mkdtemp(prefix="convbench-trace-")
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as traced:
+            calls()
+        path = os.path.join(folder, "trace.json")
+        traced.export_chrome_trace(path)
+        return kernel_trace.read(path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _profile(impl: UserImpl, request: dict, shared: Shared) -> dict:
+    device, calls = request["device"], int(request["calls"])
+    run = _one_call(impl, request["call"], device, shared.tensor(*request["x"]), shared.tensor(*request["k"]),
+                    shared.tensor(*request["y"]))
+    shared.set_phase("profile warm-up")
+    run()  # CUDA loads modules, the file allocates its buffers: not in the trace
+    synchronize(device)
+    walls: list[float] = []
+
+    def timed_calls():
+        for _ in range(calls):
+            start = time.perf_counter()
+            run()
+            synchronize(device)
+            walls.append(time.perf_counter() - start)
+
+    shared.set_phase("profile")
+    if device == "cpu":
+        timed_calls()
+        events = []
+    else:
+        events = _traced(timed_calls)
+    shared.set_phase("")
+    return {"status": "ok", "trace": kernel_trace.summarize(events, calls, walls)}
+
+
 def child_main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
@@ -190,14 +278,16 @@ def child_main(argv: list[str]) -> int:
             if op == "quit":
                 return 0
             if op == "build":
-                impl.fn.compile()
-                reply = {"status": "ok"}
+                reply = _build(impl)
             elif op == "prepare":
                 impl.prepare()
                 device_properties = getattr(impl.fn, "device_properties", None)
                 if callable(device_properties):
                     device_properties()  # a mini-dnn file's get_device_properties(): the course printed it at start
                 reply = {"status": "ok"}
+            elif op == "profile":
+                reply = _profile(impl, request, shared)
+                synchronize(request["device"])
             else:
                 reply = _serve(impl, request, shared, sock, handshake)
                 synchronize(request["device"])

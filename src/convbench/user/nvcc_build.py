@@ -5,7 +5,7 @@ MXNet-era new-forward.cuh files (mxnet_forward.py + mxnet_shim.cu). A `Build` sa
 (the user's sources, the header they are built against, our shim and its support header) and which of those files
 nvcc compiles; `build` turns it into
 
-    nvcc -std=c++17 -O3 -lineinfo -arch=sm_XX -x cu -shared -Xcompiler -fPIC -Xlinker --no-undefined
+    nvcc -std=c++17 -O3 -lineinfo -arch=sm_XX -x cu -shared -Xcompiler -fPIC -Xptxas -v -Xlinker --no-undefined
          -Xlinker --wrap=SYMBOL ... [-D...] -include cuda13_compat.h -I... UNITS -o libuser.so
 
 in $CONVBENCH_CACHE/user-kernels/<name>-<hash>/, where the hash covers every file written, the headers of the
@@ -14,6 +14,12 @@ built once per content. `--no-undefined` makes a missing definition (a second .c
 of a failure at load time. The `--wrap` symbols, read from shim_common.h, route the user's CUDA launches, copies
 and memsets through counters of ours (how the shims tell an op phase that did no GPU work). cuda13_compat.h puts
 back the cudaDeviceProp fields CUDA 13 removed (clockRate, ...), which course files print.
+
+Beside the library, `report.json`: its build report (build_report.py: ptxas's resources per kernel from `-Xptxas
+-v`, the SASS instruction mix from `cuobjdump -sass` of the toolkit nvcc is from, names demangled by its cu++filt),
+written before the library appears, so that a library found in the cache has its report too (`stored_report`).
+The tools run bounded (REPORT_TOOL_S seconds, SASS_BYTES of listing); where one is missing or fails, the report
+says so in its note and the build goes on: the report is feedback, never part of what is graded.
 
 Errors are one line: the compiler's first error with the build folder's paths turned back into the user's file
 names, or the time limit ($CONVBENCH_COMPILE_TIMEOUT seconds, default 300). While a library runs, what the user's
@@ -28,6 +34,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -43,7 +50,7 @@ import torch
 
 from convbench.core.errors import UsageError, positive_env
 from convbench.core.paths import cache_dir
-from convbench.user import _source
+from convbench.user import _source, build_report
 
 TIMEOUT_ENV = "CONVBENCH_COMPILE_TIMEOUT"
 # In a sandbox: where builds go ($CONVBENCH_BUILDS, the submission's own build folder), and whether that folder is
@@ -57,6 +64,10 @@ PHASE_BYTES = 64  # our own phase buffer, when no caller provided one
 DEFINE = re.compile(r"^[A-Za-z_]\w*(=.*)?$", re.S)
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".cuh", ".inc", ".inl")
 FOLDER_HEADERS_HASHED = 200  # headers of the submission's folder that enter the cache key (top level only)
+REPORT = "report.json"  # the build report, beside libuser.so
+REPORT_BYTES = 1 << 20  # a stored report longer than this is not read
+REPORT_TOOL_S = 60.0  # cuobjdump and cu++filt, each
+SASS_BYTES = 32 << 20  # of cuobjdump's listing, at most
 
 
 def compile_timeout() -> float:
@@ -176,8 +187,10 @@ def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
     first error when it does not build)."""
     compiler = nvcc()
     files = {**spec.files, COMPAT_HEADER: shipped(COMPAT_HEADER)}
+    # -Xptxas -v: each kernel's registers, spills and shared memory, for the build report (in the cache key, as
+    # every flag is: a library built without it has no report and is built again)
     flags = ["-std=c++17", "-O3", "-lineinfo", f"-arch={arch}", "-x", "cu", "-shared", "-Xcompiler", "-fPIC",
-             "-Xlinker", "--no-undefined"]
+             "-Xptxas", "-v", "-Xlinker", "--no-undefined"]
     for symbol in wrapped_symbols():
         flags += ["-Xlinker", f"--wrap={symbol}"]
     flags += check_defines(spec.defines)
@@ -237,6 +250,7 @@ def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
                              "the submission (a course file the student did not change, e.g. Fall 2024's matmul.h, "
                              "is often missing from a repository)")
         raise UsageError(f"{spec.source} does not compile ({spec.what}): {first}; fix the file")
+    _write_report(folder, make_report(err + "\n" + out, tmp, arch, compiler))  # first: a cached library has one
     tmp.replace(lib)  # atomic: another process never loads a half-written library
     if (folder / "sources").exists():
         shutil.rmtree(work, ignore_errors=True)
@@ -244,6 +258,121 @@ def build(spec: Build, arch: str, cache: Path | None = None) -> Path:
         with contextlib.suppress(OSError):
             work.rename(folder / "sources")  # they stay beside the library, for reading (and -lineinfo's lines)
     return lib
+
+
+# ------------------------------------------------------------------------------------------------ the build report
+
+
+def toolkit_tool(name: str, compiler: str) -> str | None:
+    """A tool of the CUDA toolkit `compiler` (nvcc) is from: beside it (as called, then as resolved: /usr/local/bin/nvcc
+    may be a script or link into the toolkit), else in $CUDA_HOME, $CUDA_PATH or /usr/local/cuda; None if absent."""
+    folders = [Path(compiler).parent, Path(compiler).resolve().parent]
+    folders += [Path(base, "bin") for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"),
+                                               "/usr/local/cuda") if base]
+    for folder in folders:
+        if (folder / name).is_file() and os.access(folder / name, os.X_OK):
+            return str(folder / name)
+    return None
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def bounded_output(cmd: list[str], limit_bytes: int, timeout_s: float) -> tuple[str | None, str]:
+    """(what `cmd` printed on stdout, "") when it exits 0 within `timeout_s` seconds and `limit_bytes` bytes of
+    output; else (None, why), its process group killed."""
+    try:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    except OSError as e:
+        return None, f"did not start ({e.strerror or e})"
+    result: dict = {}
+
+    def read():
+        with contextlib.suppress(OSError, ValueError):
+            result["out"] = p.stdout.read(limit_bytes + 1)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    problem = (f"took more than {timeout_s:g} s" if reader.is_alive() else
+               "could not be read" if "out" not in result else
+               f"printed more than {_size(limit_bytes)}" if len(result["out"]) > limit_bytes else "")
+    if problem:
+        with contextlib.suppress(OSError):
+            os.killpg(p.pid, signal.SIGKILL)
+    code = p.wait()
+    reader.join(5)  # the pipe is closed now: the read ends
+    p.stdout.close()
+    if problem or code != 0:
+        return None, problem or f"exited with status {code}"
+    return result["out"].decode(errors="replace"), ""
+
+
+def demangle(names: list[str], tool: str | None) -> dict[str, str]:
+    """Mangled name -> demangled, by the toolkit's cu++filt (names it leaves alone map to themselves); {} without
+    it or where it fails."""
+    wanted = sorted({n for n in names if n.startswith("_Z")})
+    if tool is None or not wanted:
+        return {}
+    try:
+        p = subprocess.run([tool], input="\n".join(wanted) + "\n", capture_output=True, text=True,
+                           timeout=REPORT_TOOL_S, errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    lines = p.stdout.splitlines()
+    return dict(zip(wanted, lines, strict=True)) if p.returncode == 0 and len(lines) == len(wanted) else {}
+
+
+def make_report(compiler_output: str, lib: Path, arch: str, compiler: str) -> dict:
+    """The build report of the library at `lib` (build_report.py's layout) from nvcc's output and the toolkit's
+    cuobjdump; a missing or failing tool is a note, never an error."""
+    kernels = build_report.parse_ptxas(compiler_output)
+    sass, note = None, ""
+    cuobjdump = toolkit_tool("cuobjdump", compiler)
+    if cuobjdump is None:
+        note = "no cuobjdump beside nvcc: no instruction counts"
+    elif kernels:
+        listing, problem = bounded_output([cuobjdump, "-sass", str(lib)], SASS_BYTES, REPORT_TOOL_S)
+        if listing is None:
+            note = f"cuobjdump -sass {problem}: no instruction counts"
+        else:
+            sass = build_report.parse_sass(listing)
+    demangler = toolkit_tool("cu++filt", compiler) or shutil.which("c++filt")  # binutils' reads the same mangling
+    if demangler is None and kernels:
+        note = "; ".join(filter(None, [note, "no cu++filt or c++filt: names as ptxas gave them (mangled)"]))
+    names = demangle([k.name for k in kernels[:build_report.MAX_KERNELS]], demangler)
+    return build_report.assemble(kernels, sass, names, arch, note)
+
+
+def _write_report(folder: Path, data: dict) -> None:
+    """report.json in the library's folder, through a temporary file renamed over it (never half-written); a
+    failure to write leaves no report, not a failed build."""
+    tmp = folder / f"{REPORT}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(data))
+        tmp.replace(folder / REPORT)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def stored_report(lib: Path) -> tuple[dict | None, str]:
+    """(the build report kept beside the library `lib`, "") or (None, why there is none). Read in the sandbox's
+    build step, which sends it on; the parent checks what it is sent (protocol.check_build_report)."""
+    path = lib.parent / REPORT
+    try:
+        with open(path, "rb") as f:
+            data = f.read(REPORT_BYTES + 1)
+    except OSError as e:
+        return None, f"no build report beside the library ({e.strerror or e})"
+    if len(data) > REPORT_BYTES:
+        return None, f"the build report is longer than {REPORT_BYTES >> 20} MiB"
+    try:
+        found = json.loads(data.decode())
+    except (UnicodeDecodeError, ValueError):
+        return None, "the build report is not JSON"
+    return (found, "") if isinstance(found, dict) else (None, "the build report is not a JSON object")
 
 
 # ------------------------------------------------------------------------------------------- calling into a library

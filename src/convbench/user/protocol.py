@@ -2,11 +2,12 @@
 in shared memory (a memfd), and the checks every message from the child passes before the parent uses it.
 
 Nothing the child sends is unpickled or trusted as it comes: a message is at most MAX_MESSAGE bytes of JSON, must be
-an object of the expected shape (`check_meta`, `check_reply`, `check_event`), its numbers finite and in range, its
-strings bounded and their control characters escaped (`printable`); anything else is `Malformed`, which the parent
-treats as a crash of the submission. The shared memory holds float32 arrays at page-aligned offsets after a short
-header in which the child names the phase it is in (so that a death mid-call says where); the parent reads that
-header as untrusted text too.
+an object of the expected shape (`check_meta`, `check_reply`, `check_event`; for a grade's feedback
+`check_build_report` and `check_trace`), its numbers finite and in range, its strings bounded and their control
+characters escaped (`printable`) or refused (a kernel's name); anything else is `Malformed`, which the parent treats
+as a crash of the submission (a build report that is Malformed is dropped instead). The shared memory holds
+float32 arrays at page-aligned offsets after a short header in which the child names the phase it is in (so that a
+death mid-call says where); the parent reads that header as untrusted text too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 
 from convbench.core.precision import ARITHMETICS
 from convbench.core.printable import visible
+from convbench.user import build_report
 
 PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
 ALIGN = 4096
@@ -152,6 +154,157 @@ def check_event(message: dict, expected: str) -> dict:
             return check_reply(message)  # the call ended (an error, or a kind that never waits): the caller sees it
         raise Malformed(f"a message other than {expected!r} during a timed call")
     return {"event": expected}
+
+
+# --------------------------------------------------------------------------- what feedback takes from the sandbox
+# The build report (build_report.py) and the kernel trace (kernel_trace.py): each field checked against what the
+# hardware allows; a new dict of the named fields alone is what the parent keeps.
+
+REGISTERS = 255  # per thread, on every CUDA GPU
+REPORT_BYTES = 1 << 30  # shared, constant, stack, spill bytes of one kernel in a build report
+COUNT = 10**8  # instructions of one class, launches, copies, memsets, streams
+SHARED_BYTES = 256 << 10  # a block's shared memory
+GRID_DIM = 2**31 - 1
+BLOCK_THREADS = 1024
+TRACE_S = 600.0  # any duration in a kernel trace
+COPY_BYTES = 1 << 44  # bytes copied over a trace's calls
+KERNEL_NAME = re.compile(r"^[\x20-\x7e]{1,%d}$" % build_report.NAME_CHARS)
+NOTE = re.compile(r"^[\x20-\x7e]{0,%d}$" % build_report.NOTE_CHARS)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fields(value, keys: tuple[str, ...], what: str) -> dict:
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} that is not an object")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise Malformed(f"{what} without {missing[0]}")
+    return value
+
+
+def _whole(value, key: str, high: int, what: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise Malformed(f"{what} with {key} {_shown(value)} (not a whole number from {low} to {high})")
+    return value
+
+
+def _duration(value, key: str, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= TRACE_S:
+        raise Malformed(f"{what} with {key} {_shown(value)} (not a number of seconds from 0 to {TRACE_S:g})")
+    return float(value)
+
+
+def _kernel_name(value, what: str) -> str:
+    if not isinstance(value, str) or not KERNEL_NAME.match(value):
+        raise Malformed(f"{what} with a kernel name that is not 1 to {build_report.NAME_CHARS} printable "
+                        f"characters ({_shown(value)})")
+    return value
+
+
+def _kernels(value, what: str) -> list:
+    if not isinstance(value, list) or len(value) > build_report.MAX_KERNELS:
+        raise Malformed(f"{what} whose kernels are not a list of at most {build_report.MAX_KERNELS}")
+    return value
+
+
+REPORT_FIELDS = ("registers", "shared_bytes", "constant_bytes", "stack_bytes", "spill_store_bytes",
+                 "spill_load_bytes")
+
+
+def check_build_report(report) -> dict:
+    """The build report the build step sent (build_report.py's layout): every field typed and in range, or
+    Malformed naming the first that is not."""
+    what = "a build report"
+    report = _fields(report, ("arch", "note", "kernels"), what)
+    if not isinstance(report["arch"], str) or not build_report.ARCH.match(report["arch"]):
+        raise Malformed(f"{what} with arch {_shown(report['arch'])} (not sm_NN)")
+    if not isinstance(report["note"], str) or not NOTE.match(report["note"]):
+        raise Malformed(f"{what} whose note is not at most {build_report.NOTE_CHARS} printable characters")
+    kernels = []
+    for k in _kernels(report["kernels"], what):
+        k = _fields(k, ("name", *REPORT_FIELDS, "instructions"), f"{what} kernel")
+        checked = {"name": _kernel_name(k["name"], what)}
+        checked["registers"] = _whole(k["registers"], "registers", REGISTERS, what)
+        checked.update({key: _whole(k[key], key, REPORT_BYTES, what) for key in REPORT_FIELDS[1:]})
+        counts = k["instructions"]
+        if counts != {}:
+            counts = _fields(counts, build_report.INSTRUCTION_CLASSES, f"{what} instruction count")
+            counts = {key: _whole(counts[key], key, COUNT, what) for key in build_report.INSTRUCTION_CLASSES}
+        checked["instructions"] = counts
+        kernels.append(checked)
+    return {"arch": report["arch"], "note": report["note"], "kernels": kernels}
+
+
+def check_build_reply(message: dict) -> dict:
+    """The build step's answer: check_reply's, and for a build that worked its report checked apart. A report that
+    fails its check is dropped, the reason kept ("report_problem"); the build itself stands."""
+    reply = check_reply(message)
+    if reply["status"] != "ok":
+        return reply
+    report, problem = message.get("report"), message.get("report_problem")
+    if report is None:
+        said = printable(problem, 300).replace("\n", " ") if isinstance(problem, str) and problem else ""
+        return {**reply, "report": None, "report_problem": said or "the build step sent no build report"}
+    try:
+        return {**reply, "report": check_build_report(report), "report_problem": ""}
+    except Malformed as e:
+        return {**reply, "report": None, "report_problem": f"the build step sent {e}; it was dropped"}
+
+
+TRACE_FIELDS = ("calls", "kernels", "copies", "memsets", "streams", "call_wall_s")
+TRACE_KERNEL_FIELDS = ("name", "launches", "grid", "block", "registers", "shared_bytes", "duration_s")
+
+
+def _dims(value, key: str, what: str, high: int) -> list[int]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise Malformed(f"{what} with a {key} that is not [x, y, z]")
+    return [_whole(v, key, high, what, low=1) for v in value]
+
+
+def check_trace_kernel(k) -> dict:
+    what = "a kernel trace"
+    k = _fields(k, TRACE_KERNEL_FIELDS, f"{what} kernel")
+    block = _dims(k["block"], "block", what, BLOCK_THREADS)
+    if block[0] * block[1] * block[2] > BLOCK_THREADS:
+        raise Malformed(f"{what} with a block of {block[0] * block[1] * block[2]} threads (more than "
+                        f"{BLOCK_THREADS})")
+    return {"name": _kernel_name(k["name"], what), "launches": _whole(k["launches"], "launches", COUNT, what, low=1),
+            "grid": _dims(k["grid"], "grid", what, GRID_DIM), "block": block,
+            "registers": _whole(k["registers"], "registers", REGISTERS, what),
+            "shared_bytes": _whole(k["shared_bytes"], "shared_bytes", SHARED_BYTES, what),
+            "duration_s": _duration(k["duration_s"], "duration_s", what)}
+
+
+def check_trace(trace, calls: int) -> dict:
+    """The kernel trace the child sent for `calls` calls (kernel_trace.py's layout): every field typed and in range
+    (grid dimensions 1 to 2^31-1, at most 1024 threads a block, registers to 255, shared memory to 256 KiB,
+    durations finite from 0 to 600 s), or Malformed naming the first that is not."""
+    what = "a kernel trace"
+    trace = _fields(trace, TRACE_FIELDS, what)
+    if trace["calls"] != calls or isinstance(trace["calls"], bool):
+        raise Malformed(f"{what} of {_shown(trace['calls'])} calls, not the {calls} asked for")
+    copies = _fields(trace["copies"], ("count", "bytes", "duration_s"), f"{what} copies")
+    memsets = _fields(trace["memsets"], ("count", "duration_s"), f"{what} memsets")
+    return {"calls": calls, "kernels": [check_trace_kernel(k) for k in _kernels(trace["kernels"], what)],
+            "copies": {"count": _whole(copies["count"], "copies count", COUNT, what),
+                       "bytes": _whole(copies["bytes"], "copies bytes", COPY_BYTES, what),
+                       "duration_s": _duration(copies["duration_s"], "copies duration_s", what)},
+            "memsets": {"count": _whole(memsets["count"], "memsets count", COUNT, what),
+                        "duration_s": _duration(memsets["duration_s"], "memsets duration_s", what)},
+            "streams": _whole(trace["streams"], "streams", COUNT, what),
+            "call_wall_s": _duration(trace["call_wall_s"], "call_wall_s", what)}
+
+
+def check_trace_reply(message: dict, calls: int) -> dict:
+    """The answer to a "profile" request: an error (check_reply's), or {"status": "ok", "trace": checked}."""
+    if message.get("status") != "ok":
+        return check_reply(message)
+    return {"status": "ok", "trace": check_trace(message.get("trace"), calls)}
 
 
 # --------------------------------------------------------------------------------------- the timed call's secret

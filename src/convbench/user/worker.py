@@ -10,8 +10,10 @@ runs on. Why a sandbox: in `grade` and the service the code is a stranger's (san
 Parent (convbench)                                  child (child.py, one process per submission)
   Workspace: the submission copied into a private
   folder, a build folder of its own
-  build step (nvcc kinds): a child whose build  -->  compile into the build folder, load nothing
-  folder is writable; it exits
+  build step (nvcc kinds): a child whose build  -->  compile into the build folder, load nothing;
+  folder is writable; it exits. Its build report      send the build report (ptxas, the SASS mix)
+  is kept as build_report (checked; where the
+  check fails, dropped with the reason)
   start(): the child, build folder read-only  ----->  load the file, send what it is (checked: protocol.py)
   run(op, x, k): x, k into shared memory  --------->  run it on a NaN-filled y (op "call": on the device;
                                                       "layer": host to host), y back
@@ -20,6 +22,8 @@ Parent (convbench)                                  child (child.py, one process
   at "go" (op "layer", after the prolog), stopped at
   the child's "done"; minus the same call's cost
   with an empty implementation (Calibration)
+  profile(op, x, k): after grading, for feedback -->  a warm-up, then a few calls under CUDA activity
+                                                      tracing; the trace summarized (kernel_trace.py)
 
 Nothing the child writes is read as anything but checked data: its messages (protocol.py), its arrays (float32
 in shared memory), its printed output (a pipe, bounded, control characters escaped). Its build folder, scratch and
@@ -56,6 +60,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -69,9 +74,11 @@ from convbench.user.child import ENTRY
 from convbench.user.protocol import (
     Malformed,
     Shared,
+    check_build_reply,
     check_event,
     check_meta,
     check_reply,
+    check_trace_reply,
     layout,
     printable,
     receive,
@@ -85,6 +92,8 @@ OUTPUT_KEEP = 64 << 10  # bytes of a child's output kept (the last ones) and for
 STAGED_FILES = 2000  # a submission folder is copied this far (files), hidden entries left out
 STAGED_BYTES = 64 << 20
 NVCC_KINDS = ("minidnn", "mxnet-forward")
+PROFILE_CALLS = 100  # the most calls one kernel trace may take
+NO_BUILD_REPORT = {"python": "", "mxnet": "compiled with NVRTC when loaded, not by nvcc: no ptxas report"}
 BESIDE_SUFFIXES = {"python": (".py",), "minidnn": (*nvcc_build.HEADER_SUFFIXES, ".cu"),
                    "mxnet-forward": nvcc_build.HEADER_SUFFIXES, "mxnet": nvcc_build.HEADER_SUFFIXES}
 
@@ -264,6 +273,19 @@ class Workspace:
 # --------------------------------------------------------------------------------------------------------- worker
 
 
+class Staged(NamedTuple):
+    """A call's inputs in the shared memory (Worker._stage)."""
+
+    x_host: torch.Tensor
+    k_host: torch.Tensor
+    sx: torch.Tensor  # x's view of the shared memory
+    sk: torch.Tensor
+    y_shape: tuple
+    offsets: list[int]  # of x, k and y
+    fds: tuple[int, ...]  # the shared memory's descriptor where it is new: sent with the request
+    arrays: dict  # the request's "x", "k" and "y": [offset, shape]
+
+
 @dataclass(frozen=True)
 class TimedRun:
     """One timed call: y, the child's own report, and convbench's clock around the call."""
@@ -296,6 +318,10 @@ class Worker:
         self.meta: dict | None = None
         self.built = kind not in NVCC_KINDS
         self.build_error: SandboxError | None = None  # the build step's failure, met again by prepare
+        # the build step's report (build_report.py's layout, checked: protocol.check_build_report), for feedback; None
+        # where there is none (a Python or NVRTC kind, or a report dropped), and then why in build_report_problem
+        self.build_report: dict | None = None
+        self.build_report_problem = NO_BUILD_REPORT.get(kind, "")
         self.prepared = False
         self.quiet = False  # keep the child's output (take it with captured_text) instead of copying it to stderr
         self.ignored_error = ""  # the first CUDA error a call of the file's returned and it went on from
@@ -439,13 +465,16 @@ class Worker:
             self.close()
         try:
             self.start(mode="build")
-            self._request({"op": "build"}, "building", extra_s=nvcc_build.compile_timeout())
+            reply = self._request({"op": "build"}, "building", extra_s=nvcc_build.compile_timeout(),
+                                  check=check_build_reply)
         except SandboxError as e:
             self.build_error = e
+            self.build_report_problem = "the build failed"
             raise
         finally:
             self.close()
         self.built = True
+        self.build_report, self.build_report_problem = reply["report"], reply["report_problem"]
         if running:
             self.start()
 
@@ -470,27 +499,55 @@ class Worker:
         output is that input's. y is a view of the shared memory, valid until the next call."""
         return self._run(op, x, k, device, timed=True, copy=False, seed=seed)
 
-    def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True,
-             seed: int | None = None) -> TimedRun:
+    def profile(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, calls: int = 3) -> dict:
+        """A kernel trace of `calls` calls of op "call" (x, k staged on the device once) or "layer" (host to host),
+        after a warm-up call, in the child (child.py, op "profile"; kernel_trace.py's summary): for a grade's
+        feedback, so only after its timed calls, which it never touches. The summary is checked field by field
+        (protocol.check_trace); anything out of range, like any failure of the child, is a one-line SandboxError
+        whose verdict is the caller's to use or not (a grade made before stays as it is). On the CPU there is no
+        profiler: the calls run and the summary has no kernels, copies or streams, only their wall time."""
+        if op not in ("call", "layer"):
+            raise UsageError(f"profile op {op!r}: give \"call\" or \"layer\"")
+        if isinstance(calls, bool) or not isinstance(calls, int) or not 1 <= calls <= PROFILE_CALLS:
+            raise UsageError(f"profile calls={calls!r}: give a whole number from 1 to {PROFILE_CALLS}")
         self.prepare()
+        staged = self._stage(x, k, fresh=False)
+        what = f"profiling {_describe(tuple(staged.x_host.shape), tuple(staged.k_host.shape))}"
+        try:
+            self._send({"op": "profile", "call": op, "device": device, "calls": calls, **staged.arrays}, staged.fds)
+            reply = self._reply(what, check=lambda message: check_trace_reply(message, calls))
+        finally:
+            if self.shared is not None:
+                self.shared.release()
+        return reply["trace"]
+
+    def _stage(self, x: torch.Tensor, k: torch.Tensor, fresh: bool) -> Staged:
+        """x and k copied into the shared memory: a fresh one where `fresh` or the one there is too small."""
         x_host = x.detach().to("cpu", torch.float32).contiguous()
         k_host = k.detach().to("cpu", torch.float32).contiguous()
         y_shape = output_shape(x_host.shape, k_host.shape)
         offsets, size = layout(x_host.shape, k_host.shape, y_shape)
         fds: tuple[int, ...] = ()
-        if timed or self.shared is None or self.shared.size < size:
+        if fresh or self.shared is None or self.shared.size < size:
             if self.shared is not None:
                 self.shared.close()
-            self.shared = Shared(size if timed else max(size, 2 * (self.shared.size if self.shared else 0)))
+            self.shared = Shared(size if fresh else max(size, 2 * (self.shared.size if self.shared else 0)))
             fds = (self.shared.fd,)
         sx = self.shared.tensor(offsets[0], x_host.shape)
         sk = self.shared.tensor(offsets[1], k_host.shape)
         sx.copy_(x_host)
         sk.copy_(k_host)
         self.shared.set_phase("")
+        arrays = {"x": [offsets[0], list(x_host.shape)], "k": [offsets[1], list(k_host.shape)],
+                  "y": [offsets[2], list(y_shape)]}
+        return Staged(x_host, k_host, sx, sk, tuple(y_shape), offsets, fds, arrays)
+
+    def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True,
+             seed: int | None = None) -> TimedRun:
+        self.prepare()
+        x_host, k_host, sx, sk, y_shape, offsets, fds, arrays = self._stage(x, k, fresh=timed)
         what = f"running {_describe(tuple(x_host.shape), tuple(k_host.shape))}"
-        message = {"op": op, "device": device, "x": [offsets[0], list(x_host.shape)],
-                   "k": [offsets[1], list(k_host.shape)], "y": [offsets[2], list(y_shape)], "timed": timed}
+        message = {"op": op, "device": device, **arrays, "timed": timed}
         window = started = 0.0
         if timed:
             self._send(message, fds)
@@ -549,9 +606,9 @@ class Worker:
         except OSError:
             pass  # the child is gone: _reply reads the end of the socket and says how it ended
 
-    def _request(self, message: dict, what: str, extra_s: float = 0.0) -> dict:
+    def _request(self, message: dict, what: str, extra_s: float = 0.0, check=check_reply) -> dict:
         self._send(message)
-        return self._reply(what, extra_s)
+        return self._reply(what, extra_s, check=check)
 
     def _check_deadline(self, what: str) -> None:
         if time.monotonic() > self.deadline:
@@ -559,10 +616,10 @@ class Worker:
                        "CONVBENCH_SANDBOX_TOTAL_TIMEOUT=SECONDS to allow more", kill=True, verdict="timeout")
 
     def _reply(self, what: str, extra_s: float = 0.0, first: bool = False, expect: str | None = None,
-               spin: bool = False) -> dict:
+               spin: bool = False, check=check_reply) -> dict:
         """The child's next message, checked (protocol.py: the description of the file when `first`, an event of a
-        timed call when `expect`, else an answer; an error raised as SandboxError), within the per-answer and
-        whole-submission limits and the memory limit."""
+        timed call when `expect`, else an answer, by `check`; an error raised as SandboxError), within the
+        per-answer and whole-submission limits and the memory limit."""
         limit = timeout_s() + extra_s
         memory = memory_limit_bytes()
         deadline = min(time.monotonic() + limit, self.deadline + extra_s)
@@ -597,7 +654,7 @@ class Worker:
             elif first:
                 message = check_meta(message)
             else:
-                message = check_reply(message)
+                message = check(message)
         except Malformed as e:
             self._fail(f"the sandbox process sent {e} while {self._phase_or(what)}", kill=True)
         except (EOFError, OSError):

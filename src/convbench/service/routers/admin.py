@@ -1,12 +1,12 @@
-"""The staff's routes under /api/admin: re-run, re-time, hide, ban, the gradebook. Every one needs a staff token
-(the router's dependency: 401 without a token, 403 for a team's)."""
+"""The staff's routes under /api/admin: re-run, re-time, hide, ban, the gradebook, the class at a milestone. Every
+one needs a staff token (the router's dependency: 401 without a token, 403 for a team's)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import PlainTextResponse
 
-from convbench.service import store
+from convbench.service import store, views
 from convbench.service.deps import Rules, Sessions, staff
 
 router = APIRouter(prefix="/api/admin", dependencies=[Depends(staff)])
@@ -45,3 +45,9 @@ def gradebook(sessions: Sessions, rules: Rules, milestone: str | None = None, fu
     # gradebook() checks the milestone and the thresholds (finite, ordered)
     return PlainTextResponse(store.gradebook(sessions, milestone or rules.current_milestone(), full_ms, zero_ms),
                              media_type="text/csv")
+
+
+@router.get("/class")
+def class_at(sessions: Sessions, rules: Rules, milestone: str | None = None):
+    """The class at `milestone`, by default the current one (views.class_at): the twin of the page /staff/class."""
+    return views.class_at(sessions, milestone or rules.current_milestone())

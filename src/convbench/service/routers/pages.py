@@ -1,5 +1,7 @@
 """The pages for people (HTML, each the twin of an /api route): the leaderboard, signing in and out (the token in
-an HttpOnly, SameSite=Strict cookie), the upload form, a submission, a team's history, their plots."""
+an HttpOnly, SameSite=Strict cookie), the upload form, a submission with its feedback (its roofline, and the
+Markdown a student pastes into a report), a team's history, their plots; for the staff (signed in with a staff
+token), the class at a milestone."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from convbench.service.deps import (
     SentUpload,
     ServiceState,
     ShownSubmission,
+    Staff,
     State,
     check_token,
     viewer,
@@ -88,6 +91,19 @@ def submission_plot(shown: ShownSubmission):
     return Response(charts.layers_png(shown.submission.id, grade), media_type="image/png")
 
 
+@router.get("/submissions/{sub_id}/roofline.png")
+def submission_roofline(shown: ShownSubmission):
+    return Response(charts.roofline_png(views.feedback(shown.submission)), media_type="image/png")
+
+
+@router.get("/submissions/{sub_id}/feedback.md")
+def submission_feedback(shown: ShownSubmission):
+    """The feedback as Markdown, downloaded as a file (submission-ID-feedback.md)."""
+    name = f"submission-{shown.submission.id}-feedback.md"
+    return Response(views.feedback_markdown(shown.submission), media_type="text/markdown; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
 @router.get("/teams/{name}", response_class=HTMLResponse)
 def team_page(request: Request, state: State, name: str, team: CurrentTeam):
     return _page(request, state, "team.html", team, history=views.team_history(state.sessions, team, name))
@@ -96,3 +112,21 @@ def team_page(request: Request, state: State, name: str, team: CurrentTeam):
 @router.get("/teams/{name}/history.png")
 def team_plot(state: State, name: str, team: CurrentTeam):
     return Response(charts.history_png(views.team_history(state.sessions, team, name)), media_type="image/png")
+
+
+# ------------------------------------------------------------------------------------------------- the staff's
+
+@router.get("/staff/class", response_class=HTMLResponse)
+def class_page(request: Request, state: State, boss: Staff, milestone: str | None = None):
+    """The class at `milestone` (default the current one): the twin of /api/admin/class."""
+    summary = views.class_at(state.sessions, milestone or state.policy.current_milestone())
+    return _page(request, state, "class.html", boss, c=summary)
+
+
+@router.get("/staff/class/{index}.png")
+def class_plot(state: State, boss: Staff, index: int, milestone: str | None = None):
+    """The box plot of layer `index` of the class page's table."""
+    layers = views.class_at(state.sessions, milestone or state.policy.current_milestone())["layers"]
+    if not 0 <= index < len(layers):
+        raise store.Refused(f"no layer {index} in the class's table", 404)
+    return Response(charts.class_box_png(layers[index]), media_type="image/png")
