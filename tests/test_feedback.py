@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,80 @@ def test_grade_with_feedback_on_the_cpu(tmp_path):
 def test_markdown_of_a_failed_feedback_says_why():
     assert "No feedback: the ladder could not be measured" in markdown(
         {"version": 1, "error": "the ladder could not be measured"})
+
+
+NCU_CSV = '''==PROF== Connected to process 12 (python)
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","12","python","h","conv_kernel(float*)","1","7","(256, 1, 1)","(40, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","81.50"
+"0","12","python","h","conv_kernel(float*)","1","7","(256, 1, 1)","(40, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","1,250,000"
+"1","12","python","h","unroll(float*)","1","7","(256, 1, 1)","(40, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","250000"
+'''
+
+
+def test_ncu_csv_is_read_launch_by_launch():
+    from convbench.user.ncu_counters import parse
+
+    launches = parse(NCU_CSV)
+    assert [k["name"] for k in launches] == ["conv_kernel(float*)", "unroll(float*)"]
+    assert launches[0]["metrics"]["gpu__time_duration.sum"] == 1.25e6
+    assert parse("no csv here") == []
+
+
+@pytest.mark.parametrize("text, allowed", [("RmProfilingAdminOnly: 0\n", True), ("RmProfilingAdminOnly: 1\n", False),
+                                           ("Other: 1\n", False), (None, False)])
+def test_counters_only_where_the_driver_gives_them_to_every_user(tmp_path, monkeypatch, text, allowed):
+    from convbench.user import ncu_counters
+
+    params = tmp_path / "params"
+    if text is not None:
+        params.write_text(text)
+    monkeypatch.setattr(ncu_counters, "PARAMS", params)
+    why = ncu_counters.allowed()
+    assert (why == "") == allowed
+    if not allowed:
+        assert why
+
+
+def test_counters_agree_or_not_with_the_bound_and_say_their_numbers():
+    counted = {"kernels": [{"name": "conv_kernel(float*)", "metrics": {
+        "gpu__time_duration.sum": 9e5, rules.DRAM: 81.5, rules.SM: 40.0, rules.OCCUPANCY: 60.0,
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 800.0, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 100.0,
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 12.0,
+        rules.STALL_PREFIX + "long_scoreboard" + rules.STALL_SUFFIX: 12.5,
+        rules.STALL_PREFIX + "wait" + rules.STALL_SUFFIX: 2.0}}]}
+    memory = rules.with_counters({"layer": "conv1", "images": 100, "what": "memory", "text": "", "source": ""},
+                                 counted, 1e-3, 132)
+    assert memory["agrees"] and memory["counters"]["top_stall"] == "long_scoreboard"
+    latency = rules.with_counters({**memory, "what": "latency"}, counted, 1e-3, 132)
+    assert not latency["agrees"]  # DRAM at 81.5 %: not inside the SM
+    host = rules.with_counters({**memory, "what": "host"}, counted, 1e-2, 132)
+    assert host["agrees"]  # 0.9 ms of kernels in a 10 ms call
+    texts = " ".join(f["text"] for f in rules.counter_findings("conv1", 100, counted))
+    assert "DRAM at 82 % of peak" in texts and "8.0 sectors a request" in texts
+    assert "12 shared-memory bank conflicts" in texts and "long scoreboard (12.5 cycles" in texts
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("submission", ["gpu-tiled", "examples/new-forward.cu"])
+def test_grade_with_feedback_on_a_gpu(tmp_path, submission):
+    """On a GPU grader: the kernel trace from the sandbox fills the kernels and their occupancy; where the machine
+    gives counters to every user, ncu's run in the sandbox too and each bound says whether they agree."""
+    from convbench.measure.grade import GradeSettings, builtin_submission, grade_one
+    from convbench.user import ncu_counters
+
+    path = (Path(__file__).parent.parent / submission if "/" in submission
+            else builtin_submission(submission, tmp_path))
+    g = grade_one(path, GradeSettings(sizes=(100, 1000), device="cuda", random_shapes=2, seed=3, feedback=True))
+    assert g.correct, g.detail
+    fb = g.feedback
+    assert fb["kernels"], fb["omitted"]
+    for k in fb["kernels"]:
+        assert 0 < k["occupancy_pct"] <= 100 and k["blocks"] >= 1 and k["duration_s"] > 0
+    assert {b["images"] for b in fb["bound"]} == {100, 1000}
+    if ncu_counters.allowed() == "" and shutil.which("ncu"):
+        largest = [b for b in fb["bound"] if b["images"] == 1000]
+        assert all("agrees" in b for b in largest), fb["omitted"]
+        assert any(f["topic"] == "stalls" for f in fb["findings"])
+    else:
+        assert any("counters" in o for o in fb["omitted"])
+    assert fb["ladder"]["nearest"] and (fb["ladder"]["next"] or fb["ladder"]["why_none"])

@@ -227,3 +227,36 @@ def test_a_forged_build_report_from_a_real_child_is_dropped(tmp_path):
         assert torch.equal(y, torch.full((1, 1, 2, 2), 9.0))
     finally:
         worker.remove()
+
+
+# ------------------------------------------------------------------- Nsight Compute's counters, sent by the child
+
+COUNTED = {"kernels": [{"name": "conv_kernel(float*)", "metrics": {
+    "gpu__time_duration.sum": 125000.0, "dram__throughput.avg.pct_of_peak_sustained_elapsed": 81.5,
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio": 12.5}}]}
+
+
+def test_honest_counters_pass_and_a_problem_is_one_line():
+    from convbench.user.protocol import check_counters
+
+    assert check_counters(copy.deepcopy(COUNTED)) == COUNTED
+    assert check_counters({"problem": "ERR_NVGPUCTRPERM\nsecond line"}) == {"problem": "ERR_NVGPUCTRPERM second line"}
+
+
+@pytest.mark.parametrize("path, value", [
+    (("kernels", 0, "metrics", "sm__inst_executed.sum"), 1.0),  # a metric nobody asked for
+    (("kernels", 0, "metrics", "smsp__average_warps_issue_stalled_" + "x" * 100 + "_per_issue_active.ratio"), 1.0),
+    (("kernels", 0, "metrics", "dram__throughput.avg.pct_of_peak_sustained_elapsed"), math.nan),
+    (("kernels", 0, "metrics", "dram__throughput.avg.pct_of_peak_sustained_elapsed"), -1.0),
+    (("kernels", 0, "metrics", "gpu__time_duration.sum"), 1e300),
+    (("kernels", 0, "metrics", "gpu__time_duration.sum"), "fast"),
+    (("kernels", 0, "metrics", "gpu__time_duration.sum"), True),
+    (("kernels", 0, "name"), "k" * 10000),
+    (("kernels", 0, "metrics"), [1, 2]),
+    (("kernels",), [COUNTED["kernels"][0]] * 10000),
+])
+def test_forged_counters_are_refused(path, value):
+    from convbench.user.protocol import check_counters
+
+    with pytest.raises(Malformed):
+        check_counters(changed(COUNTED, path, value))

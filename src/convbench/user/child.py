@@ -18,6 +18,8 @@ Requests (one JSON message each; arrays in the shared memory whose descriptor ca
                inputs staged on the device once, or "layer") under torch.profiler's CUDA activity tracing; the trace
                is exported into this process's own temporary folder and summarized here (kernel_trace.py). On the
                CPU the calls run without a profiler: no kernels, only their wall time
+    counters   for a grade's feedback, where the machine gives GPU counters to every user: Nsight Compute, run
+               here in the sandbox on a program that loads the submission again (ncu_counters.py), one layer's call
     quit
 """
 
@@ -38,7 +40,7 @@ import torch
 
 from convbench.core.errors import UsageError
 from convbench.core.timing import synchronize, timed
-from convbench.user import kernel_trace, nvcc_build
+from convbench.user import kernel_trace, ncu_counters, nvcc_build
 from convbench.user.base import BuildOptions, UserImpl
 from convbench.user.loader import load_unguarded
 from convbench.user.protocol import (
@@ -247,6 +249,14 @@ def _profile(impl: UserImpl, request: dict, shared: Shared) -> dict:
     return {"status": "ok", "trace": kernel_trace.summarize(events, calls, walls)}
 
 
+def _counters(loaded: list[str], request: dict) -> dict:
+    """ncu, here in the sandbox, on a program that loads the submission as this process did (ncu_counters.py)."""
+    kind, path, options = loaded
+    shape = [int(v) for v in request["shape"]][:6]
+    return {"status": "ok", "counters": ncu_counters.measure(request["ncu"], kind, Path(path), options,
+                                                             request["call"], shape)}
+
+
 def child_main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     kind, path, options = argv[1], Path(argv[2]), BuildOptions(**json.loads(argv[3]))
@@ -288,6 +298,8 @@ def child_main(argv: list[str]) -> int:
             elif op == "profile":
                 reply = _profile(impl, request, shared)
                 synchronize(request["device"])
+            elif op == "counters":
+                reply = _counters(argv[1:4], request)
             else:
                 reply = _serve(impl, request, shared, sock, handshake)
                 synchronize(request["device"])

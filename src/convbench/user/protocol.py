@@ -26,7 +26,7 @@ import torch
 
 from convbench.core.precision import ARITHMETICS
 from convbench.core.printable import visible
-from convbench.user import build_report
+from convbench.user import build_report, ncu_counters
 
 PHASE_BYTES = 256  # the shared memory's header: the phase name, NUL-terminated
 ALIGN = 4096
@@ -305,6 +305,43 @@ def check_trace_reply(message: dict, calls: int) -> dict:
     if message.get("status") != "ok":
         return check_reply(message)
     return {"status": "ok", "trace": check_trace(message.get("trace"), calls)}
+
+
+COUNTER_NAME = re.compile(rf"^{ncu_counters.STALL_PREFIX}[a-z_]{{1,60}}{re.escape(ncu_counters.STALL_SUFFIX)}$")
+COUNTER_MAX = 1e15  # no counter of one call reaches it (a duration in ns, sectors, %)
+
+
+def check_counters(counters) -> dict:
+    """Nsight Compute's counters of one call as the child sent them (ncu_counters.measure's layout): at most 64
+    kernels, each named like a trace's kernel, with only the metrics asked for (and stall reasons by their pattern),
+    each finite from 0 to 1e15; or a one-line problem. Malformed names the first that is not."""
+    what = "ncu counters"
+    if isinstance(counters, dict) and set(counters) == {"problem"}:
+        if not isinstance(counters["problem"], str):
+            raise Malformed(f"{what} whose problem is not text")
+        return {"problem": printable(counters["problem"], 300).replace("\n", " ")}
+    counters = _fields(counters, ("kernels",), what)
+    kernels = []
+    for k in _kernels(counters["kernels"], what):
+        k = _fields(k, ("name", "metrics"), f"{what} kernel")
+        if not isinstance(k["metrics"], dict) or len(k["metrics"]) > 64:
+            raise Malformed(f"{what} whose metrics are not a mapping of at most 64")
+        metrics = {}
+        for name, value in k["metrics"].items():
+            if name not in ncu_counters.METRICS and not (isinstance(name, str) and COUNTER_NAME.match(name)):
+                raise Malformed(f"{what} with a metric {_shown(name)} that was not asked for")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= COUNTER_MAX:
+                raise Malformed(f"{what} with {name} = {_shown(value)} (not a number from 0 to {COUNTER_MAX:g})")
+            metrics[name] = float(value)
+        kernels.append({"name": _kernel_name(k["name"], what), "metrics": metrics})
+    return {"kernels": kernels}
+
+
+def check_counters_reply(message: dict) -> dict:
+    """The answer to a "counters" request: an error (check_reply's), or {"status": "ok", "counters": checked}."""
+    if message.get("status") != "ok":
+        return check_reply(message)
+    return {"status": "ok", "counters": check_counters(message.get("counters"))}
 
 
 # --------------------------------------------------------------------------------------- the timed call's secret

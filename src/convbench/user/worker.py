@@ -68,13 +68,14 @@ from convbench.core import ui
 from convbench.core.errors import UsageError, positive_env
 from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
-from convbench.user import nvcc_build, sandbox
+from convbench.user import ncu_counters, nvcc_build, sandbox
 from convbench.user.base import SUBMISSION_SUFFIXES, BuildOptions, UserImpl
 from convbench.user.child import ENTRY
 from convbench.user.protocol import (
     Malformed,
     Shared,
     check_build_reply,
+    check_counters_reply,
     check_event,
     check_meta,
     check_reply,
@@ -520,6 +521,19 @@ class Worker:
             if self.shared is not None:
                 self.shared.release()
         return reply["trace"]
+
+    def counters(self, op: str, shape: tuple[int, ...], ncu: str) -> dict:
+        """Nsight Compute's counters of one call of op "call" or "layer" on random inputs of `shape` (B, C, M, H, W,
+        K), taken in the child's sandbox (ncu_counters.py; only where ncu_counters.allowed() says the machine gives
+        counters to every user): {"kernels": [{"name", "metrics"}]} or {"problem": one line}, checked
+        (protocol.check_counters). For a grade's feedback, after its timed calls."""
+        if op not in ("call", "layer") or len(shape) != 6:
+            raise UsageError(f"counters of op {op!r} on shape {shape!r}: give \"call\" or \"layer\" and B, C, M, H, W, K")
+        self.prepare()
+        what = f"counting {op} on {'x'.join(map(str, shape))}"
+        reply = self._request({"op": "counters", "call": op, "shape": list(shape), "ncu": ncu}, what,
+                              extra_s=2 * ncu_counters.NCU_S, check=check_counters_reply)
+        return reply["counters"]
 
     def _stage(self, x: torch.Tensor, k: torch.Tensor, fresh: bool) -> Staged:
         """x and k copied into the shared memory: a fresh one where `fresh` or the one there is too small."""

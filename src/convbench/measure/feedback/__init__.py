@@ -17,6 +17,8 @@ key), which `grade --json`, the service's submission page and `markdown()` read.
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 
 from convbench.core.errors import UsageError
@@ -26,14 +28,15 @@ from convbench.measure.feedback import roofline, rules
 from convbench.measure.feedback.markdown import markdown
 from convbench.measure.occupancy import SMLimits
 from convbench.measure.problem import ConvShape
+from convbench.user import ncu_counters
 
 __all__ = ["gather", "markdown", "VERSION"]
 
 VERSION = 1
 FEEDBACK_S = 120.0  # the feedback step's own time budget; what it has not reached by then is listed as omitted
 PROFILED_CALLS = 3  # calls of each layer under the kernel trace (after one warm-up call)
-NCU_OMITTED = ("Nsight Compute's counters (achieved occupancy, DRAM and SM throughput, sectors per request, shared-"
-               "memory bank conflicts, stall reasons): they need profiler privileges, which the sandbox never gets")
+NCU_WHAT = ("Nsight Compute's counters (achieved occupancy, DRAM and SM throughput, sectors per request, shared-memory "
+            "bank conflicts, stall reasons)")
 
 
 def _card(device: str) -> str:
@@ -69,6 +72,7 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
                        "shared memory come from the kernel trace)")
     sm = SMLimits.of_cuda_device() if device == "cuda" else None
     traces: dict[int, dict[str, dict]] = {}
+    counted: dict[str, dict] = {}
     if device == "cuda":
         for n in dict.fromkeys((largest, smallest)):
             for i, shape in enumerate(shapes[n], 1):
@@ -81,7 +85,7 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
                     traces.setdefault(n, {})[f"conv{i}"] = worker.profile(op, x, k, "cuda", calls=PROFILED_CALLS)
                 except UsageError as e:
                     omitted.append(f"the kernel trace of conv{i} at {n} images: {e}")
-        omitted.append(NCU_OMITTED)
+        counted = _counters(worker, op, shapes[largest], largest, omitted, began, budget_s)
     else:
         omitted.append("kernels, occupancy and the grid: a CPU grade has no GPU kernels to trace")
     kernels = [k for n in (largest,) for layer, t in traces.get(n, {}).items()
@@ -94,7 +98,11 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
     bounds = []
     for n, ks in ((largest, kernels), (smallest, small_kernels)):
         for r in (r for r in rows if r["images"] == n):
-            bounds.append(rules.bound(r, rules.main_kernel(ks, r["layer"]), traces.get(n, {}).get(r["layer"]), sm))
+            b = rules.bound(r, rules.main_kernel(ks, r["layer"]), traces.get(n, {}).get(r["layer"]), sm)
+            if n == largest and r["layer"] in counted:
+                b = rules.with_counters(b, counted[r["layer"]], r["op_time_s"], sm.sms if sm else 0)
+                findings += rules.counter_findings(r["layer"], n, counted[r["layer"]])
+            bounds.append(b)
         if smallest == largest:
             break
     return {"version": VERSION, "device": device, "card": _card(device), "net": net, "images": largest,
@@ -105,6 +113,31 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
             "bound": bounds, "ladder": _ladder_part(net, device, op_times, omitted),
             "optimizations": rules.optimizations(build, [t for per in traces.values() for t in per.values()]),
             "build": build, "omitted": omitted, "seconds": round(time.perf_counter() - began, 2)}
+
+
+def _counters(worker, op: str, shapes: list[ConvShape], images: int, omitted: list[str], began: float,
+              budget_s: float) -> dict[str, dict]:
+    """Nsight Compute's counters of each layer at the largest size, taken in the submission's sandbox where this
+    machine gives counters to every user (user/ncu_counters.py); else, or where they fail, why not, in `omitted`."""
+    why = ncu_counters.allowed()
+    ncu = shutil.which("ncu")
+    if why or ncu is None:
+        omitted.append(f"{NCU_WHAT}: {why or 'ncu is not installed on this grader'}")
+        return {}
+    counted = {}
+    for i, s in enumerate(shapes, 1):
+        if time.perf_counter() - began > budget_s:
+            omitted.append(f"{NCU_WHAT} of conv{i}: the feedback's {budget_s:g} s were spent")
+            continue
+        try:
+            got = worker.counters(op, (s.B, s.C, s.M, s.H, s.W, s.K), os.path.realpath(ncu))
+        except UsageError as e:
+            got = {"problem": str(e)}
+        if "problem" in got:
+            omitted.append(f"{NCU_WHAT} of conv{i} at {images} images: {got['problem']}")
+        else:
+            counted[f"conv{i}"] = got
+    return counted
 
 
 def _ladder_part(net: str, device: str, op_times: dict[int, list[float]], omitted: list[str]) -> dict | None:

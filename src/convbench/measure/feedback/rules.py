@@ -188,6 +188,78 @@ def bound(row: dict, main: dict | None, trace: dict | None, sm: SMLimits | None)
                   "take the time.", CLOCK)
 
 
+DRAM, SM, OCCUPANCY = ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                        "sm__warps_active.avg.pct_of_peak_sustained_active")
+NCU = "Nsight Compute's counters of one call (in the sandbox)"
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+
+
+def main_counted(counters: dict) -> tuple[dict | None, float]:
+    """The longest kernel of a counted call, and all its kernels' time (s)."""
+    kernels = counters.get("kernels") or []
+    if not kernels:
+        return None, 0.0
+    main = max(kernels, key=lambda k: k["metrics"].get("gpu__time_duration.sum", 0))
+    return main, sum(k["metrics"].get("gpu__time_duration.sum", 0) for k in kernels) * 1e-9
+
+
+def stalls(metrics: dict, n: int = 3) -> list[tuple[str, float]]:
+    """The top stall reasons: (reason, cycles a warp stalls on it per issued instruction), largest first."""
+    found = [(k[len(STALL_PREFIX):-len(STALL_SUFFIX)], v) for k, v in metrics.items()
+             if k.startswith(STALL_PREFIX) and k.endswith(STALL_SUFFIX) and "not_issued" not in k]
+    return sorted(found, key=lambda kv: -kv[1])[:n]
+
+
+def agrees(what: str, metrics: dict, op_time_s: float, kernels_s: float, sms: int) -> bool:
+    """Whether counters agree with a bound named without them: memory -> DRAM >= 50 % of peak; compute -> the SM
+    >= 50 %; host -> the call's kernels under half of the Op Time; parallelism, occupancy, latency -> DRAM < 50 %
+    (the time goes inside the SM), with under 30 % achieved occupancy for occupancy."""
+    dram, sm, occ = metrics.get(DRAM, 0.0), metrics.get(SM, 0.0), metrics.get(OCCUPANCY, 0.0)
+    return {"memory": dram >= HALF, "compute": sm >= HALF, "host": kernels_s < HOST_SHARE * op_time_s,
+            "parallelism": dram < HALF, "occupancy": occ < 30 and dram < HALF, "latency": dram < HALF,
+            }.get(what, False)
+
+
+def counter_findings(layer: str, images: int, counters: dict) -> list[dict]:
+    """What the counters of one call say about its longest kernel, one sentence each."""
+    main, _ = main_counted(counters)
+    if main is None:
+        return []
+    m, short = main["metrics"], base_name(main["name"])
+    found = [_finding(layer, "counters", m.get(DRAM),
+                      f"{short} at {images} images: DRAM at {pct(m.get(DRAM, 0))} % of peak, the SM at "
+                      f"{pct(m.get(SM, 0))} %, {pct(m.get(OCCUPANCY, 0))} % achieved occupancy.", NCU)]
+    sectors = m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    requests = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+    if sectors is not None and requests:
+        found.append(_finding(layer, "coalescing", round(sectors / requests, 2),
+                              f"{short}'s global loads take {sectors / requests:.1f} sectors a request (a warp's "
+                              "coalesced 4-byte loads take 4; more means scattered addresses).", NCU))
+    conflicts = sum(m.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum", 0) for o in ("ld", "st"))
+    if any(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum" in m for o in ("ld", "st")):
+        found.append(_finding(layer, "bank conflicts", conflicts,
+                              f"{short} has {conflicts:,.0f} shared-memory bank conflicts in one call.", NCU))
+    top = stalls(m)
+    if top:
+        found.append(_finding(layer, "stalls", top[0][1], f"{short}'s warps stall most on "
+                              + ", ".join(f"{name.replace('_', ' ')} ({v:.1f} cycles an instruction)" for name, v in top)
+                              + ".", NCU))
+    return found
+
+
+def with_counters(b: dict, counters: dict, op_time_s: float, sms: int) -> dict:
+    """A bound with what the counters of the same layer say, and whether they agree with it."""
+    main, kernels_s = main_counted(counters)
+    if main is None:
+        return b
+    m = main["metrics"]
+    top = stalls(m, 1)
+    return {**b, "counters": {"dram_pct": m.get(DRAM), "sm_pct": m.get(SM), "achieved_occupancy_pct": m.get(OCCUPANCY),
+                              "top_stall": top[0][0] if top else None, "kernels_s": kernels_s},
+            "agrees": agrees(b["what"], m, op_time_s, kernels_s, sms)}
+
+
 def optimizations(build: dict | None, traces: list[dict]) -> list[str]:
     """What the build and the trace show the submission uses, each named once, in a fixed order."""
     used = set()
