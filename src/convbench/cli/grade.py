@@ -211,7 +211,8 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
         ui.note(f"grade: building the CUDA submissions first, {args.jobs} at a time")
         prebuild(list(workers.values()), args.jobs)
     settings = GradeSettings(sizes=tuple(sizes), device=device, random_shapes=args.shapes, seed=seed, net=args.net,
-                             weights_folder=weights_folder, feedback=args.feedback or md_folder is not None)
+                             weights_folder=weights_folder, feedback=args.feedback or md_folder is not None,
+                             counters=not args.no_counters)
     grades: list[Grade] = []
     references: dict = {}
     calibration = worker.Calibration()

@@ -186,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--feedback", action="store_true", help="after each correct grade, a TA's feedback: roofline, "
                        "what bounds each layer, the nearest rung of the ladder and the next step (bounded extra work; "
                        "the timed runs are unchanged)")
+    grade.add_argument("--no-counters", action="store_true", help="feedback without Nsight Compute's counters (which "
+                       "run where the driver allows every user them, about 10 s a layer)")
     grade.add_argument("--feedback-md", metavar="DIR", help="also write each submission's feedback as Markdown into "
                        "DIR (implies --feedback)")
     grade.add_argument("--allow-unsandboxed", action="store_true", help="grade even where the sandbox's self-test "

@@ -205,6 +205,7 @@ class GradeSettings:
     data_dir: Path | None = None  # test images (Fashion-MNIST ubyte files, e.g. staff-held ones), else the usual
     retimes: int = 0  # at the largest size each layer gets 1 + retimes timed calls (at least trusted_time.CALLS)
     feedback: bool = False  # after the verdict: a TA's feedback (measure/feedback.py); never changes the timed runs
+    counters: bool = True  # the feedback's Nsight Compute counters, where the machine allows them (slower)
 
 
 def grade_one(path: Path, settings: GradeSettings, *, references: dict | None = None,
@@ -408,7 +409,7 @@ def _feedback(g: Grade, impl: ConvImpl, worker: Worker, settings: GradeSettings,
     try:
         return feedback.gather(net=g.net, device=settings.device, op="layer" if worker.kind == "minidnn" else "call",
                                shapes={n: course_shapes(g.net, (n,)) for n in g.op_times}, op_times=g.op_times,
-                               arithmetic=arithmetic, worker=worker, seed=settings.seed)
+                               arithmetic=arithmetic, worker=worker, seed=settings.seed, counters=settings.counters)
     except UsageError as e:
         return {"version": feedback.VERSION, "error": str(e)}
 

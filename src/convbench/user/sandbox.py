@@ -108,9 +108,21 @@ def python_paths() -> list[str]:
                                   if (p / "bin" / "nvcc").is_file()), None)
     if nvcc:
         paths.add(str(Path(nvcc).resolve().parents[1]))
+    paths.update(nsight_compute_paths())
     real = sorted({str(Path(p).resolve()) for p in paths if p and Path(p).exists()})
     # a folder inside another one listed is already there
     return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real)]
+
+
+def nsight_compute_paths() -> list[str]:
+    """Where Nsight Compute is installed, read-only inside, so that a grade's feedback can run ncu in the sandbox
+    (user/ncu_counters.py): the `ncu` launcher looks for its nsight-compute folder beside the toolkit or under
+    /opt/nvidia."""
+    ncu = which("ncu")
+    if not ncu:
+        return []
+    folders = [Path(ncu).resolve().parents[1], Path("/opt/nvidia")]
+    return [str(p) for folder in folders if folder.is_dir() for p in sorted(folder.glob("nsight-compute*"))]
 
 
 def gpu_of_this_process() -> Gpu:

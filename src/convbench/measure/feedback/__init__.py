@@ -48,10 +48,10 @@ def _card(device: str) -> str:
 
 
 def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]], op_times: dict[int, list[float]],
-           arithmetic: str, worker, seed: int, budget_s: float = FEEDBACK_S) -> dict:
+           arithmetic: str, worker, seed: int, counters: bool = True, budget_s: float = FEEDBACK_S) -> dict:
     """The feedback on a graded submission. `op`: how its layers were timed ("call" or, for a mini-dnn file,
     "layer"); `worker`: its open sandbox (for the kernel trace and the build report); `shapes` and `op_times`: the
-    conv layers and their Op Times at each graded size."""
+    conv layers and their Op Times at each graded size; `counters`: Nsight Compute's too, where allowed."""
     began = time.perf_counter()
     omitted: list[str] = []
     ceil, _ = ceilings.load(device)
@@ -85,7 +85,10 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
                     traces.setdefault(n, {})[f"conv{i}"] = worker.profile(op, x, k, "cuda", calls=PROFILED_CALLS)
                 except UsageError as e:
                     omitted.append(f"the kernel trace of conv{i} at {n} images: {e}")
-        counted = _counters(worker, op, shapes[largest], largest, omitted, began, budget_s)
+        if counters:
+            counted = _counters(worker, op, shapes[largest], largest, omitted, began, budget_s)
+        else:
+            omitted.append(f"{NCU_WHAT}: not asked for (--no-counters)")
     else:
         omitted.append("kernels, occupancy and the grid: a CPU grade has no GPU kernels to trace")
     kernels = [k for n in (largest,) for layer, t in traces.get(n, {}).items()

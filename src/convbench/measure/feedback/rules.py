@@ -111,7 +111,7 @@ def kernel_findings(rows: list[dict], images: int, sm: SMLimits | None) -> list[
             else:
                 found.append(_finding(
                     layer, "grid", main["waves"],
-                    f"{short} launches {main['blocks']:,} blocks: {main['waves']:g} wave(s) of "
+                    f"{short} launches {main['blocks']:,} blocks at {images} images: {main['waves']:.3g} wave(s) of "
                     f"{main['blocks_per_sm'] * sm.sms:,} resident blocks over {sm.sms} SMs.", TRACE_LIMITS))
         if main.get("spill_bytes"):
             found.append(_finding(layer, "spills", main["spill_bytes"],
@@ -137,9 +137,10 @@ def host_findings(rows: list[dict], traces: dict[str, dict], op: str, images: in
         if copies.get("count"):
             where = "inside its timed call" if op == "call" else "in the layer, around its Op Time"
             found.append(_finding(r["layer"], "copies", copies["bytes"],
-                                  f"{r['layer']} copies {copies['bytes'] / calls:,.0f} bytes between host and device "
-                                  f"{where} ({copies['count'] / calls:g} copies, {us(copies['duration_s'] / calls)}).",
-                                  TRACE))
+                                  f"{r['layer']} makes {copies['count'] / calls:g} memory copies of "
+                                  f"{copies['bytes'] / calls:,.0f} bytes {where} ({us(copies['duration_s'] / calls)})"
+                                  + (" (a Python file's returned tensor is copied into the output)"
+                                     if op == "call" else "") + ".", TRACE))
     return found
 
 
