@@ -127,11 +127,15 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             if seed is not None:
                 perturb(x_dev, seed)
         shared.set_phase("conv_forward")
-        _, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev))
+        # a Python file's conv_forward returns a tensor of its own: copying it into the caller's output is the
+        # contract's work, not the file's, so it comes after both clocks (and the empty call's: worker.Calibration)
+        out, op_s = timed(device, lambda: impl(x_dev, k_dev, y_dev) if impl.writes_into else impl.fn(x_dev, k_dev))
         synchronize(device)
         if timed_call:
             handshake(2)
             handshake.active = False
+        if not impl.writes_into:
+            y_dev.copy_(out)
         shared.set_phase("")
         reported = impl.reported_op_time()
         if y_dev is not y:
@@ -195,6 +199,8 @@ def _one_call(impl: UserImpl, op: str, device: str, x: torch.Tensor, k: torch.Te
     if op == "call":
         x_dev = x.to(device)
         y_dev = y if device == "cpu" else torch.empty(tuple(y.shape), device=device)
+        if not impl.writes_into:  # as _serve times it: the file's own tensor, not the contract's copy of it
+            return lambda: impl.fn(x_dev, k_dev)
         return lambda: impl(x_dev, k_dev, y_dev)
     if impl.host_layer is not None:
         return lambda: impl.host_layer(x, k_dev)

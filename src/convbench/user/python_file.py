@@ -9,10 +9,10 @@ CuPy, numba). Optional module attributes:
 
 The file is imported with importlib under a private module name (it is not added to sys.modules under its stem,
 so two files with the same name do not collide); while it imports, its folder is on sys.path, so it can import
-modules that sit beside it. It registers as a ConvImpl with writes_into=False: convbench
-copies the returned tensor into the caller's output where there is one. What comes back is checked (a tensor of the
-output's shape, float32, on the input's device); an exception inside conv_forward is one line naming the file's
-line.
+modules that sit beside it. It registers as a ConvImpl with writes_into=False: convbench copies the returned tensor
+into the caller's output where there is one (in a grade after the timed call: the copy is not the file's work).
+What comes back is checked (a tensor of the output's shape, float32, on the input's device); an exception inside
+conv_forward is one line naming the file's line.
 """
 
 from __future__ import annotations

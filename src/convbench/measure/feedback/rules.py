@@ -138,9 +138,8 @@ def host_findings(rows: list[dict], traces: dict[str, dict], op: str, images: in
             where = "inside its timed call" if op == "call" else "in the layer, around its Op Time"
             found.append(_finding(r["layer"], "copies", copies["bytes"],
                                   f"{r['layer']} makes {copies['count'] / calls:g} memory copies of "
-                                  f"{copies['bytes'] / calls:,.0f} bytes {where} ({us(copies['duration_s'] / calls)})"
-                                  + (" (a Python file's returned tensor is copied into the output)"
-                                     if op == "call" else "") + ".", TRACE))
+                                  f"{copies['bytes'] / calls:,.0f} bytes {where} ({us(copies['duration_s'] / calls)}).",
+                                  TRACE))
     return found
 
 
