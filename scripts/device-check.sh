@@ -302,12 +302,13 @@ step_grade() {  # GRADE_SETS (default minidnn): `convbench grade` of each, the c
 step_feedback() {  # the ladder's rungs graded as submissions with --feedback (FEEDBACK_RUNGS, default every gpu and
     # triton rung; FEEDBACK_SIZES, default 100,10000), then scripts/feedback_check.py: each layer's bound against
     # Nsight Compute on the trusted side, for FEEDBACK_CHECK (default: three rungs) and every grade-*.json of this run
-    # made with GRADE_FEEDBACK=1 (the grade step, run first)
+    # made with GRADE_FEEDBACK=1 (the grade step, run first); FEEDBACK_FLAGS: more grade flags (--no-counters)
     local rungs=${FEEDBACK_RUNGS:-$(python3 -c "from convbench.impls.catalog import declared
 print(' '.join(i.name for i in declared() if i.ladder in ('gpu', 'triton')))")}
     # shellcheck disable=SC2086 # one argument per rung
     timeout "${FEEDBACK_TIMEOUT:-420}" "${cb[@]}" grade --device cuda --sizes "${FEEDBACK_SIZES:-100,10000}" \
-        --shapes 5 --seed 4 --feedback --feedback-md "$OUT/feedback-rungs" --json "$OUT/feedback-rungs.json" $rungs \
+        --shapes 5 --seed 4 --feedback ${FEEDBACK_FLAGS:-} --feedback-md "$OUT/feedback-rungs" \
+        --json "$OUT/feedback-rungs.json" $rungs \
         > "$OUT/feedback-rungs.txt" 2> "$OUT/feedback-rungs.err"
     local code=$?
     echo "feedback: rungs graded, exit $code"
