@@ -6,7 +6,8 @@ card, the same layers and the same batch, it says where on the ladder the team s
 What is timed: Op Time only, as bench does (bench.op_times, the median of a few calls after warm-up): the conv call
 of each rung on the network's REAL conv inputs (bench.conv_inputs: a float32 pass with our own weights), resident
 on the device. Every ladder rung of the device is timed (the cpu ladder on "cpu", the gpu and triton ladders on
-"cuda"), reduced-precision ones too (their precision is kept), and the library (onednn, cudnn) as the bar. Each
+"cuda"; each rung's own implementation, the reduced-precision rungs with their precision kept, not the precision
+variants of a rung), and the library (onednn, cudnn) as the bar; a first call is untimed (a JIT compile). Each
 rung's output on that input is checked against the float64 reference; a wrong one is left out, with a note. A rung
 is bounded in time: a call over SLOW_CALL_S is timed once; a layer whose call would not fit the rung's
 RUNG_BUDGET_S is timed on a slice of the images and scaled (linear in images), and its note says so.
@@ -262,15 +263,17 @@ def _called(impl: ConvImpl, x: torch.Tensor, k: torch.Tensor, ref: torch.Tensor,
 def layer_time(impl: ConvImpl, inp: bench.ConvInput, ref: torch.Tensor, device: str, reps: int,
                budget_s: float) -> tuple[float, str]:
     """(the layer's Op Time, a note where it is not the median of `reps` calls) within about budget_s:
-    1. where the batch is large, a call on its first 1/PROBE_SHARE (warm-up, checked) says what a full call costs;
-       over the budget, that slice's time scaled to the batch is the time (convolution work is linear in images);
-    2. else one full call, checked (twice where the first is over SLOW_CALL_S and the budget allows: a JIT compile
-       for the batch's shape is no part of the layer's time); over SLOW_CALL_S its time is kept alone;
+    1. where the batch is large, a call on its first 1/PROBE_SHARE (after an untimed one, checked) says what a full
+       call costs; over the budget, that slice's time scaled to the batch is the time (convolution work is linear
+       in images);
+    2. else one full call, checked, after an untimed one where the probe says a call is cheap (a JIT compile for
+       the batch's shape, as Triton and the NVRTC rungs make, is no part of the layer's time); over SLOW_CALL_S its
+       time is kept alone;
     3. else bench.op_times, as many calls as fit the budget (at most reps): their median.
     _LeftOut where a call fails, answers wrong or writes into its input x."""
     start, clean = time.monotonic(), inp.x.clone()
     try:
-        result = _layer_time(impl, inp, ref, device, reps, budget_s, start)
+        result = _layer_time(impl, inp, ref, device, reps, budget_s, start, clean)
     except _LeftOut:
         _restored(inp, clean)
         raise
@@ -287,19 +290,27 @@ def _restored(inp: bench.ConvInput, clean: torch.Tensor) -> bool:
     return True
 
 
-def _layer_time(impl, inp, ref, device, reps, budget_s, start) -> tuple[float, str]:
+def _warm_up(impl, x, k, ref, device, what, inp, clean) -> None:
+    """One untimed, checked call; a rung that wrote into its input is left out before any timed call."""
+    _called(impl, x, k, ref, device, what)
+    if not torch.equal(inp.x, clean):
+        raise _LeftOut(f"it wrote into its input x on {inp.layer}")
+
+
+def _layer_time(impl, inp, ref, device, reps, budget_s, start, clean) -> tuple[float, str]:
     B = inp.x.shape[0]
-    b = max(1, B // PROBE_SHARE)
+    b = max(1, B // PROBE_SHARE) if device == "cpu" else B  # no GPU rung takes a second on a course layer
+    predicted = 0.0  # what a full call should cost, from the probe
     if b < B:
         xs, what = inp.x[:b], f"{inp.layer}'s first {b} images"
+        _warm_up(impl, xs, inp.k, ref[:b], device, what, inp, clean)  # a JIT compile for this shape is not timed
         t = _called(impl, xs, inp.k, ref[:b], device, what)
-        if t * B / b > budget_s and t <= SLOW_CALL_S:  # the first call may pay a cold start: ask once more
-            t = min(t, _called(impl, xs, inp.k, ref[:b], device, what))
-        if t * B / b > budget_s:
-            return t * B / b, f"{inp.layer}: {b} of {B} images timed once, scaled ×{B / b:.3g}"
+        predicted = t * B / b
+        if predicted > budget_s:
+            return predicted, f"{inp.layer}: {b} of {B} images timed once, scaled ×{B / b:.3g}"
+    if predicted < SLOW_CALL_S:  # cheap to call once untimed first: a compile for the full batch's shape (Triton,
+        _warm_up(impl, inp.x, inp.k, ref, device, inp.layer, inp, clean)  # NVRTC plans per batch) is not timed
     t = _called(impl, inp.x, inp.k, ref, device, inp.layer)
-    if t > SLOW_CALL_S and time.monotonic() - start + t < budget_s:  # perhaps a cold start (a JIT compile for this
-        t = min(t, _called(impl, inp.x, inp.k, ref, device, inp.layer))  # batch's shape): once more
     if t > SLOW_CALL_S:
         return t, f"{inp.layer}: one call"
     left = budget_s - (time.monotonic() - start)
@@ -325,8 +336,9 @@ def _prepared(impl: ConvImpl) -> bool:
 
 
 def ladder_impls(device: str) -> list[ConvImpl]:
-    """The rungs measured on `device`, in ladder order."""
-    return [i for i in all_impls() if i.ladder in LADDERS[device] and i.device == device]
+    """The rungs measured on `device`, in ladder order: each rung's own implementation, not its precision variants
+    (a variant is the same idea in other arithmetic, and each compiles kernels of its own)."""
+    return [i for i in all_impls() if i.ladder in LADDERS[device] and i.device == device and i.family in ("", i.name)]
 
 
 def _measure(net: str, images: int, device: str, reps: int) -> tuple[Ladder, bool]:
