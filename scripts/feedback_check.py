@@ -109,6 +109,9 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     for file in args.grades:
+        if not Path(file).is_file():
+            print(f"{file}: no such grades file; skipped", flush=True)
+            continue
         doc = json.loads(Path(file).read_text())
         for g in doc["grades"]:
             fb = g.get("feedback") or {}
