@@ -315,3 +315,11 @@ def test_an_empty_ladder_and_a_bad_time():
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError):
             nearest_and_next(hand_made(rung("a", "gpu", 1, 1.0)), bad)
+
+
+def test_each_gpu_rung_once_without_its_precision_variants():
+    names = [i.name for i in lad.ladder_impls("cuda")]
+    assert "gpu-igemm-tc" in names and "gpu-igemm-tc-fp16" not in names
+    assert "gpu-tc-fp16" in names and "gpu-tc-tf32" not in names  # a family without a member named after it
+    assert len({i.rung for i in lad.ladder_impls("cuda") if i.ladder == "gpu"}) == sum(
+        i.ladder == "gpu" for i in lad.ladder_impls("cuda"))

@@ -338,7 +338,12 @@ def _prepared(impl: ConvImpl) -> bool:
 def ladder_impls(device: str) -> list[ConvImpl]:
     """The rungs measured on `device`, in ladder order: each rung's own implementation, not its precision variants
     (a variant is the same idea in other arithmetic, and each compiles kernels of its own)."""
-    return [i for i in all_impls() if i.ladder in LADDERS[device] and i.device == device and i.family in ("", i.name)]
+    rungs = [i for i in all_impls() if i.ladder in LADDERS[device] and i.device == device]
+    first = {}  # family -> its member named after it, else its first (gpu-tc has only -fp16 and -tf32)
+    for i in rungs:
+        if i.family and (i.name == i.family or i.family not in first):
+            first[i.family] = i.name
+    return [i for i in rungs if not i.family or first[i.family] == i.name]
 
 
 def _measure(net: str, images: int, device: str, reps: int) -> tuple[Ladder, bool]:
