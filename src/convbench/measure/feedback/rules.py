@@ -99,23 +99,25 @@ def kernel_findings(rows: list[dict], images: int, sm: SMLimits | None) -> list[
         if sm is not None:
             found.append(_finding(
                 layer, "occupancy", main["occupancy_pct"],
-                f"{short} runs {main['threads_per_block']} threads a block with {main['registers']} registers a "
+                f"{layer}: {short} runs {main['threads_per_block']} threads a block with {main['registers']} "
+                f"registers a "
                 f"thread and {main['shared_bytes']:,} B of shared memory: {main['blocks_per_sm']} block(s) fit an SM, "
                 f"{main['occupancy_pct']:g} % theoretical occupancy (limited by {main['occupancy_limit']}).",
                 TRACE_LIMITS))
             if main["blocks"] < sm.sms:
                 found.append(_finding(
                     layer, "grid", main["blocks"],
-                    f"{short} launches {main['blocks']} block(s) at {images} images for {sm.sms} SMs: "
+                    f"{layer}: {short} launches {main['blocks']} block(s) at {images} images for {sm.sms} SMs: "
                     f"{sm.sms - main['blocks']} SMs get no work.", TRACE_LIMITS))
             else:
                 found.append(_finding(
                     layer, "grid", main["waves"],
-                    f"{short} launches {main['blocks']:,} blocks at {images} images: {main['waves']:.3g} wave(s) of "
+                    f"{layer}: {short} launches {main['blocks']:,} blocks at {images} images: "
+                    f"{main['waves']:.3g} wave(s) of "
                     f"{main['blocks_per_sm'] * sm.sms:,} resident blocks over {sm.sms} SMs.", TRACE_LIMITS))
         if main.get("spill_bytes"):
             found.append(_finding(layer, "spills", main["spill_bytes"],
-                                  f"{short} spills {main['spill_bytes']:,} bytes a thread to local memory "
+                                  f"{layer}: {short} spills {main['spill_bytes']:,} bytes a thread to local memory "
                                   "(ptxas's spill stores + loads).", BUILD))
     return found
 
@@ -146,7 +148,8 @@ def host_findings(rows: list[dict], traces: dict[str, dict], op: str, images: in
 def roofline_findings(rows: list[dict], arithmetic: str, knee: float) -> list[dict]:
     return [_finding(r["layer"], "roofline", r["pct_of_floor"],
                      f"{r['layer']} at {r['images']} images: {r['gflop_per_s']:,.1f} GFLOP/s and {r['gb_per_s']:,.1f} "
-                     f"GB/s, {pct(r['pct_of_floor'])} % of its floor ({us(r['floor_s'])}); {r['intensity']:g} FLOP/byte "
+                     f"GB/s, {pct(r['pct_of_floor'])} % of its floor ({us(r['floor_s'])}); "
+                     f"{r['intensity']:g} FLOP/byte "
                      f"is {'under' if r['roof'] == 'memory' else 'past'} the {arithmetic} knee ({knee:.1f}): its "
                      f"roof is {r['roof']}.", CLOCK) for r in rows]
 
@@ -166,7 +169,8 @@ def bound(row: dict, main: dict | None, trace: dict | None, sm: SMLimits | None)
         return _bound(row, "memory", f"{where} is memory-bound: it moves its bytes at {pct(mem)} % of the measured "
                       "copy rate.", CLOCK)
     if comp >= HALF:
-        return _bound(row, "compute", f"{where} is compute-bound: {pct(comp)} % of its arithmetic's measured FLOP rate.",
+        return _bound(row, "compute",
+                      f"{where} is compute-bound: {pct(comp)} % of its arithmetic's measured FLOP rate.",
                       CLOCK)
     both = f"{pct(mem)} % of the memory roof and {pct(comp)} % of the compute roof"
     if main is not None and sm is not None:
@@ -228,22 +232,24 @@ def counter_findings(layer: str, images: int, counters: dict) -> list[dict]:
         return []
     m, short = main["metrics"], base_name(main["name"])
     found = [_finding(layer, "counters", m.get(DRAM),
-                      f"{short} at {images} images: DRAM at {pct(m.get(DRAM, 0))} % of peak, the SM at "
+                      f"{layer}: {short} at {images} images: DRAM at {pct(m.get(DRAM, 0))} % of peak, the SM at "
                       f"{pct(m.get(SM, 0))} %, {pct(m.get(OCCUPANCY, 0))} % achieved occupancy.", NCU)]
     sectors = m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
     requests = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
     if sectors is not None and requests:
         found.append(_finding(layer, "coalescing", round(sectors / requests, 2),
-                              f"{short}'s global loads take {sectors / requests:.1f} sectors a request (a warp's "
+                              f"{layer}: {short}'s global loads take {sectors / requests:.1f} sectors a request "
+                              "(a warp's "
                               "coalesced 4-byte loads take 4; more means scattered addresses).", NCU))
     conflicts = sum(m.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum", 0) for o in ("ld", "st"))
     if any(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum" in m for o in ("ld", "st")):
         found.append(_finding(layer, "bank conflicts", conflicts,
-                              f"{short} has {conflicts:,.0f} shared-memory bank conflicts in one call.", NCU))
+                              f"{layer}: {short} has {conflicts:,.0f} shared-memory bank conflicts in one call.", NCU))
     top = stalls(m)
     if top:
-        found.append(_finding(layer, "stalls", top[0][1], f"{short}'s warps stall most on "
-                              + ", ".join(f"{name.replace('_', ' ')} ({v:.1f} cycles an instruction)" for name, v in top)
+        found.append(_finding(layer, "stalls", top[0][1], f"{layer}: {short}'s warps stall most on "
+                              + ", ".join(f"{name.replace('_', ' ')} ({v:.1f} cycles an instruction)"
+                                          for name, v in top)
                               + ".", NCU))
     return found
 
