@@ -4,13 +4,9 @@ The feedback names each layer's bound without profiler counters (a sandbox never
 from convbench's clock, the card's ceilings, the kernel trace and the build report. This script profiles the same
 layers with ncu on the trusted side, where counters are allowed, and says whether the counters agree:
 
-    feedback bound   agrees with ncu when (main kernel = the longest in the profiled call)
-    memory           DRAM throughput >= 50 % of peak
-    compute          SM throughput >= 50 % of peak
-    host             the call's kernels take under half of the feedback's Op Time
-    parallelism      the main kernel's grid has fewer blocks than the card has SMs, and DRAM < 50 %
-    occupancy        achieved occupancy (warps active) < 30 % and DRAM < 50 %
-    latency          DRAM < 50 % (the time goes inside the SM; the top stall reasons say where)
+    the rule of measure/feedback/rules.agrees, the same the feedback applies to counters taken in the sandbox:
+    memory -> DRAM >= 50 % of peak; compute -> SM >= 50 %; host -> the call's kernels under half of the Op Time;
+    parallelism, occupancy, latency -> DRAM < 50 % (occupancy: also under 30 % achieved), on the longest kernel
 
     python scripts/feedback_check.py grades.json [--out check.json]     (grades.json: `convbench grade --feedback
     --json`); each submission is loaded in-process (CONVBENCH_SANDBOX=0 is set: run it only on files you trust, or
@@ -21,19 +17,20 @@ A submission graded from a built-in implementation's name is profiled as that im
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from convbench.measure.feedback import rules
+from convbench.user import ncu_counters
+
 BASIC = ["gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
          "sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__warps_active.avg.pct_of_peak_sustained_active",
          "sm__maximum_warps_per_active_cycle_pct", "launch__grid_size", "launch__block_size",
          "launch__registers_per_thread", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"]
-STALLS = "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio$"  # cycles stalled per issue
 BUILTIN_FOLDER = "convbench-builtins-"
 
 LAYER_RUN = """
@@ -63,42 +60,27 @@ def impl_arg(path: str) -> str:
 
 
 def profile_layer(impl: str, net: str, images: int, layer: int) -> list[dict]:
-    """Every kernel launch of one call: metric name -> value (and "Kernel Name")."""
+    """Every kernel launch of one call: {"name", "metrics"} (ncu_counters.parse), both passes merged."""
     env = {**os.environ, "CONVBENCH_SANDBOX": "0"}
-    launches: dict[str, dict] = {}
-    for metrics in (",".join(BASIC), STALLS):
+    launches: list[dict] = []
+    for metrics in (",".join(BASIC), ncu_counters.STALLS):
         cmd = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--csv", "--metrics", metrics,
                sys.executable, "-c", LAYER_RUN, impl, net, str(images), str(layer)]
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-        lines = [line for line in p.stdout.splitlines() if line.startswith('"')]
-        start = next((i for i, line in enumerate(lines) if '"Metric Name"' in line), None)
-        if start is None:
-            if metrics == STALLS:
+        found = ncu_counters.parse(p.stdout, limit=None)
+        if not found:
+            if metrics == ncu_counters.STALLS:
                 continue  # stall metrics are extra: a toolkit without them still gives the rest
             raise RuntimeError(f"ncu gave no metrics for {impl} conv{layer}: {(p.stderr or p.stdout)[-800:]}")
-        for rec in csv.DictReader(lines[start:]):
-            entry = launches.setdefault(rec["ID"], {"Kernel Name": rec["Kernel Name"]})
-            try:
-                entry[rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
-            except ValueError:
-                pass
-    return list(launches.values())
+        if not launches:
+            launches = found
+        for mine, more in zip(launches, found):
+            mine["metrics"].update(more["metrics"])
+    return launches
 
 
-def agrees(what: str, main: dict, op_time_s: float, kernels_s: float, sms: int) -> bool:
-    dram = main.get("dram__throughput.avg.pct_of_peak_sustained_elapsed", 0)
-    sm = main.get("sm__throughput.avg.pct_of_peak_sustained_elapsed", 0)
-    occupancy = main.get("sm__warps_active.avg.pct_of_peak_sustained_active", 0)
-    return {"memory": dram >= 50, "compute": sm >= 50, "host": kernels_s < 0.5 * op_time_s,
-            "parallelism": main.get("launch__grid_size", 0) < sms and dram < 50,
-            "occupancy": occupancy < 30 and dram < 50, "latency": dram < 50}.get(what, False)
-
-
-def top_stalls(main: dict, n: int = 3) -> str:
-    prefix = "smsp__average_warps_issue_stalled_"
-    stalls = {k[len(prefix):].removesuffix("_per_issue_active.ratio"): v for k, v in main.items()
-              if k.startswith(prefix)}
-    return ", ".join(f"{k} {v:.1f}" for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:n])
+def top_stalls(metrics: dict) -> str:
+    return ", ".join(f"{name} {v:.1f}" for name, v in rules.stalls(metrics))
 
 
 def main() -> int:
@@ -118,7 +100,6 @@ def main() -> int:
             name = impl_arg(g["path"])
             if not fb.get("bound") or (args.only and name not in args.only and g["path"] not in args.only):
                 continue
-            sms = (fb.get("sm") or {}).get("sms", 0)
             for b in (b for b in fb["bound"] if b["images"] == fb["images"]):
                 layer = int(b["layer"].removeprefix("conv"))
                 row = next(r for r in fb["layers"] if r["layer"] == b["layer"] and r["images"] == b["images"])
@@ -127,15 +108,15 @@ def main() -> int:
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     rows.append({"submission": name, "layer": b["layer"], "bound": b["what"], "error": str(e)[-300:]})
                     continue
-                main_k = max(launches, key=lambda m: m.get("gpu__time_duration.sum", 0))
-                kernels_s = sum(m.get("gpu__time_duration.sum", 0) for m in launches) * 1e-9
+                main_kernel, kernels_s = rules.main_counted({"kernels": launches})
+                main_k = main_kernel["metrics"]
                 sectors = main_k.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0)
                 requests = main_k.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0)
                 theo = [k for k in fb.get("kernels", []) if k["layer"] == b["layer"]]
                 rows.append({
                     "submission": name, "net": fb["net"], "layer": b["layer"], "images": b["images"],
                     "bound": b["what"], "feedback_text": b["text"], "op_time_s": row["op_time_s"],
-                    "ncu_kernel": main_k["Kernel Name"][:80], "launches": len(launches),
+                    "ncu_kernel": main_kernel["name"][:80], "launches": len(launches),
                     "kernels_s": kernels_s,
                     "dram_pct": main_k.get("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
                     "sm_pct": main_k.get("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
@@ -145,7 +126,7 @@ def main() -> int:
                     "sectors_per_request": round(sectors / requests, 2) if requests else None,
                     "shared_bank_conflicts": main_k.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
                     "top_stalls": top_stalls(main_k),
-                    "agrees": agrees(b["what"], main_k, row["op_time_s"], kernels_s, sms)})
+                    "agrees": rules.agrees(b["what"], main_k, row["op_time_s"], kernels_s)})
                 r = rows[-1]
                 print(f"{name} {b['layer']}: feedback {b['what']}; ncu DRAM {r['dram_pct']}% SM {r['sm_pct']}% "
                       f"occupancy {r['achieved_occupancy_pct']}% (theoretical ncu {r['ncu_theoretical_occupancy_pct']}"

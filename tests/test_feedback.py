@@ -198,11 +198,11 @@ def test_counters_agree_or_not_with_the_bound_and_say_their_numbers():
         rules.STALL_PREFIX + "long_scoreboard" + rules.STALL_SUFFIX: 12.5,
         rules.STALL_PREFIX + "wait" + rules.STALL_SUFFIX: 2.0}}]}
     memory = rules.with_counters({"layer": "conv1", "images": 100, "what": "memory", "text": "", "source": ""},
-                                 counted, 1e-3, 132)
+                                 counted, 1e-3)
     assert memory["agrees"] and memory["counters"]["top_stall"] == "long_scoreboard"
-    latency = rules.with_counters({**memory, "what": "latency"}, counted, 1e-3, 132)
+    latency = rules.with_counters({**memory, "what": "latency"}, counted, 1e-3)
     assert not latency["agrees"]  # DRAM at 81.5 %: not inside the SM
-    host = rules.with_counters({**memory, "what": "host"}, counted, 1e-2, 132)
+    host = rules.with_counters({**memory, "what": "host"}, counted, 1e-2)
     assert host["agrees"]  # 0.9 ms of kernels in a 10 ms call
     texts = " ".join(f["text"] for f in rules.counter_findings("conv1", 100, counted))
     assert "DRAM at 82 % of peak" in texts and "8.0 sectors a request" in texts

@@ -403,7 +403,7 @@ def _grade_built(g: Grade, impl: ConvImpl, worker: Worker, calibration: Calibrat
 def _feedback(g: Grade, impl: ConvImpl, worker: Worker, settings: GradeSettings, reduced: bool) -> dict:
     """measure/feedback's, after the verdict and every timed run; a fault of its own is said in the dict, never in
     the verdict."""
-    build = getattr(worker, "build_report", None) or {}
+    build = worker.build_report or {}
     tensor = any(k.get("instructions", {}).get("tensor") for k in build.get("kernels", []))
     arithmetic = "fp16" if reduced and tensor else impl.ceiling_arithmetic
     try:

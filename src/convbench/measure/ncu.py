@@ -10,13 +10,13 @@ where only the convolutions run on the GPU (every other layer runs on the host: 
 
 from __future__ import annotations
 
-import csv
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 
 from convbench.core.errors import UsageError
+from convbench.user import ncu_counters
 
 METRICS = {
     "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy %",
@@ -46,31 +46,21 @@ def command(ncu: str, impl: str, net: str, images: int) -> list[str]:
             "--device", "cuda"]
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
-
-
 def parse_csv(text: str) -> list[KernelMetrics]:
     """ncu --csv output (mixed with the program's own lines and ==PROF== notes) -> one entry per kernel name, in
-    the order of first launch."""
-    lines = [line for line in text.splitlines() if line.startswith('"')]
-    header = next((i for i, line in enumerate(lines) if '"Metric Name"' in line), None)
-    if header is None:
-        return []
-    launches: dict[str, set] = {}
+    the order of first launch, each METRICS value the mean over its launches."""
+    launches: dict[str, int] = {}
     values: dict[str, dict[str, list[float]]] = {}
-    for rec in csv.DictReader(lines[header:]):
-        name, metric = rec.get("Kernel Name", ""), rec.get("Metric Name", "")
-        value = _number(rec.get("Metric Value", ""))
-        if not name or metric not in METRICS or value is None:
+    for launch in ncu_counters.parse(text, limit=None):
+        name = launch["name"]
+        if not name:
             continue
-        launches.setdefault(name, set()).add(rec.get("ID"))
-        values.setdefault(name, {}).setdefault(metric, []).append(value)
-    return [KernelMetrics(name, len(launches[name]), {m: sum(v) / len(v) for m, v in values[name].items()})
-            for name in launches]
+        launches[name] = launches.get(name, 0) + 1
+        for metric, value in launch["metrics"].items():
+            if metric in METRICS:
+                values.setdefault(name, {}).setdefault(metric, []).append(value)
+    return [KernelMetrics(name, n, {m: sum(v) / len(v) for m, v in values.get(name, {}).items()})
+            for name, n in launches.items()]
 
 
 def run(impl: str, net: str, images: int) -> tuple[list[KernelMetrics], list[str]]:

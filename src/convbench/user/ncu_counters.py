@@ -55,9 +55,9 @@ def allowed() -> str:
     return "the driver does not say whether counters are allowed (no RmProfilingAdminOnly)"
 
 
-def parse(text: str) -> list[dict]:
+def parse(text: str, limit: int | None = MAX_KERNELS) -> list[dict]:
     """ncu --csv output (mixed with the program's lines) -> one record per kernel launch, in launch order: the
-    kernel's name and every numeric metric."""
+    kernel's name and every numeric metric; the first `limit` launches (None: all)."""
     lines = [line for line in text.splitlines() if line.startswith('"')]
     start = next((i for i, line in enumerate(lines) if '"Metric Name"' in line), None)
     if start is None:
@@ -71,7 +71,7 @@ def parse(text: str) -> list[dict]:
             continue
         if math.isfinite(value):
             entry["metrics"][rec.get("Metric Name", "")] = value
-    return list(launches.values())[:MAX_KERNELS]
+    return list(launches.values())[:limit]
 
 
 def command(ncu: str, kind: str, path: Path, options: str, op: str, shape: list[int], stalls: bool) -> list[str]:

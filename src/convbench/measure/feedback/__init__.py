@@ -63,10 +63,10 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
     rows = roofline.layer_rows(shapes, op_times, ceil, arithmetic)
     knee = roofline.knee(ceil, arithmetic)
     findings = rules.roofline_findings([r for r in rows if r["images"] == largest], arithmetic, knee)
-    build = getattr(worker, "build_report", None)
+    build = worker.build_report
     if build is None and worker.kind != "python":
         omitted.append("the build report (registers, spills, instruction mix): "
-                       + (getattr(worker, "build_report_problem", "") or "the build gave none"))
+                       + (worker.build_report_problem or "the build gave none"))
     elif build is None:
         omitted.append("spills and the instruction mix: a Python kernel has no ptxas report (its registers and "
                        "shared memory come from the kernel trace)")
@@ -91,8 +91,7 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
             omitted.append(f"{NCU_WHAT}: not asked for (--no-counters)")
     else:
         omitted.append("kernels, occupancy and the grid: a CPU grade has no GPU kernels to trace")
-    kernels = [k for n in (largest,) for layer, t in traces.get(n, {}).items()
-               for k in rules.kernel_rows(layer, t, build, sm)]
+    kernels = [k for layer, t in traces.get(largest, {}).items() for k in rules.kernel_rows(layer, t, build, sm)]
     small_kernels = [k for layer, t in traces.get(smallest, {}).items() for k in rules.kernel_rows(layer, t, build, sm)]
     findings += rules.kernel_findings(kernels, largest, sm)
     if smallest != largest:
@@ -103,7 +102,7 @@ def gather(*, net: str, device: str, op: str, shapes: dict[int, list[ConvShape]]
         for r in (r for r in rows if r["images"] == n):
             b = rules.bound(r, rules.main_kernel(ks, r["layer"]), traces.get(n, {}).get(r["layer"]), sm)
             if n == largest and r["layer"] in counted:
-                b = rules.with_counters(b, counted[r["layer"]], r["op_time_s"], sm.sms if sm else 0)
+                b = rules.with_counters(b, counted[r["layer"]], r["op_time_s"])
                 findings += rules.counter_findings(r["layer"], n, counted[r["layer"]])
             bounds.append(b)
         if smallest == largest:

@@ -215,7 +215,7 @@ def stalls(metrics: dict, n: int = 3) -> list[tuple[str, float]]:
     return sorted(found, key=lambda kv: -kv[1])[:n]
 
 
-def agrees(what: str, metrics: dict, op_time_s: float, kernels_s: float, sms: int) -> bool:
+def agrees(what: str, metrics: dict, op_time_s: float, kernels_s: float) -> bool:
     """Whether counters agree with a bound named without them: memory -> DRAM >= 50 % of peak; compute -> the SM
     >= 50 %; host -> the call's kernels under half of the Op Time; parallelism, occupancy, latency -> DRAM < 50 %
     (the time goes inside the SM), with under 30 % achieved occupancy for occupancy."""
@@ -254,7 +254,7 @@ def counter_findings(layer: str, images: int, counters: dict) -> list[dict]:
     return found
 
 
-def with_counters(b: dict, counters: dict, op_time_s: float, sms: int) -> dict:
+def with_counters(b: dict, counters: dict, op_time_s: float) -> dict:
     """A bound with what the counters of the same layer say, and whether they agree with it."""
     main, kernels_s = main_counted(counters)
     if main is None:
@@ -263,7 +263,7 @@ def with_counters(b: dict, counters: dict, op_time_s: float, sms: int) -> dict:
     top = stalls(m, 1)
     return {**b, "counters": {"dram_pct": m.get(DRAM), "sm_pct": m.get(SM), "achieved_occupancy_pct": m.get(OCCUPANCY),
                               "top_stall": top[0][0] if top else None, "kernels_s": kernels_s},
-            "agrees": agrees(b["what"], m, op_time_s, kernels_s, sms)}
+            "agrees": agrees(b["what"], m, op_time_s, kernels_s)}
 
 
 def optimizations(build: dict | None, traces: list[dict]) -> list[str]:
