@@ -147,3 +147,30 @@ def test_faked_cuda_events_are_not_believed(tmp_path):
     assert g.verdict == "ok", g.detail
     assert min(g.op_times[100]) > 0.005 and not g.ranked, (g.op_times, g.flags)
     assert any("its own timer disagreed" in f for f in g.flags), g.flags
+
+
+def test_an_answer_kept_from_the_warm_up_is_a_wrong_answer(tmp_path):
+    """Each timed call on a GPU follows an untimed warm-up in the same buffers (trusted_time.WARM_CALLS). A kernel
+    that keeps its last answer per buffer address and gives it back, fast, when the address comes again: the
+    warm-up ran on random values, the timed call's input arrives after it (scaled after "go"), and the check finds
+    it out."""
+    path = tmp_path / "by_address.py"
+    path.write_text(textwrap.dedent("""
+        import torch.nn.functional as F
+        DEVICE = "cuda"
+        kept, seen = {}, {}
+        def conv_forward(x, k):
+            key = (x.data_ptr(), tuple(x.shape))
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] % 2 == 0 and key in kept:  # every second call on an address: the last answer, at once
+                return kept[key]
+            kept[key] = F.conv2d(x, k)
+            return kept[key].clone()
+    """))
+    calibration = Calibration()
+    try:
+        g = grade_one(path, GradeSettings(sizes=(100,), device="cuda", random_shapes=2, seed=5),
+                      calibration=calibration)
+    finally:
+        calibration.close()
+    assert g.verdict == "wrong answer", (g.verdict, g.detail)

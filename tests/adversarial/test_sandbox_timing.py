@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from clihelp import cli
 from sandboxhelp import require_sandbox
 
@@ -191,3 +192,36 @@ def test_grade_writes_its_json_whatever_a_submission_sends(capsys, tmp_path):
     assert rc == 1 and "Traceback" not in err, err
     verdicts = {Path(g["path"]).name: g["verdict"] for g in json.loads(out_json.read_text())["grades"]}
     assert verdicts == {"a_forger.py": "crash", "b_honest.py": "ok"}
+
+
+COUNTING = """
+    import time, torch
+    sums = []
+    def conv_forward(x, k):
+        if not sums:
+            time.sleep(0.5)  # the first call is slow (a compile, a clock coming up): the warm-up's, never timed
+        sums.append(float(x.sum()))
+        warm_saw_random = all(s > 0 for s in sums[:-1])
+        value = float(10 * len(sums) + warm_saw_random + 2 * (sums[-1] == 0))
+        return torch.full((x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1), value)
+"""
+
+
+def test_the_warm_up_calls_come_first_on_random_values_and_off_the_clock(tmp_path):
+    """run_timed(warm=2): the child calls the file twice before "ready", on random values in place of the input
+    (nothing computed then can answer the timed call), and the timed third call gets the input itself (zeros,
+    still zeros once scaled): its output is the third call's, and the first call's half second is not in the
+    window."""
+    from convbench.user.base import BuildOptions
+    from convbench.user.worker import Worker
+
+    worker = Worker("python", kernel(tmp_path, "counting.py", COUNTING), BuildOptions())
+    worker.quiet = True
+    try:
+        run = worker.run_timed("call", torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=7, warm=2)
+        assert torch.equal(run.y, torch.full((3, 2, 7, 7), 33.0)), run.y.unique()
+        assert run.window_s < 0.25, run.window_s
+        cold = worker.run_timed("call", torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=8)
+        assert torch.equal(cold.y, torch.full((3, 2, 7, 7), 42.0)), cold.y.unique()  # no warm-up: the 4th call
+    finally:
+        worker.remove()

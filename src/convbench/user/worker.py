@@ -66,10 +66,9 @@ import torch
 
 from convbench.core import ui
 from convbench.core.errors import UsageError, positive_env
-from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
 from convbench.user import ncu_counters, nvcc_build, sandbox
-from convbench.user.base import SUBMISSION_SUFFIXES, BuildOptions, UserImpl
+from convbench.user.base import BuildOptions, UserImpl
 from convbench.user.child import ENTRY
 from convbench.user.protocol import (
     Malformed,
@@ -492,13 +491,15 @@ class Worker:
         self.shared.release()
         return y, self._last_reply
 
-    def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, seed: int | None = None
-                  ) -> TimedRun:
+    def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, seed: int | None = None,
+                  warm: int = 0) -> TimedRun:
         """As run, on a fresh shared memory, timed by convbench's clock: from "go" (sent once the child has its
         inputs on the device, or for a layer once the file's prolog has run) to the child's "done" after its
         synchronize. With a `seed` (op "call"), x is scaled by protocol.perturb(x, seed) right after "go": the
-        output is that input's. y is a view of the shared memory, valid until the next call."""
-        return self._run(op, x, k, device, timed=True, copy=False, seed=seed)
+        output is that input's. `warm`: untimed calls the child makes first on the same inputs (a layer: whole
+        layers), so that the timed one finds the GPU's clocks up and the caches as a run of calls leaves them. y is
+        a view of the shared memory, valid until the next call."""
+        return self._run(op, x, k, device, timed=True, copy=False, seed=seed, warm=warm)
 
     def profile(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, calls: int = 3) -> dict:
         """A kernel trace of `calls` calls of op "call" (x, k staged on the device once) or "layer" (host to host),
@@ -557,11 +558,11 @@ class Worker:
         return Staged(x_host, k_host, sx, sk, tuple(y_shape), offsets, fds, arrays)
 
     def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True,
-             seed: int | None = None) -> TimedRun:
+             seed: int | None = None, warm: int = 0) -> TimedRun:
         self.prepare()
         x_host, k_host, sx, sk, y_shape, offsets, fds, arrays = self._stage(x, k, fresh=timed)
         what = f"running {_describe(tuple(x_host.shape), tuple(k_host.shape))}"
-        message = {"op": op, "device": device, **arrays, "timed": timed}
+        message = {"op": op, "device": device, **arrays, "timed": timed, "warm": int(warm)}
         window = started = 0.0
         if timed:
             self._send(message, fds)
@@ -839,9 +840,10 @@ class Calibration:
         self.workers: dict[str, Worker] = {}
         self.cache: dict = {}
 
-    def measure(self, kind: str, op: str, x_shape, k_shape, device: str) -> tuple[float, float]:
-        """(the empty call's least window, its median's distance above the least), in seconds."""
-        key = (kind, op, tuple(x_shape), tuple(k_shape), device)
+    def measure(self, kind: str, op: str, x_shape, k_shape, device: str, warm: int = 0) -> tuple[float, float]:
+        """(the empty call's least window, its median's distance above the least), in seconds; `warm` as the timed
+        calls it is subtracted from make them (run_timed)."""
+        key = (kind, op, tuple(x_shape), tuple(k_shape), device, warm)
         if key not in self.cache:
             worker = self.workers.get(kind)
             if worker is None:
@@ -853,7 +855,8 @@ class Calibration:
             # REPEATS, or fewer (at least MIN_REPEATS) where each takes long: 10000 images' input is staged each time
             while len(windows) < self.REPEATS and (len(windows) < self.MIN_REPEATS
                                                    or time.perf_counter() - began < self.WALL_S):
-                windows.append(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None).window_s)
+                windows.append(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None,
+                                                warm=warm).window_s)
                 worker.release()
             self.cache[key] = (min(windows), statistics.median(windows) - min(windows))
         return self.cache[key]
