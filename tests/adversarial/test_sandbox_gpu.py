@@ -27,6 +27,16 @@ def _sandbox():
     require_sandbox("cuda")
 
 
+def graded(path: Path):
+    """The file graded on the GPU at 100 images, with a calibration of its own."""
+    calibration = Calibration()
+    try:
+        return grade_one(path, GradeSettings(sizes=(100,), device="cuda", random_shapes=2, seed=5),
+                         calibration=calibration)
+    finally:
+        calibration.close()
+
+
 def test_the_self_test_on_a_gpu_grader():
     """The GPU grader's own self-test: every property, and its one GPU."""
     from convbench.user import sandbox
@@ -138,12 +148,7 @@ def test_faked_cuda_events_are_not_believed(tmp_path):
             torch.cuda._sleep(40_000_000)  # about 20 ms of GPU clock cycles
             return F.conv2d(x, k)
     """))
-    calibration = Calibration()
-    try:
-        g = grade_one(path, GradeSettings(sizes=(100,), device="cuda", random_shapes=2, seed=5),
-                      calibration=calibration)
-    finally:
-        calibration.close()
+    g = graded(path)
     assert g.verdict == "ok", g.detail
     assert min(g.op_times[100]) > 0.005 and not g.ranked, (g.op_times, g.flags)
     assert any("its own timer disagreed" in f for f in g.flags), g.flags
@@ -167,10 +172,5 @@ def test_an_answer_kept_from_the_warm_up_is_a_wrong_answer(tmp_path):
             kept[key] = F.conv2d(x, k)
             return kept[key].clone()
     """))
-    calibration = Calibration()
-    try:
-        g = grade_one(path, GradeSettings(sizes=(100,), device="cuda", random_shapes=2, seed=5),
-                      calibration=calibration)
-    finally:
-        calibration.close()
+    g = graded(path)
     assert g.verdict == "wrong answer", (g.verdict, g.detail)
