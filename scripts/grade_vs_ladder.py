@@ -6,10 +6,10 @@ conv layers of a network five ways in one run, so that the numbers compare.
   ladder        bench.op_times: calls back to back after a warm-up, the median (what bench and the ladder report)
   lone          in this process, each call after --gap seconds idle (as a grade's timed calls come, between the
                 parent's staging and its float64 check), CUDA events around the call: the median
-  lone+warm     the same, with an untimed call right before each
+  lone+warm     the same, with WARM_S of untimed calls right before each
   sandbox       the rung graded as a submission (grade.builtin_submission, in its sandbox), worker.run_timed after
                 the gap: convbench's window less the empty call's (trusted) and the child's own timer (own)
-  sandbox+warm  the same with warm=trusted_time.WARM_CALLS: the child's untimed call in the same buffers first
+  sandbox+warm  the same with trusted_time.WARM_S: the child's untimed calls in the same buffers first
 
 Times in µs, each the median of --calls calls.
 """
@@ -31,7 +31,7 @@ from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import bench, problem
 from convbench.measure.grade import builtin_submission, open_submission
-from convbench.measure.trusted_time import WARM_CALLS
+from convbench.measure.trusted_time import WARM_S
 from convbench.core.spec import get_network
 from convbench.user.worker import Calibration
 
@@ -44,22 +44,23 @@ def lone(impl, inp, calls: int, gap: float, warm: bool) -> list[float]:
         B, C, H, W, M, K = inp.shape
         y = problem.poisoned_output(problem.ConvShape(B, C, M, H, W, K), DEVICE)
         time.sleep(gap)
-        if warm:
+        began = time.perf_counter()
+        while warm and time.perf_counter() - began < WARM_S[DEVICE]:
             impl(inp.x, inp.k, y)
             synchronize(DEVICE)
         times.append(timed(DEVICE, lambda: impl(inp.x, inp.k, y))[1])
     return times
 
 
-def sandboxed(name: str, inp, calls: int, gap: float, warm: int, calibration: Calibration, folder: Path) -> dict:
+def sandboxed(name: str, inp, calls: int, gap: float, warm_s: float, calibration: Calibration, folder: Path) -> dict:
     worker = open_submission(builtin_submission(name, folder))
     try:
         worker.run("call", inp.x_host, inp.k.cpu(), DEVICE)  # loads and compiles, as a grade's verify calls do
-        cost, noise = calibration.measure("python", "call", tuple(inp.x.shape), tuple(inp.k.shape), DEVICE, warm)
+        cost, noise = calibration.measure("python", "call", tuple(inp.x.shape), tuple(inp.k.shape), DEVICE, warm_s)
         trusted, own = [], []
         for i in range(calls):
             time.sleep(gap)
-            run = worker.run_timed("call", inp.x_host, inp.k.cpu(), DEVICE, seed=i + 1, warm=warm)
+            run = worker.run_timed("call", inp.x_host, inp.k.cpu(), DEVICE, seed=i + 1, warm_s=warm_s)
             trusted.append(max(0.0, run.window_s - cost))
             own.append(run.reply.get("op_s"))
             worker.release()
@@ -101,7 +102,7 @@ def main() -> int:
                            "lone": lone(impl, inp, args.calls, args.gap, False),
                            "lone+warm": lone(impl, inp, args.calls, args.gap, True),
                            "sandbox": sandboxed(name, inp, args.calls, args.gap, 0, calibration, folder),
-                           "sandbox+warm": sandboxed(name, inp, args.calls, args.gap, WARM_CALLS, calibration,
+                           "sandbox+warm": sandboxed(name, inp, args.calls, args.gap, WARM_S[DEVICE], calibration,
                                                      folder)}
                     rows.append(row)
                     print(f"{name:16s} {images:6d} {inp.layer:6s} {us(row['ladder']):8.1f} {us(row['lone']):8.1f} "

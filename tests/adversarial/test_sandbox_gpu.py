@@ -155,22 +155,19 @@ def test_faked_cuda_events_are_not_believed(tmp_path):
 
 
 def test_an_answer_kept_from_the_warm_up_is_a_wrong_answer(tmp_path):
-    """Each timed call on a GPU follows an untimed warm-up in the same buffers (trusted_time.WARM_CALLS). A kernel
-    that keeps its last answer per buffer address and gives it back, fast, when the address comes again: the
-    warm-up ran on random values, the timed call's input arrives after it (scaled after "go"), and the check finds
-    it out."""
+    """Each timed call on a GPU follows untimed warm-up calls in the same buffers (trusted_time.WARM_S). A kernel
+    that keeps its answer per buffer address and gives it back, at once, whenever the address comes again: the
+    warm-up ran on random values and the timed call's input arrives after it (scaled after "go"): a wrong answer."""
     path = tmp_path / "by_address.py"
     path.write_text(textwrap.dedent("""
         import torch.nn.functional as F
         DEVICE = "cuda"
-        kept, seen = {}, {}
+        kept = {}
         def conv_forward(x, k):
             key = (x.data_ptr(), tuple(x.shape))
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] % 2 == 0 and key in kept:  # every second call on an address: the last answer, at once
-                return kept[key]
-            kept[key] = F.conv2d(x, k)
-            return kept[key].clone()
+            if key not in kept:
+                kept[key] = F.conv2d(x, k)
+            return kept[key]
     """))
     g = graded(path)
     assert g.verdict == "wrong answer", (g.verdict, g.detail)

@@ -44,9 +44,9 @@ from convbench.measure.trusted_time import (
     SHORT_CALLS,
     SHORT_S,
     SHORT_WALL_S,
+    WARM_S,
     LayerTiming,
     fresh_input,
-    warm_calls,
     secret_rng,
 )
 from convbench.measure.verify import verify_impl
@@ -275,7 +275,7 @@ class TimedCalls:
         # both processes, as the real one's does (on a GPU grader an empty mini-dnn op measured longer at 1000
         # images than at 100)
         timing.cost, timing.noise = self.calibration.measure(self.worker.kind, self.op, tuple(x.shape),
-                                                             tuple(k.shape), self.device, warm_calls(self.device))
+                                                             tuple(k.shape), self.device, WARM_S[self.device])
         x_host = x.detach().cpu()  # once, not per timed call: a large layer's input copied off the GPU each time
         began = time.perf_counter()
         for i in itertools.count():
@@ -285,7 +285,8 @@ class TimedCalls:
                 break
             xi = fresh_input(x_host, self.rng)
             seed = int(torch.randint(0, 2**62, (1,), generator=self.rng)) if self.op == "call" else None
-            run = self.worker.run_timed(self.op, xi, k, self.device, seed=seed, warm=warm_calls(self.device))
+            run = self.worker.run_timed(self.op, xi, k, self.device, seed=seed,
+                                        warm_s=WARM_S[self.device])
             timing.windows.append(run.window_s)
             timing.reported.append(run.reply.get("op_s"))
             timing.op_empty = timing.op_empty or bool(run.reply["times"].get("op_empty"))

@@ -10,7 +10,8 @@ up to SHORT_CALLS where they are short):
            order, staged on the device before the clock starts; then, with "go", a seed the child must use to scale
            every value by 1 + u, |u| < 1 % (protocol.perturb): the statistics of real data, bytes no one could have
            prepared for, and no work on them before the clock runs
-  warm-up  on a GPU the child first calls the op untimed on the staged inputs (WARM_CALLS), then fills y with NaN
+  warm-up  on a GPU the child first calls the op untimed for WARM_S in the same buffers on random values, then
+           stages the input again and fills y with NaN
   clock    the parent's, from "go" to the child's "done" after its synchronize (op "call": go is sent once the
            inputs are on the device; op "layer", a mini-dnn file: once the file's prolog has run, and done follows
            conv_forward_gpu + cudaDeviceSynchronize), minus what the same request costs an empty implementation
@@ -42,11 +43,12 @@ from convbench.measure import ceilings
 from convbench.measure.problem import ConvShape
 
 CALLS = 3  # timed calls per layer and size (at the largest size, 1 + the re-times if more)
-# On a GPU each timed call comes right after an untimed one on the same staged inputs, in the child: between timed
-# calls the parent stages and checks (milliseconds to seconds), the GPU idles and lowers its clocks and the caches go
-# cold, so a lone call measures the wake-up as much as the kernel; bench and the ladder time calls that follow
-# calls. On the CPU a warm-up of a large layer costs seconds and the clock hardly changes: none.
-WARM_CALLS = 1
+# On a GPU each timed call comes right after WARM_S seconds of untimed calls on random values in the same buffers,
+# in the child: between timed calls the parent stages and checks (milliseconds to seconds), the GPU idles and drops
+# its clock (an H100 to 345 of 1980 MHz), so a lone call measured two to three times the time of the same call in a
+# run of calls, as bench and the ladder time them (results/2026-11-27-2130-h100-grade-warm-up). On the CPU a
+# warm-up of a large layer costs seconds and the clock hardly changes: none.
+WARM_S = {"cuda": 0.05, "cpu": 0.0}
 # On a GPU a layer whose calls are short gets more of them, up to SHORT_CALLS while its windows add up to less than
 # SHORT_S and its timed calls (staging and checks included) have taken less than SHORT_WALL_S: its own timer is
 # checked against the least of convbench's times, and the least of more calls lies closer to the call itself (a
@@ -66,11 +68,6 @@ NOISE_CAP = {"cuda": 1e-3, "cpu": 20e-3}
 # faster than the measured GEMM rate; small layers run from cache, faster than the copy rate): a layer is flagged
 # only when it would need more than this many times the measured rates.
 FLOOR_MARGIN = 2.0
-
-
-def warm_calls(device: str) -> int:
-    """Untimed calls before each timed one (worker.run_timed's `warm`): WARM_CALLS on a GPU, none on the CPU."""
-    return WARM_CALLS if device == "cuda" else 0
 
 
 def secret_rng() -> torch.Generator:

@@ -8,12 +8,12 @@ Requests (one JSON message each; arrays in the shared memory whose descriptor ca
                the library (nvcc_build.stored_report; build_report.py)
     prepare    load the library / module, run its set-up (get_device_properties)
     call       x, k to the device, y filled with NaN, the implementation called and synchronized, y (and x, k as
-               the call left them) back; with "timed": after "warm" untimed calls in the same buffers on random
-               values (then x staged again, y filled with NaN), once x, k and y are on the device the child says "ready";
+               the call left them) back; with "timed": after untimed calls for "warm_s" seconds in the same buffers
+               on random values (then x staged again, y filled with NaN), once x, k and y are on the device the child says "ready";
                the parent's "go" (its clock starts) brings a seed, with which x is scaled (protocol.perturb) before
                the call, so that no work on it can start earlier; after the synchronize the child says "done"
     layer      host to host, as the network runs a layer (a mini-dnn file's prolog, conv_forward_gpu, epilog); with
-               "timed": "warm" whole layers untimed first (on random values), then the shim stops before conv_forward_gpu and says
+               "timed": whole layers untimed for "warm_s" seconds first (on random values), then the shim stops before conv_forward_gpu and says
                "ready", runs it when the parent says "go"
                (the parent's clock starts there) and says "done" after its cudaDeviceSynchronize
     profile    for a grade's feedback, after its timed calls: a warm-up, then `calls` calls of the op ("call" on
@@ -106,21 +106,26 @@ class Handshake:
         return None
 
 
-def _warm_up(impl: UserImpl, calls: int, x: torch.Tensor, x_dev: torch.Tensor, k_dev: torch.Tensor,
+def _repeat(call, seconds: float, device: str) -> None:
+    """call() and synchronize, at least once and until `seconds` have passed: the parent's warm-up."""
+    began = time.perf_counter()
+    while True:
+        call()
+        synchronize(device)
+        if time.perf_counter() - began >= seconds:
+            return
+
+
+def _warm_up(impl: UserImpl, seconds: float, x: torch.Tensor, x_dev: torch.Tensor, k_dev: torch.Tensor,
              y_dev: torch.Tensor, shared: Shared, device: str) -> None:
-    """The parent's warm-up before a timed call: `calls` untimed calls in the timed call's own buffers (the same
-    pointers, for a file that prepares per buffer), on random values, not the input (nothing computed now can
+    """The parent's warm-up before a timed call: untimed calls for `seconds` in the timed call's own buffers (the
+    same pointers, for a file that prepares per buffer), on random values, not the input (nothing computed now can
     answer the timed call); then the input back in x_dev and y_dev NaN again."""
-    if calls <= 0:
+    if seconds <= 0:
         return
     shared.set_phase("warm-up")
     x_dev.uniform_()
-    for _ in range(calls):
-        if impl.writes_into:
-            impl(x_dev, k_dev, y_dev)
-        else:
-            impl.fn(x_dev, k_dev)
-        synchronize(device)
+    _repeat(lambda: impl(x_dev, k_dev, y_dev) if impl.writes_into else impl.fn(x_dev, k_dev), seconds, device)
     x_dev.copy_(x)
     y_dev.fill_(float("nan"))  # what the timed call leaves unwritten stays NaN
     synchronize(device)
@@ -132,6 +137,7 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
     k = shared.tensor(*request["k"])
     y = shared.tensor(*request["y"])
     timed_call = bool(request.get("timed"))
+    warm_s = float(request.get("warm_s", 0.0)) if timed_call else 0.0
     handshake.spin = device != "cpu"
     times: dict = {}
     if request["op"] == "call":
@@ -140,7 +146,7 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
         # on the CPU the output is the shared memory itself: 10000 images' conv1 is a gigabyte, once is enough
         y_dev = y.fill_(float("nan")) if device == "cpu" else torch.full(tuple(y.shape), float("nan"), device=device)
         if timed_call:
-            _warm_up(impl, int(request.get("warm", 0)), x, x_dev, k_dev, y_dev, shared, device)
+            _warm_up(impl, warm_s, x, x_dev, k_dev, y_dev, shared, device)
             if device not in _WARM:  # the scaling's kernels loaded now, not on the clock (CUDA loads them lazily)
                 perturb(torch.ones(8, device=device), 0)
                 _WARM.add(device)
@@ -171,11 +177,10 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
     # "layer": host to host, as the network runs it
     k_dev = k.to(device)
     if impl.host_layer is not None:
-        if timed_call:
-            for _ in range(int(request.get("warm", 0))):  # the parent's warm-up, outside the handshake, on random
-                shared.set_phase("warm-up")                # values (nothing of it can answer the timed call)
-                impl.host_layer(torch.rand(tuple(x.shape)), k_dev)
-                synchronize(device)
+        if warm_s > 0:  # the parent's warm-up, outside the handshake, on random values (nothing of it can answer
+            shared.set_phase("warm-up")  # the timed call)
+            noise = torch.rand(tuple(x.shape))
+            _repeat(lambda: impl.host_layer(noise, k_dev), warm_s, device)
         shared.set_phase("host_layer")
         handshake.active = timed_call
         try:
@@ -203,9 +208,9 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             if on_clock or not timed_call:
                 y.copy_(y_dev)
 
-        for _ in range(int(request.get("warm", 0)) if timed_call else 0):
+        if warm_s > 0:
             shared.set_phase("warm-up")
-            layer(False)
+            _repeat(lambda: layer(False), warm_s, device)
         _, layer_s = timed(device, lambda: layer(timed_call))
     shared.set_phase("")
     times = dict(getattr(impl, "last_times", {}) or {})

@@ -492,14 +492,14 @@ class Worker:
         return y, self._last_reply
 
     def run_timed(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, seed: int | None = None,
-                  warm: int = 0) -> TimedRun:
+                  warm_s: float = 0.0) -> TimedRun:
         """As run, on a fresh shared memory, timed by convbench's clock: from "go" (sent once the child has its
         inputs on the device, or for a layer once the file's prolog has run) to the child's "done" after its
         synchronize. With a `seed` (op "call"), x is scaled by protocol.perturb(x, seed) right after "go": the
-        output is that input's. `warm`: untimed calls the child makes first on the same inputs (a layer: whole
-        layers), so that the timed one finds the GPU's clocks up and the caches as a run of calls leaves them. y is
-        a view of the shared memory, valid until the next call."""
-        return self._run(op, x, k, device, timed=True, copy=False, seed=seed, warm=warm)
+        output is that input's. `warm_s`: seconds of untimed calls the child makes first (at least one; in the same
+        buffers, on random values; a layer: whole layers), so that the timed one finds the GPU's clocks up and the
+        caches as a run of calls leaves them. y is a view of the shared memory, valid until the next call."""
+        return self._run(op, x, k, device, timed=True, copy=False, seed=seed, warm_s=warm_s)
 
     def profile(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, calls: int = 3) -> dict:
         """A kernel trace of `calls` calls of op "call" (x, k staged on the device once) or "layer" (host to host),
@@ -558,11 +558,11 @@ class Worker:
         return Staged(x_host, k_host, sx, sk, tuple(y_shape), offsets, fds, arrays)
 
     def _run(self, op: str, x: torch.Tensor, k: torch.Tensor, device: str, timed: bool, copy: bool = True,
-             seed: int | None = None, warm: int = 0) -> TimedRun:
+             seed: int | None = None, warm_s: float = 0.0) -> TimedRun:
         self.prepare()
         x_host, k_host, sx, sk, y_shape, offsets, fds, arrays = self._stage(x, k, fresh=timed)
         what = f"running {_describe(tuple(x_host.shape), tuple(k_host.shape))}"
-        message = {"op": op, "device": device, **arrays, "timed": timed, "warm": int(warm)}
+        message = {"op": op, "device": device, **arrays, "timed": timed, "warm_s": float(warm_s)}
         window = started = 0.0
         if timed:
             self._send(message, fds)
@@ -840,10 +840,11 @@ class Calibration:
         self.workers: dict[str, Worker] = {}
         self.cache: dict = {}
 
-    def measure(self, kind: str, op: str, x_shape, k_shape, device: str, warm: int = 0) -> tuple[float, float]:
-        """(the empty call's least window, its median's distance above the least), in seconds; `warm` as the timed
+    def measure(self, kind: str, op: str, x_shape, k_shape, device: str, warm_s: float = 0.0
+                ) -> tuple[float, float]:
+        """(the empty call's least window, its median's distance above the least), in seconds; `warm_s` as the timed
         calls it is subtracted from make them (run_timed)."""
-        key = (kind, op, tuple(x_shape), tuple(k_shape), device, warm)
+        key = (kind, op, tuple(x_shape), tuple(k_shape), device, warm_s)
         if key not in self.cache:
             worker = self.workers.get(kind)
             if worker is None:
@@ -856,7 +857,7 @@ class Calibration:
             while len(windows) < self.REPEATS and (len(windows) < self.MIN_REPEATS
                                                    or time.perf_counter() - began < self.WALL_S):
                 windows.append(worker.run_timed(op, x, k, device, seed=0 if op == "call" else None,
-                                                warm=warm).window_s)
+                                                warm_s=warm_s).window_s)
                 worker.release()
             self.cache[key] = (min(windows), statistics.median(windows) - min(windows))
         return self.cache[key]
