@@ -29,6 +29,7 @@ from convbench.user.worker import Worker
 
 PROBE = '''"""A rung's call measured inside a submission's process (scripts/host_path.py)."""
 import cProfile, io, json, pstats, time
+import torch
 from convbench.impls.registry import get_impl
 
 NAME, DEVICE = "host-path-probe", "cuda"
