@@ -10,6 +10,7 @@ import socket
 import pytest
 import torch
 
+from convbench.user import protocol
 from convbench.user.protocol import (
     MAX_MESSAGE,
     Malformed,
@@ -95,3 +96,16 @@ def test_the_seed_gives_the_same_input_on_both_sides_and_a_new_one_per_seed():
     assert torch.equal(a, b) and not torch.equal(a, c)
     ratio = a / x
     assert float(ratio.min()) >= 0.99 and float(ratio.max()) < 1.01
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_the_child_scaling_into_its_scratch_gets_the_parents_bits(monkeypatch, device):
+    """The child scales x drawing into a buffer allocated before its warm-up (perturb_scratch), the parent without
+    one: the same bits, over several chunks and a last short one."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here (torch.cuda.is_available() is False); run on the device machine")
+    monkeypatch.setattr(protocol, "PERTURB_CHUNK", 1000)
+    x = torch.randn(3, 2, 29, 31, device=device)  # 5394 elements: 5 whole chunks and a short one
+    scratch = protocol.perturb_scratch(x)
+    assert scratch.numel() == 1000
+    assert torch.equal(perturb(x.clone(), 21, scratch), perturb(x.clone(), 21))

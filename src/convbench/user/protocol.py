@@ -366,18 +366,28 @@ def receive_soon(sock: socket.socket, spin_s: float) -> tuple[dict, list[int]]:
 PERTURB_CHUNK = 1 << 24  # elements scaled at a time: the random numbers never take more than 64 MiB
 
 
-def perturb(x: torch.Tensor, seed: int) -> torch.Tensor:
+def perturb(x: torch.Tensor, seed: int, scratch: torch.Tensor | None = None) -> torch.Tensor:
     """x (contiguous) scaled in place, element by element, by 1 + u with |u| < PERTURBATION, u drawn from `seed` on
     x's device: the input a timed call computes on, known to no one before the parent sends the seed with "go".
     The child and the parent (for its check) run this same code on the same kind of device, and get the same
-    bits."""
+    bits. `scratch` (perturb_scratch(x)): the random numbers' buffer, allocated before, so that the scaling
+    allocates nothing on the device (the child's: the timed call then finds the allocator as its warm-up left
+    it)."""
     generator = torch.Generator(device=x.device).manual_seed(int(seed))
     flat = x.view(-1)
     for start in range(0, flat.numel(), PERTURB_CHUNK):
         part = flat[start:start + PERTURB_CHUNK]
-        factor = torch.rand(part.shape, generator=generator, device=x.device)
+        if scratch is None:
+            factor = torch.rand(part.shape, generator=generator, device=x.device)
+        else:
+            factor = torch.rand(part.shape, generator=generator, out=scratch[:part.numel()])
         part.mul_(factor.mul_(2 * PERTURBATION).add_(1 - PERTURBATION))
     return x
+
+
+def perturb_scratch(x: torch.Tensor) -> torch.Tensor:
+    """The buffer perturb(x, seed, scratch) draws its random numbers into."""
+    return torch.empty(min(x.numel(), PERTURB_CHUNK), dtype=torch.float32, device=x.device)
 
 
 def check_go(message: dict) -> int | None:
