@@ -117,17 +117,21 @@ def _repeat(call, seconds: float, device: str) -> None:
             return
 
 
-def _warm_up(impl: UserImpl, seconds: float, x: torch.Tensor, x_dev: torch.Tensor, k_dev: torch.Tensor,
-             y_dev: torch.Tensor, shared: Shared, device: str) -> None:
+def _warm_up(impl: UserImpl, seconds: float, x_dev: torch.Tensor, k_dev: torch.Tensor, y_dev: torch.Tensor,
+             shared: Shared, device: str) -> None:
     """The parent's warm-up before a timed call: untimed calls for `seconds` in the timed call's own buffers (the
     same pointers, for a file that prepares per buffer), on random values, not the input (nothing computed now can
     answer the timed call); then the input back in x_dev and y_dev NaN again."""
     if seconds <= 0:
         return
     shared.set_phase("warm-up")
+    # the input is staged on the device first and copied back into x_dev on the device after: a copy from the
+    # host (milliseconds for a large layer, the SMs idle) would let the clocks fall again before the timed call
+    staged = x_dev.clone()
     x_dev.uniform_()
     _repeat(lambda: impl(x_dev, k_dev, y_dev) if impl.writes_into else impl.fn(x_dev, k_dev), seconds, device)
-    x_dev.copy_(x)
+    x_dev.copy_(staged)
+    del staged
     y_dev.fill_(float("nan"))  # what the timed call leaves unwritten stays NaN
     synchronize(device)
 
@@ -150,7 +154,7 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             # allocated before the warm-up: the timed call's own allocations (a Python file's output) then come
             # from the blocks its warm-up calls freed, as in a run of calls, not from fresh device memory
             scratch = perturb_scratch(x_dev)
-            _warm_up(impl, warm_s, x, x_dev, k_dev, y_dev, shared, device)
+            _warm_up(impl, warm_s, x_dev, k_dev, y_dev, shared, device)
             if device not in _WARM:  # the scaling's kernels loaded now, not on the clock (CUDA loads them lazily)
                 perturb(torch.ones(8, device=device), 0)
                 _WARM.add(device)

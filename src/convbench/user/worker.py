@@ -570,7 +570,6 @@ class Worker:
             if "event" not in ready:  # it ended before the call (an error is raised in _reply; a result is refused)
                 self._fail(f"the sandbox process answered before its timed call ran while {what}", kill=True)
             del sx
-            self.shared.release(offsets[0], offsets[1] - offsets[0])  # x is staged in the child: not needed here
             started = time.perf_counter()
             self._send({"op": "go", "seed": seed} if seed is not None else {"op": "go"})
             # on a GPU the parent polls for "done" without sleeping (a woken process is late on a virtual machine);
@@ -579,6 +578,9 @@ class Worker:
             window = time.perf_counter() - started
             if "event" not in done:
                 self._fail(f"the sandbox process answered before its timed call ended while {what}", kill=True)
+            # x is staged in the child: its pages are not needed here (given back after the call, not between
+            # "ready" and "go", where the GPU would idle while the kernel frees them)
+            self.shared.release(offsets[0], offsets[1] - offsets[0])
             reply = self._reply(what)
         else:
             self._send(message, fds)
