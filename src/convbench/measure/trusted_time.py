@@ -45,9 +45,9 @@ from convbench.measure.problem import ConvShape
 CALLS = 3  # timed calls per layer and size (at the largest size, 1 + the re-times if more)
 # On a GPU each timed call comes right after WARM_S seconds of untimed calls on random values in the same buffers,
 # in the child: between timed calls the parent stages and checks (milliseconds to seconds), the GPU idles and drops
-# its clock (an H100 to 345 of 1980 MHz), so a lone call measured two to three times the time of the same call in a
-# run of calls, as bench and the ladder time them (results/2026-11-27-2130-h100-grade-warm-up). On the CPU a
-# warm-up of a large layer costs seconds and the clock hardly changes: none.
+# its clock, and a lone call measures the wake-up as much as the kernel; bench and the ladder time calls that follow
+# calls (results/2026-11-27-2005-h100-grade-warm-up). On the CPU a warm-up of a large layer costs seconds and the
+# clock hardly changes: none.
 WARM_S = {"cuda": 0.05, "cpu": 0.0}
 # On a GPU a layer whose calls are short gets more of them, up to SHORT_CALLS while its windows add up to less than
 # SHORT_S and its timed calls (staging and checks included) have taken less than SHORT_WALL_S: its own timer is
