@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 from clihelp import cli
@@ -50,6 +51,7 @@ def test_grade_many_submissions(capsys, submissions, tmp_path):
     assert rc == 1, err  # not all correct
     assert "Traceback" not in err
     doc = json.loads(out_json.read_text())
+    assert doc["complete"] is True
     verdicts = {g["path"].rsplit("/", 1)[1]: g for g in doc["grades"]}
     assert {n: g["verdict"] for n, g in verdicts.items()} == {
         "good.py": "ok", "slow_good.py": "ok", "late_wrong.py": "wrong answer", "half.py": "ok", "hardcoded.py": "unsupported shape",
@@ -168,3 +170,25 @@ def test_gpu_warm_up_on_the_first_images():
     whole_seen, whole = run(None)
     assert slice_seen == [5, 37, 5, 37] and whole_seen == [37, 37, 37, 37]
     assert np.array_equal(sliced.predictions, whole.predictions)
+
+
+def test_a_grade_run_stopped_part_way_leaves_what_it_graded(capsys, submissions, tmp_path, monkeypatch):
+    """--json is written after each submission, marked incomplete (and without a leaderboard) until the last: a run
+    stopped at the second submission (here by Ctrl-C) leaves the first one's grade."""
+    from convbench.cli import grade as grade_cli
+
+    real = grade_cli.grade_one
+
+    def stop_at_the_second(path, *args, **kwargs):
+        if path.name == "broken.py":
+            raise KeyboardInterrupt
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(grade_cli, "grade_one", stop_at_the_second)
+    out_json = tmp_path / "grades.json"
+    rc, _, err = cli(capsys, "grade", "--device", "cpu", "--sizes", "100", "--shapes", "1", "--seed", "3",
+                     submissions / "good.py", submissions / "broken.py", "--json", out_json)
+    assert rc != 0 and "Traceback" not in err
+    doc = json.loads(out_json.read_text())
+    assert doc["complete"] is False and doc["leaderboard"] == []
+    assert [(Path(g["path"]).name, g["verdict"]) for g in doc["grades"]] == [("good.py", "ok")]

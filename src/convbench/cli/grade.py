@@ -185,6 +185,21 @@ def _submission_paths(given: list[str], folder: Path) -> list[Path]:
     return paths
 
 
+def _document(grades: list[Grade], sizes: list[int], device: str, seed: int, shapes: int, checked,
+              complete: bool) -> str:
+    """The --json file: every grade so far; `complete` False (and no leaderboard) while submissions are left, so
+    that a run stopped part way leaves what it graded, marked as such."""
+    largest = max(sizes)
+    board = leaderboard(grades, largest) if complete else []
+    doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": shapes, "complete": complete,
+           "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,
+                       "problem": checked.problem},
+           "environment": environment(), "grades": [g.to_json() for g in grades],
+           "leaderboard": [{"rank": i, "path": g.path, "op_time_total_s": g.op_total(largest)}
+                           for i, g in enumerate(board, 1)]}
+    return json.dumps(doc, indent=1) + "\n"
+
+
 def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> int:
     paths = _submission_paths(args.paths, builtins_folder)
     weights_folder = Path(args.course_weights) if args.course_weights else None
@@ -231,6 +246,9 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
                               worker=workers.pop(path, None))
                 bar.advance(max(0, STEPS + len(sizes) - done))
                 grades.append(g)
+                if json_path is not None and len(grades) < len(paths):  # what is graded so far, should the run stop
+                    outfiles.write_text(json_path, _document(grades, sizes, device, seed, args.shapes, checked,
+                                                             complete=False), "--json")
                 ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else "")
                         + (f"; not ranked: {g.flags[0]}" + (f" (and {len(g.flags) - 1} more)" if len(g.flags) > 1
                                                             else "") if g.correct and g.flags else ""))
@@ -253,14 +271,9 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
                 outfiles.write_text(md_folder / name, feedback.markdown(g.feedback, f"Feedback on {g.path}"),
                                     "--feedback-md")
 
-    doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
-           "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,
-                       "problem": checked.problem},
-           "environment": environment(), "grades": [g.to_json() for g in grades],
-           "leaderboard": [{"rank": i, "path": g.path, "op_time_total_s": g.op_total(largest)}
-                           for i, g in enumerate(board, 1)]}
     if json_path is not None:
-        outfiles.write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json")
+        outfiles.write_text(json_path, _document(grades, sizes, device, seed, args.shapes, checked, complete=True),
+                            "--json")
     if csv_path is not None:
         outfiles.write_text(csv_path, _csv(grades, sizes), "--csv")
     return 0 if all(g.correct for g in grades) else 1
