@@ -207,21 +207,24 @@ COUNTING = """
 """
 
 
-def test_the_warm_up_calls_come_first_on_random_values_and_off_the_clock(tmp_path):
+@pytest.mark.parametrize("op", ["call", "layer"])
+def test_the_warm_up_calls_come_first_on_random_values_and_off_the_clock(tmp_path, op):
     """run_timed(warm_s=0.3): the child calls the file before "ready" for 0.3 s (here once: its first call takes
     0.5 s), on random values in place of the input (nothing computed then can answer the timed call), and the timed
     call gets the input itself (zeros, still zeros once scaled): its output is the second call's, and the first
-    call's half second is not in the window. Without warm_s the timed call is the file's next."""
+    call's half second is not in the window. Without warm_s the timed call is the file's next. The same for a
+    layer (host to host; its warm-up layers on random values too)."""
     from convbench.user.base import BuildOptions
     from convbench.user.worker import Worker
 
     worker = Worker("python", kernel(tmp_path, "counting.py", COUNTING), BuildOptions())
     worker.quiet = True
     try:
-        run = worker.run_timed("call", torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=7, warm_s=0.3)
+        seeds = (7, 8) if op == "call" else (None, None)
+        run = worker.run_timed(op, torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=seeds[0], warm_s=0.3)
         assert torch.equal(run.y, torch.full((3, 2, 7, 7), 23.0)), run.y.unique()
         assert run.window_s < 0.25, run.window_s
-        cold = worker.run_timed("call", torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=8)
+        cold = worker.run_timed(op, torch.zeros(3, 1, 9, 9), torch.ones(2, 1, 3, 3), "cpu", seed=seeds[1])
         assert torch.equal(cold.y, torch.full((3, 2, 7, 7), 32.0)), cold.y.unique()  # the third call, no warm-up
     finally:
         worker.remove()
