@@ -1,11 +1,15 @@
 """The CUDA plumbing that can be checked without a GPU: argument packing, the one-line CUDA error, tuning records."""
 
+import ctypes
+from types import SimpleNamespace
+
 import numpy as np
+import pytest
 import torch
 
 from convbench.cli.main import main
 from convbench.core import gpu
-from convbench.core.errors import cuda_error
+from convbench.core.errors import UsageError, cuda_error
 from convbench.core.gpu import tuning
 from convbench.impls.registry import all_impls
 
@@ -79,16 +83,12 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 """
 
 
-def test_prepared_launch_passes_every_argument_through_the_c_call(tmp_path, monkeypatch):
-    """PreparedLaunch calls cuLaunchKernel through ctypes without argtypes: every value is a ctypes object built once,
-    so a wrong type or width would reach the driver silently. A C function with the driver's signature, compiled
-    here, records what arrives (the stack-passed arguments of x86-64 included)."""
-    import ctypes
+@pytest.fixture
+def stub(tmp_path, monkeypatch):
+    """STUB_DRIVER compiled here and put in the driver's place for PreparedLaunch (the library, to read what the
+    last call passed)."""
     import shutil
     import subprocess
-    from types import SimpleNamespace
-
-    import pytest
 
     from convbench.core.gpu import launcher
 
@@ -98,10 +98,18 @@ def test_prepared_launch_passes_every_argument_through_the_c_call(tmp_path, monk
     src, lib = tmp_path / "stub.c", tmp_path / "libstub.so"
     src.write_text(STUB_DRIVER)
     subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True)
-    stub = ctypes.CDLL(str(lib))
-    fn = stub["cuLaunchKernel"]
+    library = ctypes.CDLL(str(lib))
+    fn = library["cuLaunchKernel"]
     fn.restype = ctypes.c_int
     monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: fn)
+    return library
+
+
+def test_prepared_launch_passes_every_argument_through_the_c_call(stub):
+    """PreparedLaunch calls cuLaunchKernel through ctypes without argtypes: every value is a ctypes object built once,
+    so a wrong type or width would reach the driver silently. A C function with the driver's signature, compiled
+    here, records what arrives (the stack-passed arguments of x86-64 included)."""
+    from convbench.core.gpu import launcher
 
     y, x = torch.zeros(4), torch.zeros(8)
     kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0x7F00_1234_5670))
@@ -120,6 +128,43 @@ def test_prepared_launch_passes_every_argument_through_the_c_call(tmp_path, monk
     assert ctypes.cast(params[4], ctypes.POINTER(ctypes.c_float))[0] == 2.5  # `float`
     job(0)  # the default stream: NULL
     assert ctypes.c_void_p.in_dll(stub, "got_stream").value is None
+
+
+def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monkeypatch):
+    """launch() (rungs 1-12, the whole network's dense layers, a course file's kernel) goes through a PreparedLaunch
+    kept per launch_key: a short grid or block padded to three, the same launch again reuses it, and another buffer
+    or another number is another launch, passed as its own bytes."""
+    from convbench.core.gpu import launcher
+
+    monkeypatch.setattr(launcher, "LAUNCHES", launcher.LaunchCache())
+    kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0x7F00_0000_1000))
+    stream = SimpleNamespace(cuda_stream=0x1234)
+    y, x, other = torch.zeros(4), torch.zeros(8), torch.zeros(8)
+    launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
+    assert list((ctypes.c_uint * 7).in_dll(stub, "got_dims")) == [5, 1, 1, 64, 1, 1, 96]
+    assert ctypes.c_void_p.in_dll(stub, "got_stream").value == 0x1234
+    assert len(launcher.LAUNCHES) == 1
+    launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
+    assert len(launcher.LAUNCHES) == 1  # the same launch: prepared once
+    launcher.launch(kernel, (5,), (64,), (y, other, 3, 2.0), shared_mem=96, stream=stream)
+    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_uint64))[0] == other.data_ptr()
+    launcher.launch(kernel, (5,), (64,), (y, other, 3.0, 2.0), shared_mem=96, stream=stream)
+    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float))[0] == 3.0  # 3.0 is a float: not int 3's bytes
+    assert len(launcher.LAUNCHES) == 3
+    keys = {launcher.launch_key(kernel, (1, 1, 1), (1, 1, 1), (v,), 0) for v in (1, 1.0, True)}
+    assert len(keys) == 3
+
+
+def test_a_failed_launch_is_named_as_the_driver_names_it(monkeypatch):
+    from convbench.core.gpu import launcher
+
+    failing = lambda *args: 1  # noqa: E731 - CUDA_ERROR_INVALID_VALUE
+    monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: failing)
+    job = launcher.PreparedLaunch(SimpleNamespace(kernel=SimpleNamespace(ptr=1)), (1, 1, 1), (1, 1, 1), (), 0, "k")
+    with pytest.raises(UsageError, match=r"CUDA launch of k grid=\(1, 1, 1\) failed: (CUDA_ERROR_INVALID_VALUE|CUresult 1)"):
+        job(0)
 
 
 def test_a_kernel_argument_of_another_type_is_refused():

@@ -106,17 +106,30 @@ def current_stream_handle(device_index: int) -> int:
     return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
 
 
-def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
-    """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved."""
-    cp = cupy()
-    handle = (stream or torch.cuda.current_stream()).cuda_stream
-    grid = tuple(int(g) for g in grid)
-    block = tuple(int(b) for b in block)
+def launch_key(fn, grid: tuple, block: tuple, args, shared_mem: int) -> tuple:
+    """What identifies a launch: the compiled function, grid, block, shared memory, and each argument as it is
+    passed (a tensor by its address; a number by its type and value: 1, 1.0 and True go as different bytes)."""
     try:
-        with cupy_stream(handle):
-            fn(grid, block, tuple(kernel_arg(a) for a in args), shared_mem=shared_mem)
-    except cp.cuda.driver.CUDADriverError as e:
-        raise UsageError(f"CUDA launch of {getattr(fn, 'name', fn)} grid={grid} block={block} failed: {e}") from None
+        handle = int(fn.kernel.ptr)  # the CUfunction: a Function object may be made anew per lookup
+    except AttributeError:
+        handle = id(fn)
+    return (handle, grid, block, shared_mem,
+            tuple(a.data_ptr() if isinstance(a, torch.Tensor) else (type(a), a) for a in args))
+
+
+def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
+    """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Through a
+    PreparedLaunch kept per launch_key: a call that repeats a launch (the same shapes and buffers, as a layer's
+    calls do) costs the key and one driver call, not CuPy's argument handling."""
+    handle = stream.cuda_stream if stream is not None else current_stream_handle(torch.cuda.current_device())
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # the driver takes three of each
+    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+    key = launch_key(fn, grid, block, args, int(shared_mem))
+    job = LAUNCHES.get(key)
+    if job is None:
+        job = LAUNCHES.put(key, PreparedLaunch(fn, grid, block, args, int(shared_mem),
+                                               f"{getattr(fn, 'name', fn)} block={block}"))
+    job(handle)
 
 
 @functools.cache
@@ -131,6 +144,18 @@ def _cu_launch_kernel():
         return None
     fn.restype = ctypes.c_int
     return fn
+
+
+def cu_error_text(rc: int) -> str:
+    """A CUresult as the driver names it ("CUDA_ERROR_INVALID_VALUE: invalid argument"), else its number."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        name, text = ctypes.c_char_p(), ctypes.c_char_p()
+        if lib.cuGetErrorName(rc, ctypes.byref(name)) == 0 and lib.cuGetErrorString(rc, ctypes.byref(text)) == 0:
+            return f"{name.value.decode()}: {text.value.decode()}"
+    except (OSError, AttributeError, UnicodeDecodeError):
+        pass
+    return f"CUresult {rc}"
 
 
 class PreparedLaunch:
@@ -156,7 +181,7 @@ class PreparedLaunch:
         if self._cu is not None:
             rc = self._cu(*self._head, ctypes.c_void_p(stream_handle), self._params, None)
             if rc:
-                raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: CUresult {rc}")
+                raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {cu_error_text(rc)}")
             return
         cp = cupy()
         try:
@@ -184,6 +209,9 @@ class LaunchCache:
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+LAUNCHES = LaunchCache()  # launch()'s prepared launches
 
 
 def copy_to_constant(source, symbol: str, src: torch.Tensor, capacity_floats: int, **defines: int | str) -> None:
