@@ -3,7 +3,7 @@
 # set to the folder for the run's files:
 #
 #   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
-#                                                   sandbox clock grade feedback
+#                                                   sandbox clock grade feedback timing
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
@@ -35,6 +35,10 @@
 #                                                                              -> $OUT/grade-SET.{json,txt,err}
 #   feedback    the gpu and triton rungs graded as submissions with --feedback, then scripts/feedback_check.py (each
 #               layer's bound against Nsight Compute)  -> $OUT/feedback-rungs.*, feedback-*/, feedback-check.{json,txt}
+#   timing      a grade's timed call against the ladder: scripts/timed_call_steps.py at 1000 images, then TIMING_RUNGS
+#               (default gpu-per-layer gpu-regtile gpu-igemm-tc gpu-wgmma) graded as submissions with --feedback
+#               --no-counters at 100,1000, each rung's graded Σ Op Time against its ladder time from the same run
+#                                                              -> $OUT/timing-steps.txt, $OUT/timing-rungs.{json,txt}
 #
 # Files all in $OUT; the default steps write 7 (the device tool returns 8), precision and small 2 more each. Measured
 # on an H100: tests 5.5 minutes, verify 7 (the two Triton impls, which compile per shape, take 4 of them), bench 2.5,
@@ -64,8 +68,8 @@ SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade | feedback) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade feedback" >&2
+    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade | feedback | timing) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade feedback timing" >&2
        exit 2 ;;
     esac
 done
@@ -320,6 +324,27 @@ print(' '.join(i.name for i in declared() if i.ladder in ('gpu', 'triton')))")}
     local check=$?
     tail -3 "$OUT/feedback-check.txt"
     [ "$code" -le 1 ] && [ "$check" = 0 ]
+}
+
+step_timing() {  # a grade's timed call against the ladder (see the header)
+    local rungs=${TIMING_RUNGS:-gpu-per-layer gpu-regtile gpu-igemm-tc gpu-wgmma} rc=0
+    timeout 150 python3 scripts/timed_call_steps.py --images 1000 gpu-per-layer gpu-igemm-tc \
+        > "$OUT/timing-steps.txt" 2>&1 || rc=1
+    cat "$OUT/timing-steps.txt"
+    # shellcheck disable=SC2086 # one argument per rung
+    timeout "${TIMING_TIMEOUT:-300}" "${cb[@]}" grade --device cuda --sizes 100,1000 --shapes 3 --seed 4 --feedback \
+        --no-counters --json "$OUT/timing-rungs.json" $rungs > "$OUT/timing-rungs.txt" 2>&1
+    [ $? -le 1 ] || rc=1
+    python3 - "$OUT/timing-rungs.json" <<'PY' || rc=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for g in doc["grades"]:
+    ladder = {r["name"]: r["total_s"] for r in (g.get("feedback") or {}).get("ladder", {}).get("rungs", [])}
+    name, graded = g["name"].removesuffix("-graded"), sum(g["op_times"].get("1000", []))
+    if name in ladder and graded:
+        print(f"{name}: graded {graded * 1e6:.0f} µs, ladder {ladder[name] * 1e6:.0f} µs: x{graded / ladder[name]:.2f}")
+PY
+    return $rc
 }
 
 rm -f "$OUT/manifest.json"
