@@ -185,18 +185,13 @@ def _submission_paths(given: list[str], folder: Path) -> list[Path]:
     return paths
 
 
-def _document(grades: list[Grade], sizes: list[int], device: str, seed: int, shapes: int, checked,
-              complete: bool) -> str:
-    """The --json file: every grade so far; `complete` False (and no leaderboard) while submissions are left, so
-    that a run stopped part way leaves what it graded, marked as such."""
-    largest = max(sizes)
-    board = leaderboard(grades, largest) if complete else []
-    doc = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": shapes, "complete": complete,
-           "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,
-                       "problem": checked.problem},
-           "environment": environment(), "grades": [g.to_json() for g in grades],
+def _document(head: dict, grades: list[Grade], board: list[Grade] | None, largest: int) -> str:
+    """The --json file: `head` (the run's settings, sandbox and machine), every grade so far and the leaderboard;
+    `board` None while submissions are left ("complete": false, no leaderboard), so that a run stopped part way
+    leaves what it graded, marked as such."""
+    doc = {**head, "complete": board is not None, "grades": [g.to_json() for g in grades],
            "leaderboard": [{"rank": i, "path": g.path, "op_time_total_s": g.op_total(largest)}
-                           for i, g in enumerate(board, 1)]}
+                           for i, g in enumerate(board or [], 1)]}
     return json.dumps(doc, indent=1) + "\n"
 
 
@@ -229,6 +224,10 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
                              weights_folder=weights_folder, feedback=args.feedback or md_folder is not None,
                              counters=not args.no_counters)
     grades: list[Grade] = []
+    head = {"device": device, "sizes": sizes, "seed": seed, "random_shapes": args.shapes,
+            "sandbox": {"ok": checked.ok, "backend": checked.backend, "properties": checked.properties,
+                        "problem": checked.problem},
+            "environment": environment()}
     references: dict = {}
     calibration = worker.Calibration()
     try:
@@ -247,8 +246,7 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
                 bar.advance(max(0, STEPS + len(sizes) - done))
                 grades.append(g)
                 if json_path is not None and len(grades) < len(paths):  # what is graded so far, should the run stop
-                    outfiles.write_text(json_path, _document(grades, sizes, device, seed, args.shapes, checked,
-                                                             complete=False), "--json")
+                    outfiles.write_text(json_path, _document(head, grades, None, max(sizes)), "--json")
                 ui.note(f"{path}: {g.verdict}" + (f": {g.detail}" if g.detail and not g.correct else "")
                         + (f"; not ranked: {g.flags[0]}" + (f" (and {len(g.flags) - 1} more)" if len(g.flags) > 1
                                                             else "") if g.correct and g.flags else ""))
@@ -272,8 +270,7 @@ def _grade_all(args, sizes: list[int], device: str, builtins_folder: Path) -> in
                                     "--feedback-md")
 
     if json_path is not None:
-        outfiles.write_text(json_path, _document(grades, sizes, device, seed, args.shapes, checked, complete=True),
-                            "--json")
+        outfiles.write_text(json_path, _document(head, grades, board, largest), "--json")
     if csv_path is not None:
         outfiles.write_text(csv_path, _csv(grades, sizes), "--csv")
     return 0 if all(g.correct for g in grades) else 1

@@ -8,14 +8,15 @@ Requests (one JSON message each; arrays in the shared memory whose descriptor ca
                the library (nvcc_build.stored_report; build_report.py)
     prepare    load the library / module, run its set-up (get_device_properties)
     call       x, k to the device, y filled with NaN, the implementation called and synchronized, y (and x, k as
-               the call left them) back; with "timed": after untimed calls for "warm_s" seconds in the same buffers
-               on random values (then x staged again, y filled with NaN), once x, k and y are on the device the child says "ready";
-               the parent's "go" (its clock starts) brings a seed, with which x is scaled (protocol.perturb) before
-               the call, so that no work on it can start earlier; after the synchronize the child says "done"
+               the call left them) back; with "timed": after untimed calls for "warm_s" seconds in the same
+               buffers on random values (then x staged again, y filled with NaN), once x, k and y are on the
+               device the child says "ready"; the parent's "go" (its clock starts) brings a seed, with which x is
+               scaled (protocol.perturb) before the call, so that no work on it can start earlier; after the
+               synchronize the child says "done"
     layer      host to host, as the network runs a layer (a mini-dnn file's prolog, conv_forward_gpu, epilog); with
-               "timed": whole layers untimed for "warm_s" seconds first (on random values), then the shim stops before conv_forward_gpu and says
-               "ready", runs it when the parent says "go"
-               (the parent's clock starts there) and says "done" after its cudaDeviceSynchronize
+               "timed": whole layers untimed for "warm_s" seconds first (on random values), then the shim stops
+               before conv_forward_gpu and says "ready", runs it when the parent says "go" (the parent's clock
+               starts there) and says "done" after its cudaDeviceSynchronize
     profile    for a grade's feedback, after its timed calls: a warm-up, then `calls` calls of the op ("call" on
                inputs staged on the device once, or "layer") under torch.profiler's CUDA activity tracing; the trace
                is exported into this process's own temporary folder and summarized here (kernel_trace.py). On the
@@ -200,9 +201,10 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
     else:
         op_s = None
 
-        def layer(on_clock: bool):
+        def layer(warm_up: bool = False):
             nonlocal op_s
-            x_dev = x.to(device) if on_clock or not timed_call else torch.rand(tuple(x.shape), device=device)
+            on_clock = timed_call and not warm_up
+            x_dev = torch.rand(tuple(x.shape), device=device) if warm_up else x.to(device)
             y_dev = torch.full(tuple(y.shape), float("nan"), device=device)
             shared.set_phase("conv_forward")
             if on_clock:
@@ -213,13 +215,13 @@ def _serve(impl: UserImpl, request: dict, shared: Shared, sock: socket.socket, h
             if on_clock:
                 handshake(2)
                 handshake.active = False
-            if on_clock or not timed_call:
+            if not warm_up:
                 y.copy_(y_dev)
 
         if warm_s > 0:
             shared.set_phase("warm-up")
-            _repeat(lambda: layer(False), warm_s, device)
-        _, layer_s = timed(device, lambda: layer(timed_call))
+            _repeat(lambda: layer(warm_up=True), warm_s, device)
+        _, layer_s = timed(device, layer)
     shared.set_phase("")
     times = dict(getattr(impl, "last_times", {}) or {})
     reported_layer = times.get("layer_s")

@@ -100,9 +100,9 @@ def kernel_findings(rows: list[dict], images: int, sm: SMLimits | None) -> list[
             found.append(_finding(
                 layer, "occupancy", main["occupancy_pct"],
                 f"{layer}: {short} runs {main['threads_per_block']} threads a block with {main['registers']} "
-                f"registers a "
-                f"thread and {main['shared_bytes']:,} B of shared memory: {main['blocks_per_sm']} block(s) fit an SM, "
-                f"{main['occupancy_pct']:g} % theoretical occupancy (limited by {main['occupancy_limit']}).",
+                f"registers a thread and {main['shared_bytes']:,} B of shared memory: {main['blocks_per_sm']} "
+                f"block(s) fit an SM, {main['occupancy_pct']:g} % theoretical occupancy (limited by "
+                f"{main['occupancy_limit']}).",
                 TRACE_LIMITS))
             if main["blocks"] < sm.sms:
                 found.append(_finding(
@@ -113,8 +113,8 @@ def kernel_findings(rows: list[dict], images: int, sm: SMLimits | None) -> list[
                 found.append(_finding(
                     layer, "grid", main["waves"],
                     f"{layer}: {short} launches {main['blocks']:,} blocks at {images} images: "
-                    f"{main['waves']:.3g} wave(s) of "
-                    f"{main['blocks_per_sm'] * sm.sms:,} resident blocks over {sm.sms} SMs.", TRACE_LIMITS))
+                    f"{main['waves']:.3g} wave(s) of {main['blocks_per_sm'] * sm.sms:,} resident blocks over "
+                    f"{sm.sms} SMs.", TRACE_LIMITS))
         if main.get("spill_bytes"):
             found.append(_finding(layer, "spills", main["spill_bytes"],
                                   f"{layer}: {short} spills {main['spill_bytes']:,} bytes a thread to local memory "
@@ -149,8 +149,8 @@ def roofline_findings(rows: list[dict], arithmetic: str, knee: float) -> list[di
     return [_finding(r["layer"], "roofline", r["pct_of_floor"],
                      f"{r['layer']} at {r['images']} images: {r['gflop_per_s']:,.1f} GFLOP/s and {r['gb_per_s']:,.1f} "
                      f"GB/s, {pct(r['pct_of_floor'])} % of its floor ({us(r['floor_s'])}); "
-                     f"{r['intensity']:g} FLOP/byte "
-                     f"is {'under' if r['roof'] == 'memory' else 'past'} the {arithmetic} knee ({knee:.1f}): its "
+                     f"{r['intensity']:g} FLOP/byte is {'under' if r['roof'] == 'memory' else 'past'} the {arithmetic} "
+                     f"knee ({knee:.1f}): its "
                      f"roof is {r['roof']}.", CLOCK) for r in rows]
 
 
@@ -239,8 +239,7 @@ def counter_findings(layer: str, images: int, counters: dict) -> list[dict]:
     if sectors is not None and requests:
         found.append(_finding(layer, "coalescing", round(sectors / requests, 2),
                               f"{layer}: {short}'s global loads take {sectors / requests:.1f} sectors a request "
-                              "(a warp's "
-                              "coalesced 4-byte loads take 4; more means scattered addresses).", NCU))
+                              "(a warp's coalesced 4-byte loads take 4; more means scattered addresses).", NCU))
     conflicts = sum(m.get(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum", 0) for o in ("ld", "st"))
     if any(f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{o}.sum" in m for o in ("ld", "st")):
         found.append(_finding(layer, "bank conflicts", conflicts,
