@@ -7,7 +7,7 @@ conv layers of a network five ways in one run, so that the numbers compare.
   lone          in this process, each call after --gap seconds idle (as a grade's timed calls come, between the
                 parent's staging and its float64 check), CUDA events around the call: the median
   lone+warm     the same, with WARM_S of untimed calls right before each
-  sandbox       the rung graded as a submission (grade.builtin_submission, in its sandbox), worker.run_timed after
+  sandbox       the rung graded as a submission (timed_calls.builtin_submission, in its sandbox), worker.run_timed after
                 the gap: convbench's window less the empty call's (trusted) and the child's own timer (own)
   sandbox+warm  the same with trusted_time.WARM_S: the child's untimed calls in the same buffers first
 
@@ -30,7 +30,8 @@ from convbench.core.timing import synchronize, timed
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import bench, problem
-from convbench.measure.grade import builtin_submission, open_submission
+from convbench.measure.grade import open_submission
+from convbench.measure.timed_calls import builtin_submission
 from convbench.measure.trusted_time import WARM_S
 from convbench.core.spec import get_network
 from convbench.user.worker import Calibration

@@ -6,7 +6,7 @@ its Op Time" finding), the difference is host work, and this says where it goes.
 
 For each rung and each place: the host time of a call without synchronizing (200 calls back to back: the launch
 path alone), the wall time of a synchronized call (50), and cProfile's top entries by own time over 100 calls. In
-the children the measurement runs inside a Python submission wrapping the rung (grade.builtin_submission's way),
+the children the measurement runs inside a Python submission wrapping the rung (timed_calls.builtin_submission's way),
 on the layer's real input.
 """
 

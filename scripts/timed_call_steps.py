@@ -18,7 +18,7 @@ one call timed with CUDA events (core.timing.timed, as the child times it), the 
   child@86f26eb   device-restage + nan-fill + spin-2ms + perturb: the child's whole sequence now
   cold-100ms      no warm-up, 100 ms idle first (a grade's timed call before the warm-up existed)
 
-Each rung is called as a Python submission wrapping it is (grade.builtin_submission through user/python_file's
+Each rung is called as a Python submission wrapping it is (timed_calls.builtin_submission through user/python_file's
 checks: its own output, copied into the contract's after the clock), on the layer's real input.
 """
 
@@ -38,7 +38,7 @@ from convbench.core.spec import get_network
 from convbench.core.timing import synchronize, timed
 from convbench.data.fashion_mnist import load_dataset
 from convbench.measure import bench
-from convbench.measure.grade import builtin_submission
+from convbench.measure.timed_calls import builtin_submission
 from convbench.measure.trusted_time import WARM_S
 from convbench.user import python_file
 from convbench.user.protocol import perturb, perturb_scratch, receive_soon

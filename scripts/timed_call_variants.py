@@ -36,7 +36,7 @@ from convbench.core.timing import synchronize, timed
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import bench, ladder
-from convbench.measure.grade import builtin_submission
+from convbench.measure.timed_calls import builtin_submission
 from convbench.measure.trusted_time import WARM_S, fresh_input, secret_rng
 from convbench.user import python_file
 from convbench.user.base import BuildOptions

@@ -133,7 +133,8 @@ def test_markdown_has_every_part_and_neutralizes_submitted_text():
 
 
 def test_grade_with_feedback_on_the_cpu(tmp_path):
-    from convbench.measure.grade import GradeSettings, builtin_submission, grade_one
+    from convbench.measure.grade import GradeSettings, grade_one
+    from convbench.measure.timed_calls import builtin_submission
 
     path = builtin_submission("cpu-parallel", tmp_path)
     settings = GradeSettings(sizes=(8,), device="cpu", random_shapes=2, seed=7, feedback=True)
@@ -214,7 +215,8 @@ def test_counters_agree_or_not_with_the_bound_and_say_their_numbers():
 def test_grade_with_feedback_on_a_gpu(tmp_path, submission):
     """On a GPU grader: the kernel trace from the sandbox fills the kernels and their occupancy; where the machine
     gives counters to every user, ncu's run in the sandbox too and each bound says whether they agree."""
-    from convbench.measure.grade import GradeSettings, builtin_submission, grade_one
+    from convbench.measure.grade import GradeSettings, grade_one
+    from convbench.measure.timed_calls import builtin_submission
     from convbench.user import ncu_counters
 
     path = (Path(__file__).parent.parent / submission if "/" in submission

@@ -63,6 +63,58 @@ def test_measure_gives_every_cpu_rung_in_ladder_order(measured):
     assert measured.versions["torch"] == torch.__version__ and "cuda" in measured.versions
 
 
+def test_each_rung_is_timed_as_a_graded_submission(measured):
+    for r in (*measured.rungs, measured.library):
+        assert r.note.startswith("timed as a graded submission, calls per layer: conv1 "), r
+
+
+WRONG_SUBMISSION = '''
+import torch.nn.functional as F
+NAME = "off-by-one"
+def conv_forward(x, k):
+    return F.conv2d(x, k) + 1.0
+'''
+
+
+def test_a_rung_wrong_or_failing_in_its_sandbox_is_left_out_and_a_slow_one_keeps_its_time(monkeypatch, notes):
+    """The graded timing checks each timed call's output (a rung that is right in this process and wrong in its
+    sandbox is left out, so is one that fails there); a rung whose call is slow in this process is not graded."""
+    written = lad.builtin_submission
+
+    def submission(name, folder):
+        if name == "cpu-naive":
+            (folder / "wrong.py").write_text(WRONG_SUBMISSION)
+            return folder / "wrong.py"
+        if name == "cpu-parallel":
+            (folder / "fails.py").write_text("def conv_forward(x, k):\n    raise RuntimeError('no')\n")
+            return folder / "fails.py"
+        return written(name, folder)
+
+    monkeypatch.setattr(lad, "builtin_submission", submission)
+    monkeypatch.setattr(lad, "SLOW_CALL_S", 0.0001)  # every rung's call is "slow" but one
+    slow = {"cpu-naive", "cpu-parallel"}
+    monkeypatch.setattr(lad, "ladder_impls", lambda device: [get_impl(n) for n in ("cpu-naive", "cpu-parallel",
+                                                                                    "cpu-direct")])
+    real_times = lad._in_process_times
+
+    def times(impls, inputs, device, reps):  # cpu-direct (and onednn) made fast, the others slow, in this process
+        t, n, out = real_times(impls, inputs, device, reps)
+        return {k: [1.0 if k in slow else 1e-6 for _ in v] for k, v in t.items()}, n, out
+
+    monkeypatch.setattr(lad, "_in_process_times", times)
+    ladder, complete = lad._measure(NET, IMAGES, "cpu", 2)
+    by_name = {r.name: r for r in ladder.rungs}
+    assert by_name["cpu-naive"].note.endswith("timed in this process (a call over 0.0001 s)")
+    assert by_name["cpu-naive"].layer_times_s == (1.0, 1.0)
+    assert by_name["cpu-direct"].note.startswith("timed as a graded submission") and complete
+    monkeypatch.setattr(lad, "SLOW_CALL_S", 10.0)
+    ladder, complete = lad._measure(NET, IMAGES, "cpu", 2)
+    assert [r.name for r in ladder.rungs] == ["cpu-direct"] and not complete
+    said = "\n".join(notes)
+    assert "cpu-naive left out: wrong answer on conv1: timed call 1" in said, said
+    assert "cpu-parallel left out: its call on conv1 failed:" in said and "no" in said, said
+
+
 def test_module_file_is_repo_relative_and_exists():
     assert lad.module_file("convbench.impls.gpu_07_regtile") == "src/convbench/impls/gpu_07_regtile.py"
     with pytest.raises(ValueError):
@@ -101,7 +153,7 @@ def test_a_rung_that_answers_wrong_or_writes_its_input_is_left_out(monkeypatch, 
     impls = [wrong_impl("cpu-naive"), dataclasses.replace(base, name="cpu-parallel", fn=scribbler),
              dataclasses.replace(base, name="cpu-unroll", setup=no_setup), get_impl("cpu-direct")]
     monkeypatch.setattr(lad, "ladder_impls", lambda device: impls)
-    ladder, complete = lad._measure(NET, IMAGES, "cpu", 2)
+    ladder, complete = lad._measure(NET, IMAGES, "cpu", 2, as_submissions=False)  # these rungs exist only here
     assert [r.name for r in ladder.rungs] == ["cpu-direct"]  # after the scribbler, it still got the real input
     assert not complete
     said = "\n".join(notes)
@@ -113,10 +165,10 @@ def test_a_rung_that_answers_wrong_or_writes_its_input_is_left_out(monkeypatch, 
 def test_slow_calls_are_timed_once_and_over_budget_layers_scaled(monkeypatch):
     monkeypatch.setattr(lad, "ladder_impls", lambda device: [get_impl("cpu-direct")])
     monkeypatch.setattr(lad, "SLOW_CALL_S", 0.0)
-    one = lad.measure(NET, IMAGES, "cpu")
+    one = lad.measure(NET, IMAGES, "cpu", as_submissions=False)
     assert one.rungs[0].note == "conv1: one call; conv2: one call"
     monkeypatch.setattr(lad, "RUNG_BUDGET_S", 0.0)
-    scaled = lad.measure(NET, IMAGES, "cpu")
+    scaled = lad.measure(NET, IMAGES, "cpu", as_submissions=False)
     each = [f"{layer}: 1 of 8 images timed once, scaled ×8" for layer in ("conv1", "conv2")]
     assert scaled.rungs[0].note == "; ".join(each)
     assert all(t > 0 for t in scaled.rungs[0].layer_times_s)
@@ -137,7 +189,7 @@ def test_a_cold_first_call_is_called_again(monkeypatch):
 
     monkeypatch.setattr(lad, "ladder_impls", lambda device: [dataclasses.replace(base, fn=compiles_first)])
     monkeypatch.setattr(lad, "SLOW_CALL_S", 0.2)
-    ladder = lad.measure(NET, IMAGES, "cpu")
+    ladder = lad.measure(NET, IMAGES, "cpu", as_submissions=False)
     assert all(t < 0.2 for t in ladder.rungs[0].layer_times_s), ladder.rungs[0]
     assert "one call" not in ladder.rungs[0].note
 

@@ -31,12 +31,12 @@ from convbench.measure.feedback.rules import pct
 from convbench.measure.grade import (
     Grade,
     GradeSettings,
-    builtin_submission,
     grade_one,
     leaderboard,
     open_submission,
     prebuild,
 )
+from convbench.measure.timed_calls import builtin_submission
 from convbench.user import sandbox, worker
 
 STEPS = 3  # build, course shapes, random shapes; plus one per size

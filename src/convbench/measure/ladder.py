@@ -3,17 +3,19 @@ compared with ("closest to rung gpu-tiled; the next step, gpu-regtile, runs thes
 
 Why: a submission's Op Time alone says little to its team; beside the rungs of our own ladder, measured on the same
 card, the same layers and the same batch, it says where on the ladder the team stands and which idea comes next.
-What is timed: Op Time only, as bench does (bench.op_times, the median of a few calls after warm-up): the conv call
-of each rung on the network's REAL conv inputs (bench.conv_inputs: a float32 pass with our own weights), resident
-on the device. Every ladder rung of the device is timed (the cpu ladder on "cpu", the gpu and triton ladders on
-"cuda"; each rung's own implementation, the reduced-precision rungs with their precision kept, not the precision
-variants of a rung), and the library (onednn, cudnn) as the bar; a first call is untimed (a JIT compile). Each
-rung's output on that input is checked against the float64 reference; a wrong one is left out, with a note. A rung
-is bounded in time: a call over SLOW_CALL_S is timed once; a layer whose call would not fit the rung's
-RUNG_BUDGET_S is timed on a slice of the images and scaled (linear in images), and its note says so.
-The ladder is measured once per machine, network and batch size, on the trusted side (our code, no sandbox), and
-cached in `$CONVBENCH_CACHE/ladder/<machine>-<net>-<images>.json` through core/cachefile.py (read: a regular file
-only; written whole, never through a symlink). A cached ladder is checked strictly before use: known rungs whose
+What is timed: Op Time only, the conv call of each rung on the network's REAL conv inputs (bench.conv_inputs: a
+float32 pass with our own weights). Every ladder rung of the device is timed (the cpu ladder on "cpu", the gpu and
+triton ladders on "cuda"; each rung's own implementation, the reduced-precision rungs with their precision kept, not
+the precision variants of a rung), and the library (onednn, cudnn) as the bar. First in this process, as bench does
+(bench.op_times, the median of a few calls after an untimed one: a JIT compile), each rung's output checked against
+the float64 reference, a wrong one left out with a note; a call over SLOW_CALL_S is timed once, and a layer whose
+call would not fit the rung's RUNG_BUDGET_S is timed on a slice of the images and scaled (linear in images), its
+note saying so. Then each rung whose calls are shorter is timed again exactly as a grade times a submission (the
+rung written as a Python submission, in a sandboxed worker of its own, timed_calls.TimedCalls): a graded submission
+is compared with rungs whose times carry the same costs of a grade's timed call (_graded_times says which).
+The ladder is measured once per machine, network and batch size, on the trusted side (our code; the rungs' graded
+calls in the sandbox, as any submission's), and cached in `$CONVBENCH_CACHE/ladder/<machine>-<net>-<images>.json`
+through core/cachefile.py (read: a regular file only; written whole, never through a symlink). A cached ladder is checked strictly before use: known rungs whose
 names, files and texts match their declarations, in ladder order, finite times > 0 and < 1 hour, one per conv
 layer, this machine, network, images and device, and the versions of now (torch, CUDA, CuPy, Triton, and a digest
 of the implementations' sources); anything else is measured again, with a note, never trusted.
@@ -27,6 +29,7 @@ import hashlib
 import importlib.metadata
 import json
 import math
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,8 +50,12 @@ from convbench.impls.registry import all_impls, get_impl
 from convbench.measure import bench, problem
 from convbench.measure.ceilings import machine_key
 from convbench.measure.results import REFERENCE
+from convbench.measure.timed_calls import TimedCalls, builtin_submission
+from convbench.measure.trusted_time import CALLS
+from convbench.user import current_build_options
+from convbench.user.worker import Calibration, Worker
 
-FORMAT = "convbench-ladder/1"
+FORMAT = "convbench-ladder/2"
 REPS = 5  # timed calls per layer (the Op Time is their median)
 SLOW_CALL_S = 1.0  # a call slower than this is timed once: its one time is kept
 RUNG_BUDGET_S = 30.0  # a rung's share of the measurement, all its layers together
@@ -346,10 +353,11 @@ def ladder_impls(device: str) -> list[ConvImpl]:
     return [i for i in rungs if not i.family or first[i.family] == i.name]
 
 
-def _measure(net: str, images: int, device: str, reps: int) -> tuple[Ladder, bool]:
+def _measure(net: str, images: int, device: str, reps: int, as_submissions: bool = True) -> tuple[Ladder, bool]:
     """(the ladder, whether every rung that can run here is in it: a ladder that lost a rung to a failed or wrong
-    call, or its library, is not cached). Layer by layer (one float64 reference held at a time), every rung in
-    turn; each rung's RUNG_BUDGET_S is shared among the layers it has left."""
+    call, or its library, is not cached). In this process: layer by layer (one float64 reference held at a time),
+    every rung in turn, each rung's RUNG_BUDGET_S shared among the layers it has left; then, `as_submissions` (the
+    default), again as graded submissions where the calls are short (_graded_times)."""
     check_device(device)
     if type(images) is not int or images < 1:
         raise UsageError(f"images is {images!r}; use a whole number from 1 to 10000")
@@ -357,10 +365,30 @@ def _measure(net: str, images: int, device: str, reps: int) -> tuple[Ladder, boo
     data = load_dataset(spec.input_size, count=images, quiet=True)
     inputs = bench.conv_inputs(net, data.images[:images], device)
     impls = [i for i in [get_impl(REFERENCE[device]), *ladder_impls(device)] if _prepared(i)]
-    times = {i.name: [] for i in impls}
-    notes = {i.name: [] for i in impls}
+    times, notes, left_out = (_graded_times if as_submissions else _in_process_times)(impls, inputs, device, reps)
+    for name, why in left_out.items():
+        ui.note(f"note: ladder: {name} left out: {why}")
+    del inputs
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    measured = {i.name: Rung(**_static(i), layer_times_s=tuple(times[i.name]), total_s=sum(times[i.name]),
+                             note="; ".join(notes[i.name])) for i in impls if i.name not in left_out}
+    library = measured.pop(REFERENCE[device], None)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    ladder = Ladder(machine_key(device), device, net, images, now, tuple(measured.values()), library,
+                    current_versions(device))
+    return ladder, not left_out and library is not None
+
+
+Times = tuple[dict[str, list[float]], dict[str, list[str]], dict[str, str]]  # layer times, notes, left out: why
+
+
+def _in_process_times(impls: list[ConvImpl], inputs: list[bench.ConvInput], device: str, reps: int) -> Times:
+    """Each rung's Op Time per layer, called in this process (layer_time)."""
+    times: dict[str, list[float]] = {i.name: [] for i in impls}
+    notes: dict[str, list[str]] = {i.name: [] for i in impls}
     spent = dict.fromkeys(times, 0.0)
-    left_out = {}
+    left_out: dict[str, str] = {}
     for n, inp in enumerate(inputs):
         ref = _reference(inp.x, inp.k)
         for impl in impls:
@@ -374,29 +402,73 @@ def _measure(net: str, images: int, device: str, reps: int) -> tuple[Ladder, boo
                     raise _LeftOut(f"its time on {inp.layer} is {t!r} s")  # noqa: TRY301
             except _LeftOut as e:
                 left_out[impl.name] = str(e)
-                ui.note(f"note: ladder: {impl.name} left out: {e}")
                 continue
             finally:
                 spent[impl.name] += time.monotonic() - start
             times[impl.name].append(t)
             notes[impl.name] += [note] if note else []
         del ref
-    del inputs
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    measured = {i.name: Rung(**_static(i), layer_times_s=tuple(times[i.name]), total_s=sum(times[i.name]),
-                             note="; ".join(notes[i.name])) for i in impls if i.name not in left_out}
-    library = measured.pop(REFERENCE[device], None)
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    ladder = Ladder(machine_key(device), device, net, images, now, tuple(measured.values()), library,
-                    current_versions(device))
-    return ladder, not left_out and library is not None
+    return times, notes, left_out
 
 
-def measure(net: str, images: int, device: str, reps: int = REPS) -> Ladder:
+def _graded_times(impls: list[ConvImpl], inputs: list[bench.ConvInput], device: str, reps: int) -> Times:
+    """Each rung's Op Time per layer as a grade times a submission (_graded_rung), where its calls are short: first
+    every rung in this process (_in_process_times: the float64 check, the budget of slow rungs), then each rung
+    whose every layer took less than SLOW_CALL_S again as a graded submission. A grade's timed call costs more than
+    a call among calls (a round trip before "go", the seed's scaling of x, the file's own output; on a GPU tens of
+    µs a layer, on the CPU near a millisecond at a few images): rungs timed in this process came out faster than
+    the same rung graded, and a rung graded as a submission named itself as its next step
+    (results/2026-11-27-2250-h200-graded-ladder). A slower call keeps its in-process time and says so: that cost is
+    lost in it, and three full calls of a slow rung at 10000 images would take minutes."""
+    times, notes, left_out = _in_process_times(impls, inputs, device, reps)
+    calibration = Calibration()
+    try:
+        with tempfile.TemporaryDirectory(prefix="convbench-ladder-") as folder:
+            for impl in impls:
+                if impl.name in left_out:
+                    continue
+                if max(times[impl.name]) >= SLOW_CALL_S:
+                    notes[impl.name].append(f"timed in this process (a call over {SLOW_CALL_S:g} s)")
+                    continue
+                try:
+                    times[impl.name], notes[impl.name] = _graded_rung(impl, inputs, device, calibration, Path(folder))
+                except _LeftOut as e:
+                    left_out[impl.name] = str(e)
+    finally:
+        calibration.close()
+    return times, notes, left_out
+
+
+def _graded_rung(impl: ConvImpl, inputs: list[bench.ConvInput], device: str, calibration: Calibration,
+                 folder: Path) -> tuple[list[float], list[str]]:
+    worker = Worker("python", builtin_submission(impl.name, folder), current_build_options(), "", siblings=False)
+    worker.quiet = True
+    timer = TimedCalls(worker, calibration, device, CALLS, impl.tolerance)
+    times, calls = [], []
+    try:
+        for inp in inputs:
+            try:
+                timer(inp.layer, inp.x, inp.k)
+            except Exception as e:  # noqa: BLE001 (a rung that fails in its sandbox is left out, with its reason)
+                raise _LeftOut(f"its call on {inp.layer} failed: {str(e).strip()[:200]}") from None
+            if timer.wrong:
+                raise _LeftOut(f"wrong answer on {inp.layer}: {timer.wrong}")
+            timing = timer.layers[-1]
+            t = timing.op_time(device)
+            if not (math.isfinite(t) and 0 < t < MAX_TIME_S):
+                raise _LeftOut(f"its time on {inp.layer} is {t!r} s")
+            times.append(t)
+            calls.append(f"{inp.layer} {len(timing.windows)}")
+    finally:
+        worker.remove()
+    return times, [f"timed as a graded submission, calls per layer: {', '.join(calls)}"]
+
+
+def measure(net: str, images: int, device: str, reps: int = REPS, as_submissions: bool = True) -> Ladder:
     """Time every ladder rung of `device` and its library on the conv layers of `net` at `images` images (see the
-    module's docstring); a rung that cannot run here or answers wrong is left out, with a note on stderr."""
-    return _measure(net, images, device, reps)[0]
+    module's docstring; `as_submissions=False`: in this process only); a rung that cannot run here or answers wrong
+    is left out, with a note on stderr."""
+    return _measure(net, images, device, reps, as_submissions)[0]
 
 
 # ---------------------------------------------------------------------------------------------------- the cache
