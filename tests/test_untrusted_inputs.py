@@ -346,8 +346,18 @@ def test_resized_cache_without_digest_is_rebuilt(tmp_path, monkeypatch, capsys):
     assert "has no checksum" in capsys.readouterr().err
 
 
+def _numba_cache_in(folder: Path, monkeypatch) -> None:
+    """numba's cache in `folder`, by its environment variable and its config both. numba reads its config again
+    from the NUMBA_* variables whenever they changed since it last looked (at a compile): a config.CACHE_DIR patched
+    alone went back to the variable's folder part way through a test, after some earlier test had changed one. The
+    test then found its later imports compiling into another folder, and no corrupt file read."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(folder))
+    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(folder))
+
+
 def _fresh_numba_module(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    _numba_cache_in(tmp_path / "numba", monkeypatch)
+    monkeypatch.setenv("NUMBA_CONVBENCH_TEST_CHANGED", "1")  # what an earlier test may leave: numba reads again
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "nbmod_untrusted.py").write_text(
         "from convbench.core.jit import numba\n\n@numba.njit(cache=True)\ndef f(x):\n    return x + 1\n")
@@ -385,7 +395,7 @@ def test_corrupt_numba_cache_is_discarded_and_rebuilt(tmp_path, monkeypatch, cap
 
 
 def test_numba_retry_leaves_code_errors_alone(tmp_path, monkeypatch):
-    monkeypatch.setattr(jit.numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    _numba_cache_in(tmp_path / "numba", monkeypatch)
     calls = []
 
     def setup():

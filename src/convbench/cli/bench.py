@@ -153,7 +153,7 @@ def ceilings_line(c: dict | None) -> str:
 def print_tables(doc: dict) -> None:
     """One table per network and batch, fitting 80 columns; verify and the ceilings as lines around them."""
     console = Console(highlight=False)
-    ref, verify = doc["reference"], doc["verify"]
+    verify = doc["verify"]
     for impl, v in verify.items():
         info = doc["impls"][impl]
         arith = f" ({info['arithmetic']})" if info.get("arithmetic", info["precision"]) != info["precision"] else ""
