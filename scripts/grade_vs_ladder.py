@@ -30,8 +30,7 @@ from convbench.core.timing import synchronize, timed
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import bench, problem
-from convbench.measure.grade import open_submission
-from convbench.measure.timed_calls import builtin_submission
+from convbench.measure.timed_calls import builtin_submission, open_submission
 from convbench.measure.trusted_time import WARM_S
 from convbench.core.spec import get_network
 from convbench.user.worker import Calibration

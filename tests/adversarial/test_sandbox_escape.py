@@ -131,7 +131,7 @@ def test_no_network(tmp_path):
 
 def test_graded_files_side_by_side_do_not_see_each_other(tmp_path):
     """`grade a.py b.py` with both in one folder (a class's files side by side): each sees itself alone."""
-    from convbench.measure.grade import open_submission
+    from convbench.measure.timed_calls import open_submission
     from convbench.user.worker import as_impl
 
     attack_kernel(tmp_path, "b.py", "seen['b'] = True")

@@ -15,7 +15,8 @@ import pytest
 import torch
 from sandboxhelp import MARK, require_sandbox
 
-from convbench.measure.grade import GradeSettings, grade_one, open_submission
+from convbench.measure.grade import GradeSettings, grade_one
+from convbench.measure.timed_calls import open_submission
 from convbench.user.worker import Calibration, as_impl
 
 pytestmark = pytest.mark.gpu

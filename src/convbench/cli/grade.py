@@ -33,10 +33,9 @@ from convbench.measure.grade import (
     GradeSettings,
     grade_one,
     leaderboard,
-    open_submission,
     prebuild,
 )
-from convbench.measure.timed_calls import builtin_submission
+from convbench.measure.timed_calls import builtin_submission, open_submission
 from convbench.user import sandbox, worker
 
 STEPS = 3  # build, course shapes, random shapes; plus one per size

@@ -31,7 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from convbench.core.contract import ConvImpl
 from convbench.core.errors import UsageError
 from convbench.core.spec import get_network
@@ -39,11 +38,10 @@ from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import DEFAULT_IMPL, get_impl
 from convbench.measure import feedback, problem, trusted_time
 from convbench.measure.layer_check import LayerCheck
-from convbench.measure.timed_calls import TimedCalls
+from convbench.measure.timed_calls import TimedCalls, open_submission
 from convbench.measure.verify import verify_impl
 from convbench.network.model import Network, correctness
 from convbench.network.weights import Weights, load_weights
-from convbench.user import current_build_options, kind_of
 from convbench.user.worker import Calibration, SandboxError, Worker, as_impl
 
 VERDICTS = ("ok", "unsupported shape", "wrong answer", "compile error", "crash", "timeout", "error")
@@ -145,18 +143,6 @@ def _verify(impl: ConvImpl, device: str, shapes: list[problem.ConvShape], seed: 
                 "unwritten (NaN) outputs" if r.check.unwritten else f"error {r.check.rel_error:.2e}")
             failed.append(f"{r.shape} ({why})")
     return failed, worst
-
-
-def open_submission(path: Path) -> Worker:
-    """A worker for the submission at `path`: a private copy of it (a file alone, or with the headers beside it
-    for a CUDA file; never the other files of its folder, which may be other teams'), a private build folder, its
-    output kept (not copied to the terminal). Nothing runs yet."""
-    kind = kind_of(path.resolve())  # reads the source only: nothing of the user's runs here
-    hint = ("" if kind == "python" else "; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer "
-            f"convbench verify --impl {path} --device cuda --shapes 13")
-    worker = Worker(kind, path.resolve(), current_build_options(), hint, siblings=False)
-    worker.quiet = True
-    return worker
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ rung written as a Python submission, in a sandboxed worker of its own, timed_cal
 is compared with rungs whose times carry the same costs of a grade's timed call (_graded_times says which).
 The ladder is measured once per machine, network and batch size, on the trusted side (our code; the rungs' graded
 calls in the sandbox, as any submission's), and cached in `$CONVBENCH_CACHE/ladder/<machine>-<net>-<images>.json`
-through core/cachefile.py (read: a regular file only; written whole, never through a symlink). A cached ladder is checked strictly before use: known rungs whose
-names, files and texts match their declarations, in ladder order, finite times > 0 and < 1 hour, one per conv
-layer, this machine, network, images and device, and the versions of now (torch, CUDA, CuPy, Triton, and a digest
-of the implementations' sources); anything else is measured again, with a note, never trusted.
+through core/cachefile.py (read: a regular file only; written whole, never through a symlink). A cached ladder is
+checked strictly before use: known rungs whose names, files and texts match their declarations, in ladder order,
+finite times > 0 and < 1 hour, one per conv layer, this machine, network, images and device, and the versions of
+now (torch, CUDA, CuPy, Triton, and a digest of the implementations' sources); anything else is measured again,
+with a note, never trusted.
 """
 
 from __future__ import annotations
@@ -50,10 +51,9 @@ from convbench.impls.registry import all_impls, get_impl
 from convbench.measure import bench, problem
 from convbench.measure.ceilings import machine_key
 from convbench.measure.results import REFERENCE
-from convbench.measure.timed_calls import TimedCalls, builtin_submission
+from convbench.measure.timed_calls import TimedCalls, builtin_submission, open_submission
 from convbench.measure.trusted_time import CALLS
-from convbench.user import current_build_options
-from convbench.user.worker import Calibration, Worker
+from convbench.user.worker import Calibration
 
 FORMAT = "convbench-ladder/2"
 REPS = 5  # timed calls per layer (the Op Time is their median)
@@ -441,8 +441,7 @@ def _graded_times(impls: list[ConvImpl], inputs: list[bench.ConvInput], device: 
 
 def _graded_rung(impl: ConvImpl, inputs: list[bench.ConvInput], device: str, calibration: Calibration,
                  folder: Path) -> tuple[list[float], list[str]]:
-    worker = Worker("python", builtin_submission(impl.name, folder), current_build_options(), "", siblings=False)
-    worker.quiet = True
+    worker = open_submission(builtin_submission(impl.name, folder))
     timer = TimedCalls(worker, calibration, device, CALLS, impl.tolerance)
     times, calls = [], []
     try:

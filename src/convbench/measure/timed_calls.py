@@ -1,7 +1,7 @@
 """A submission's timed calls of one conv layer, as a grade makes them (trusted_time says why each step is there),
-and a built-in implementation written as a Python submission, so that a ladder rung is timed exactly as a
-student's file is: the grade's TimedCalls observe the graded network's run; the ladder (ladder.py) calls them on
-each conv layer's real input, one sandboxed worker per rung.
+the sandboxed worker they run in (open_submission), and a built-in implementation written as a Python submission,
+so that a ladder rung is timed exactly as a student's file is: the grade's TimedCalls observe the graded network's
+run; the ladder (ladder.py) calls them on each conv layer's real input, one sandboxed worker per rung.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from convbench.measure.trusted_time import (
     secret_rng,
 )
 from convbench.user.protocol import perturb
+from convbench.user import current_build_options, kind_of
 from convbench.user.worker import Calibration, Worker
 
 BUILTIN_SUBMISSION = '''"""convbench's built-in implementation {name}, graded as a submission (written by `convbench grade`)."""
@@ -47,6 +48,17 @@ def builtin_submission(name: str, folder: Path) -> Path:
                                               tolerance=impl.tolerance))
     return path
 
+
+def open_submission(path: Path) -> Worker:
+    """A worker for the submission at `path`: a private copy of it (a file alone, or with the headers beside it
+    for a CUDA file; never the other files of its folder, which may be other teams'), a private build folder, its
+    output kept (not copied to the terminal). Nothing runs yet."""
+    kind = kind_of(path.resolve())  # reads the source only: nothing of the user's runs here
+    hint = ("" if kind == "python" else "; to find a faulting access: CONVBENCH_SANDBOX=0 compute-sanitizer "
+            f"convbench verify --impl {path} --device cuda --shapes 13")
+    worker = Worker(kind, path.resolve(), current_build_options(), hint, siblings=False)
+    worker.quiet = True
+    return worker
 
 
 class TimedCalls:
