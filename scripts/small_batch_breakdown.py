@@ -10,8 +10,9 @@ implementation, this prints and writes as JSON:
                  one call, or the GPU's if that is larger (a queue that never drains)
 
 Then the host path of one call, piece by piece, on the first network's first conv layer (host time per call, 200
-calls issued back to back): the whole call, the call into a given output, the implementation function, torch.empty
-of the output, and cuLaunchKernel alone (gpu-igemm-tc's prepared launch).
+calls issued back to back): the whole call, the call with its output from the pool of a timed region (core/outputs.py),
+the call into a given output, the implementation function, torch.empty of the output, gpu-igemm-tc's prepared launch
+alone, and an empty kernel's launch through the C launcher and through ctypes.
 
     python3 scripts/small_batch_breakdown.py --nets fa19,sp19,minidnn,fa18 --size 100 --json OUT.json
 """
@@ -19,6 +20,7 @@ of the output, and cuLaunchKernel alone (gpu-igemm-tc's prepared launch).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -27,7 +29,9 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
+from convbench.core import outputs
 from convbench.core.gpu import launcher
+from convbench.core.gpu.nvrtc import cupy
 from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
@@ -69,21 +73,35 @@ def back_to_back(fn) -> tuple[float, float]:
     return statistics.median(host), statistics.median(wall)
 
 
+EMPTY_KERNEL = 'extern "C" __global__ void empty_kernel(float *y, const float *x, const float *k) {}'
+
+
 def host_path(impls, x, k) -> dict[str, float]:
     """Host microseconds per call of each piece of a call's path (module docstring)."""
     y = torch.empty(x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1, device="cuda")
     pieces = {}
     for impl in impls:
         pieces[f"{impl.name} impl(x, k)"] = lambda impl=impl: impl(x, k)
+        pieces[f"{impl.name} impl(x, k), outputs pooled"] = lambda impl=impl: impl(x, k)
         pieces[f"{impl.name} impl(x, k, y)"] = lambda impl=impl: impl(x, k, y)
         if impl.name != "cudnn":
             pieces[f"{impl.name} impl.fn(x, k, y)"] = lambda impl=impl: impl.fn(x, k, y)
     pieces["torch.empty of the output"] = lambda: torch.empty(y.shape, device="cuda")
     handle = launcher.current_stream_handle(x.device.index or 0)
-    job = igemm.prepared(x, k, y, "tf32x3", True, stream=handle)
-    if isinstance(job, launcher.PreparedLaunch):
-        pieces["cuLaunchKernel (a prepared launch)"] = lambda: job(handle)
-    return {name: back_to_back(fn)[0] * 1e6 for name, fn in pieces.items()}
+    ptrs = (y.data_ptr(), x.data_ptr(), k.data_ptr())
+    job = igemm.prepared(x, k, y, "tf32x3", True)
+    pieces[f"gpu-igemm-tc's prepared launch ({launcher.launch_path().split(' ')[0]})"] = lambda: job.launch(handle, *ptrs)
+    empty = cupy().RawKernel(EMPTY_KERNEL, "empty_kernel")
+    for cls in {launcher.launch_class(), launcher.CtypesLaunch}:
+        params, offsets = launcher.packed_arguments((y, x, k))
+        twin = cls("empty_kernel", int(empty.kernel.ptr), (1, 1, 1), (32, 1, 1), 0, params, offsets, (0, 1, 2))
+        label = "C" if cls is not launcher.CtypesLaunch else "ctypes"
+        pieces[f"an empty kernel's launch ({label})"] = lambda twin=twin: twin.launch(handle, *ptrs)
+    times = {}
+    for name, fn in pieces.items():
+        with outputs.pooled() if "pooled" in name else contextlib.nullcontext():  # as inside a timed region
+            times[name] = back_to_back(fn)[0] * 1e6
+    return times
 
 
 def main() -> int:
@@ -92,7 +110,11 @@ def main() -> int:
     ap.add_argument("--impls", default="cudnn,gpu-igemm-tc,gpu-wgmma")
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--no-pool", action="store_true",
+                    help="every call allocates its output (torch.empty), as before core/outputs.py's pool")
     args = ap.parse_args()
+    if args.no_pool:
+        outputs._pool = False
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     impls = [get_impl(n) for n in args.impls.split(",")]
@@ -106,8 +128,9 @@ def main() -> int:
             impl.prepare()
             for inp in inputs:
                 op = op_time(impl, inp, "cuda", CALLS)
-                kern = kernel_seconds(impl, inp.x, inp.k)
-                issue = back_to_back(lambda: impl(inp.x, inp.k))[1]
+                with outputs.pooled():
+                    kern = kernel_seconds(impl, inp.x, inp.k)
+                    issue = back_to_back(lambda: impl(inp.x, inp.k))[1]
                 rows.append({"net": net, "impl": impl.name, "layer": inp.layer, "images": args.size,
                              "op_us": op * 1e6, "kernel_us": kern * 1e6, "issue_us": issue * 1e6})
                 print(f"{net:8} {impl.name:13} {inp.layer:6} Op Time {op * 1e6:7.1f} us   kernels {kern * 1e6:7.1f} us"

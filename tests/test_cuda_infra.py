@@ -1,6 +1,7 @@
 """The CUDA plumbing that can be checked without a GPU: argument packing, the one-line CUDA error, tuning records."""
 
 import ctypes
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -85,55 +86,126 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 
 @pytest.fixture
 def stub(tmp_path, monkeypatch):
-    """STUB_DRIVER compiled here and put in the driver's place for PreparedLaunch (the library, to read what the
-    last call passed)."""
+    """STUB_DRIVER compiled here and put in the driver's place for the ctypes launcher (the library, to read what
+    the last call passed)."""
+    from convbench.core.gpu import launcher
+
+    library = ctypes.CDLL(str(_stub_library(tmp_path)))
+    fn = library["cuLaunchKernel"]
+    fn.restype = ctypes.c_int
+    monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: fn)
+    monkeypatch.setattr(launcher, "launch_class", lambda: launcher.CtypesLaunch)
+    return library
+
+
+def _stub_library(folder: Path) -> Path:
     import shutil
     import subprocess
-
-    from convbench.core.gpu import launcher
 
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler here to build the stand-in driver function")
-    src, lib = tmp_path / "stub.c", tmp_path / "libstub.so"
+    src, lib = folder / "stub.c", folder / "libcuda.so.1"
     src.write_text(STUB_DRIVER)
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True)
-    library = ctypes.CDLL(str(lib))
-    fn = library["cuLaunchKernel"]
-    fn.restype = ctypes.c_int
-    monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: fn)
-    return library
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", str(lib), str(src)], check=True)
+    return lib
 
 
-def test_prepared_launch_passes_every_argument_through_the_c_call(stub):
-    """PreparedLaunch calls cuLaunchKernel through ctypes without argtypes: every value is a ctypes object built once,
-    so a wrong type or width would reach the driver silently. A C function with the driver's signature, compiled
-    here, records what arrives (the stack-passed arguments of x86-64 included)."""
+def _read_last_call(library, kinds: str) -> dict:
+    """What the stand-in driver recorded: f, stream, extra, the 7 dimensions, and the parameters as `kinds` says
+    ("u" 8-byte pointer, "i" int32, "f" float32)."""
+    params = ctypes.cast(ctypes.c_void_p.in_dll(library, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+    types = {"u": ctypes.c_uint64, "i": ctypes.c_int32, "f": ctypes.c_float}
+    return {"f": ctypes.c_void_p.in_dll(library, "got_f").value,
+            "stream": ctypes.c_void_p.in_dll(library, "got_stream").value,
+            "extra": ctypes.c_void_p.in_dll(library, "got_extra").value,
+            "dims": list((ctypes.c_uint * 7).in_dll(library, "got_dims")),
+            "params": [ctypes.cast(params[i], ctypes.POINTER(types[c]))[0] for i, c in enumerate(kinds)]}
+
+
+def test_the_ctypes_launch_passes_every_argument_through_the_c_call(stub):
+    """The ctypes launcher (where the C one was not built) calls cuLaunchKernel without argtypes: every value is a
+    ctypes object built once, so a wrong type or width would reach the driver silently. A C function with the
+    driver's signature, compiled here, records what arrives (the stack-passed arguments of x86-64 included)."""
     from convbench.core.gpu import launcher
 
-    y, x = torch.zeros(4), torch.zeros(8)
+    y, x, x2 = torch.zeros(4), torch.zeros(8), torch.zeros(8)
     kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0x7F00_1234_5670))
-    job = launcher.PreparedLaunch(kernel, (132, 2, 3), (384, 1, 1), (y, x, 97, -5, 2.5), 227 * 1024, "k")
+    job = launcher.prepare(kernel, (132, 2, 3), (384,), (y, x, 97, -5, 2.5), 227 * 1024, "k", slots=(1,))
     stream = 0xDEAD_BEEF_1234_5678  # a full 64-bit handle
-    job(stream)
+    job.launch(stream, x2.data_ptr())
+    got = _read_last_call(stub, "uuiif")
+    assert got["f"] == 0x7F00_1234_5670 and got["stream"] == stream and got["extra"] is None
+    assert got["dims"] == [132, 2, 3, 384, 1, 1, 227 * 1024]
+    assert got["params"] == [y.data_ptr(), x2.data_ptr(), 97, -5, 2.5]  # the slot holds this call's pointer
+    job.launch(0, x.data_ptr())  # the default stream: NULL
+    got = _read_last_call(stub, "uuiif")
+    assert got["stream"] is None and got["params"][1] == x.data_ptr()
+    with pytest.raises(TypeError, match="a stream and 1 pointers"):
+        job.launch(0)
 
-    assert ctypes.c_void_p.in_dll(stub, "got_f").value == 0x7F00_1234_5670
-    assert ctypes.c_void_p.in_dll(stub, "got_stream").value == stream
-    assert list((ctypes.c_uint * 7).in_dll(stub, "got_dims")) == [132, 2, 3, 384, 1, 1, 227 * 1024]
-    assert ctypes.c_void_p.in_dll(stub, "got_extra").value is None
-    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
-    as_u64 = [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_uint64))[0] for i in (0, 1)]
-    assert as_u64 == [y.data_ptr(), x.data_ptr()]  # pointers: 8 bytes
-    assert [ctypes.cast(params[i], ctypes.POINTER(ctypes.c_int32))[0] for i in (2, 3)] == [97, -5]  # `const int`
-    assert ctypes.cast(params[4], ctypes.POINTER(ctypes.c_float))[0] == 2.5  # `float`
-    job(0)  # the default stream: NULL
-    assert ctypes.c_void_p.in_dll(stub, "got_stream").value is None
+
+C_LAUNCHER_CHECK = r"""
+import ctypes, struct, sys
+library = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # soname libcuda.so.1: what the launcher opens
+from convbench.core.errors import UsageError
+from convbench.core.gpu import _launch, launcher
+assert launcher.launch_class() is _launch.Launch
+import numpy as np
+params, offsets = launcher.packed_arguments((1, np.uint64(2**40), 3, 2.5))
+assert offsets == (0, 8, 16, 20), offsets  # the pointer aligned to 8 bytes
+job = _launch.Launch("k", 0x7F0012345670, (132, 2, 3), (384, 1, 1), 227 * 1024, params, offsets, (1,))
+job.launch(0xDEADBEEF12345678, 0xFFFF_0000_1234_5678)
+f, stream = (ctypes.c_void_p.in_dll(library, n).value for n in ("got_f", "got_stream"))
+dims = list((ctypes.c_uint * 7).in_dll(library, "got_dims"))
+p = ctypes.cast(ctypes.c_void_p.in_dll(library, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+values = [ctypes.cast(p[i], ctypes.POINTER(t))[0] for i, t in
+          enumerate((ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_float))]
+print(hex(f), hex(stream), dims, values, ctypes.c_void_p.in_dll(library, "got_extra").value)
+assert job.params[8:16] == struct.pack("<Q", 0xFFFF_0000_1234_5678)
+for bad in ((0xDEAD,), (0, 1, 2), (-1, 5)):
+    try:
+        job.launch(*bad)
+    except (TypeError, OverflowError) as e:
+        print("refused:", type(e).__name__)
+library.fail_next(719)  # CUDA_ERROR_LAUNCH_FAILED: the stand-in has no error names
+try:
+    job.launch(0, 1)
+except UsageError as e:
+    print("failed:", e)
+"""
+
+FAILING_STUB = STUB_DRIVER.replace("    return 0;\n}", "    int r = next_result; next_result = 0; return r;\n}").replace(
+    "unsigned got_dims[7];", "unsigned got_dims[7];\nint next_result;\nvoid fail_next(int r) { next_result = r; }")
+
+
+def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
+    """The C launcher (_launch.c, built at install) against the stand-in driver, in a process of its own (it opens
+    libcuda.so.1 once, by name: the stand-in, loaded first under that name): the argument block packed at natural
+    alignment, the slot written per call, 64-bit stream and pointers intact, bad calls refused, a failure named."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("convbench.core.gpu._launch", reason="the C launcher was not built (no C compiler at install)")
+    global STUB_DRIVER
+    saved, STUB_DRIVER = STUB_DRIVER, FAILING_STUB
+    try:
+        lib = _stub_library(tmp_path)
+    finally:
+        STUB_DRIVER = saved
+    out = subprocess.run([sys.executable, "-c", C_LAUNCHER_CHECK, str(lib)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == ("0x7f0012345670 0xdeadbeef12345678 [132, 2, 3, 384, 1, 1, 232448] "
+                        "[1, 18446462599038260856, 3, 2.5] None")
+    assert lines[1:4] == ["refused: TypeError", "refused: TypeError", "refused: OverflowError"]
+    assert lines[4] == "failed: CUDA launch of k grid=(132, 2, 3) failed: CUresult 719"
 
 
 def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monkeypatch):
-    """launch() (rungs 1-12, the whole network's dense layers, a course file's kernel) goes through a PreparedLaunch
-    kept per launch_key: a short grid or block padded to three, the same launch again reuses it, and another buffer
-    or another number is another launch, passed as its own bytes."""
+    """launch() (rungs 1-12, the whole network's dense layers, a course file's kernel) prepares a launch once per
+    launch_key: a short grid or block padded to three, the same launch again reuses it, and another buffer or another
+    number is another launch, passed as its own bytes."""
     from convbench.core.gpu import launcher
 
     monkeypatch.setattr(launcher, "LAUNCHES", launcher.LaunchCache())
@@ -141,17 +213,15 @@ def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monk
     stream = SimpleNamespace(cuda_stream=0x1234)
     y, x, other = torch.zeros(4), torch.zeros(8), torch.zeros(8)
     launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
-    assert list((ctypes.c_uint * 7).in_dll(stub, "got_dims")) == [5, 1, 1, 64, 1, 1, 96]
-    assert ctypes.c_void_p.in_dll(stub, "got_stream").value == 0x1234
+    got = _read_last_call(stub, "uuif")
+    assert got["dims"] == [5, 1, 1, 64, 1, 1, 96] and got["stream"] == 0x1234
     assert len(launcher.LAUNCHES) == 1
     launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
     assert len(launcher.LAUNCHES) == 1  # the same launch: prepared once
     launcher.launch(kernel, (5,), (64,), (y, other, 3, 2.0), shared_mem=96, stream=stream)
-    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
-    assert ctypes.cast(params[1], ctypes.POINTER(ctypes.c_uint64))[0] == other.data_ptr()
+    assert _read_last_call(stub, "uuif")["params"][1] == other.data_ptr()
     launcher.launch(kernel, (5,), (64,), (y, other, 3.0, 2.0), shared_mem=96, stream=stream)
-    params = ctypes.cast(ctypes.c_void_p.in_dll(stub, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
-    assert ctypes.cast(params[2], ctypes.POINTER(ctypes.c_float))[0] == 3.0  # 3.0 is a float: not int 3's bytes
+    assert _read_last_call(stub, "uuff")["params"][2] == 3.0  # 3.0 is a float: not int 3's bytes
     assert len(launcher.LAUNCHES) == 3
     keys = {launcher.launch_key(kernel, (1, 1, 1), (1, 1, 1), (v,), 0) for v in (1, 1.0, True)}
     assert len(keys) == 3
@@ -162,9 +232,9 @@ def test_a_failed_launch_is_named_as_the_driver_names_it(monkeypatch):
 
     failing = lambda *args: 1  # noqa: E731 - CUDA_ERROR_INVALID_VALUE
     monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: failing)
-    job = launcher.PreparedLaunch(SimpleNamespace(kernel=SimpleNamespace(ptr=1)), (1, 1, 1), (1, 1, 1), (), 0, "k")
+    job = launcher.CtypesLaunch("k", 1, (1, 1, 1), (1, 1, 1), 0, b"", (), ())
     with pytest.raises(UsageError, match=r"CUDA launch of k grid=\(1, 1, 1\) failed: (CUDA_ERROR_INVALID_VALUE|CUresult 1)"):
-        job(0)
+        job.launch(0)
 
 
 def test_a_kernel_argument_of_another_type_is_refused():
@@ -173,4 +243,4 @@ def test_a_kernel_argument_of_another_type_is_refused():
     from convbench.core.gpu import launcher
 
     with pytest.raises(TypeError, match="str"):
-        launcher.ctypes_arg("7")
+        launcher.packed_arguments((1, "7"))

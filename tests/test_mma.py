@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import types
+from types import SimpleNamespace
 
 import pytest
 
@@ -173,8 +174,12 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu, "sm_count", lambda index: 132)
     monkeypatch.setattr(gpu.launcher, "smem_optin", lambda index: _mma.SMEM_PER_BLOCK)
     monkeypatch.setattr(gpu, "check_tensors", lambda *a: None)
+    monkeypatch.setattr(gpu, "plain_float32", lambda *a: True)
     monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
     monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
+    # what _prepare asks the launcher for, kept to be read back
+    monkeypatch.setattr(gpu, "prepare", lambda fn, grid, block, args, smem, name, slots=():
+                        SimpleNamespace(fn=fn, grid=grid, block=block, args=args, smem=smem, slots=slots))
     return kernels
 
 
@@ -205,20 +210,51 @@ def test_launches_are_prepared_once_per_key_and_too_big_layers_fall_back(fake_gp
         prepared.append(x.shape)
         if x.shape[1] > 100:
             raise _mma.TooBig("too big")
-        return lambda stream: ran.append(stream)
+        return SimpleNamespace(launch=lambda stream, *pointers: ran.append((stream, pointers)))
 
     monkeypatch.setattr(_mma, "_prepare", prepare)
     monkeypatch.setattr(_mma, "fallback", lambda *a: fell_back.append(a))
     x, k, y = FakeTensor((2, 4, 40, 40), 10), FakeTensor((16, 4, 7, 7), 11), FakeTensor((2, 16, 34, 34), 12)
     for _ in range(3):
         _mma.launch(x, k, y)
-    assert len(prepared) == 1 and ran == [7, 7, 7]
-    _mma.launch(FakeTensor((2, 4, 40, 40), 13), k, y)  # another input buffer: another launch
+    assert len(prepared) == 1 and ran == [(7, (12, 10, 11))] * 3  # the stream, then y, x, k
+    _mma.launch(FakeTensor((2, 4, 40, 40), 13), k, y)  # another input buffer: the same launch, its address passed
+    assert len(prepared) == 1 and ran[-1] == (7, (12, 13, 11))
+    _mma.launch(FakeTensor((3, 4, 40, 40), 13), k, FakeTensor((3, 16, 34, 34), 12))  # another shape: prepared
     assert len(prepared) == 2
     big = FakeTensor((2, 200, 40, 40), 14), FakeTensor((40, 200, 7, 7), 15), FakeTensor((2, 40, 34, 34), 16)
     _mma.launch(*big)
     _mma.launch(*big)
     assert len(prepared) == 3 and len(fell_back) == 2  # planned once, then the cached fallback
+
+
+def test_a_strided_or_other_dtype_tensor_of_a_prepared_shape_is_checked_again(fake_gpu, monkeypatch):
+    """A launch is kept per shape: a later tensor of that shape but not plain float32 (x.transpose(2, 3) of a square
+    image has x's address and shape) goes through check_tensors, which refuses it, never into the kernel."""
+    from convbench.core.errors import UsageError
+    from convbench.core.gpu import launcher
+
+    monkeypatch.setattr(_mma, "_prepare", lambda *a, **kw: SimpleNamespace(launch=lambda *a: None))
+    monkeypatch.setattr(gpu, "plain_float32", launcher.plain_float32)
+
+    def refuse(x, k, y, expected, impl):
+        if not launcher.plain_float32(x, k, y):
+            raise UsageError("not plain")
+
+    monkeypatch.setattr(gpu, "check_tensors", refuse)
+    x = _mma.torch.zeros(2, 1, 8, 8)
+    k, y = _mma.torch.zeros(3, 1, 3, 3), _mma.torch.zeros(2, 3, 6, 6)
+    plain = SimpleNamespace(shape=x.shape, dtype=x.dtype, is_cuda=True, is_contiguous=lambda: True,
+                            get_device=lambda: 0, data_ptr=lambda: 1)
+    cuda = [SimpleNamespace(shape=t.shape, dtype=t.dtype, is_cuda=True, is_contiguous=lambda: True,
+                            get_device=lambda: 0, data_ptr=lambda: 2) for t in (k, y)]
+    _mma.launch(plain, *cuda)
+    strided = SimpleNamespace(**{**vars(plain), "is_contiguous": lambda: False})
+    with pytest.raises(UsageError, match="not plain"):
+        _mma.launch(strided, *cuda)
+    doubled = SimpleNamespace(**{**vars(plain), "dtype": _mma.torch.float64})
+    with pytest.raises(UsageError, match="not plain"):
+        _mma.launch(doubled, *cuda)
 
 
 def test_bad_tensors_are_one_line_errors():

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -243,13 +244,14 @@ def test_short_reductions_run_igemm_tc_3xtf32_launch_looked_up_once(monkeypatch)
     monkeypatch.setattr(_wgmma, "supported", lambda index: True)
     monkeypatch.setattr(_wgmma, "_prepare", lambda *a, **kw: pytest.fail("the wgmma kernel was planned"))
     monkeypatch.setattr(gpu, "check_tensors", lambda *a: None)
+    monkeypatch.setattr(gpu, "plain_float32", lambda *a: True)
     monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
-    monkeypatch.setattr(_mma, "prepared", lambda x, k, y, precision, skip, stream: asked.append(precision)
-                        or (lambda s: ran.append((precision, s))))
+    monkeypatch.setattr(_mma, "prepared", lambda x, k, y, precision, skip: asked.append(precision)
+                        or SimpleNamespace(launch=lambda s, *ptrs: ran.append((precision, s, ptrs))))
     x, k, y = FakeTensor((100, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((100, 12, 66, 66), 3)
     for _ in range(3):
         _wgmma.launch(x, k, y, "fp16x3")
-    assert asked == ["tf32x3"] and ran == [("tf32x3", 7)] * 3
+    assert asked == ["tf32x3"] and ran == [("tf32x3", 7, (3, 1, 2))] * 3  # y, x, k
     _wgmma.launch(x, k, y, "fp16")
     assert asked[-1] == "fp16"
     # a layer too large for gpu-igemm-tc's kernel too: its fp32 fallback, planned once

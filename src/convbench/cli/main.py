@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from convbench.core import __version__
+from convbench.core import __version__, outputs
 from convbench.core.errors import UsageError, cuda_error
 from convbench.core.spec import MAX_IMAGE_SIZE
 from convbench.cli.service_args import add_parsers as add_service_parsers
@@ -279,7 +279,8 @@ def _main(argv: list[str] | None) -> int:
         if args.command in GRADERS:
             quiet_openmp()
         module = importlib.import_module(f"convbench.cli.{COMMANDS[args.command]}")
-        code = getattr(module, "cmd_" + args.command)(args) or 0
+        with outputs.pooled():  # convbench's own calls: GPU outputs are reused once dropped (core/outputs.py)
+            code = getattr(module, "cmd_" + args.command)(args) or 0
         sys.stdout.flush()  # here, so that a closed pipe or a full disk is reported below, not at exit
         return code
     except UsageError as e:

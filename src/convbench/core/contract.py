@@ -15,7 +15,8 @@ An implementation is one function in one file of `convbench/impls`, registered w
 
 Library wrappers whose natural form returns a new tensor register with `writes_into=False` and define
 `conv_forward(x, k) -> y`. `ConvImpl.__call__` hides the difference: it allocates y when the caller passes none
-(allocation is part of the timed call for everyone), and copies into a caller's y (verify passes a NaN-poisoned y).
+(allocation is part of the timed call for everyone; in a timed region on the GPU, from a pool of outputs nothing
+else holds: core/outputs.py), and copies into a caller's y (verify passes a NaN-poisoned y).
 
 A family of precision variants is one file too: `variants={"": "tf32x3", "fp16": "fp16", ...}` registers NAME (the
 "" entry) and NAME-fp16, ... each computing in that arithmetic (core/precision.py); the function then takes the
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 import torch
 
 from convbench.core.impl_info import declare
-from convbench.core.shapes import output_shape
+from convbench.core.outputs import output_for
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,8 @@ class ConvImpl:
 
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
-            if y is None:
-                y = torch.empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)
+            if y is None:  # in a timed region on the GPU, from core/outputs.py's pool
+                y = output_for(x, k)
             self.fn(x, k, y)
             return y
         out = self.fn(x, k)

@@ -168,11 +168,12 @@ def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0):
     return gpu.kernel(SOURCE, "igemm_tc_kernel", **defines)
 
 
-FALLBACK = "fallback"  # _LAUNCHES' marker for a layer that runs through fallback()
+FALLBACK = "fallback"  # LAUNCHES' marker for a layer that runs through fallback()
 LAUNCHES = gpu.LaunchCache()  # prepared launches, or FALLBACK
+SLOTS = (0, 1, 2)  # the kernel's arguments given per call: y, x, k
 
 
-def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> gpu.PreparedLaunch:
+def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
@@ -185,8 +186,8 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None) -> gpu.Prepared
     threads = 32 * p.NW
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.smem)), 1, 1)
     WS, PLS = strides(H, W, K, p.TH, bool(p.PAD))
-    return gpu.PreparedLaunch(fn, grid, (threads, 1, 1), (y, x, k, B, C, H, W, M, K, p.TH, ps, pceil, WS, PLS), p.smem,
-                              "igemm_tc_kernel")
+    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, C, H, W, M, K, p.TH, ps, pceil, WS, PLS), p.smem,
+                       "igemm_tc_kernel", SLOTS)
 
 
 def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=False, override=None) -> None:
@@ -194,30 +195,28 @@ def launch(x, k, y, precision="tf32x3", skip=True, act=None, pool=None, epi=Fals
     stride = size in {1, 2, 4} is reduced in registers (EPI 2), any other pool through shared memory (EPI 1)."""
     if epi:
         epi = 2 if pool.kind == "max" and pool.size == pool.stride and pool.size in (1, 2, 4) else 1
-    stream = gpu.current_stream_handle(x.get_device())
-    job = prepared(x, k, y, precision, skip, act, pool, epi, override, stream=stream)
+    job = prepared(x, k, y, precision, skip, act, pool, epi, override)
     if job is FALLBACK:
         fallback(x, k, y, act, pool if epi else None, bool(epi))
     else:
-        job(stream)
+        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
 
 
-def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None, *, stream: int):
-    """The launch for these tensors on this stream handle: a PreparedLaunch, built once per (pointers, shapes, options,
-    stream) and then looked up, or FALLBACK. Everything that depends only on the shapes (the plan, the compiled
-    kernel, the launch arguments) is worked out once, so the lookup is all the Python a call costs: at 100 images a
+def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None):
+    """The launch of a layer of these shapes and options: prepared once (plan, compiled kernel, argument block) and
+    then looked up, or FALLBACK. Its launch(stream, y, x, k pointers) is all the rest a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
-    prec = kernel_code(precision)
-    key = (x.data_ptr(), k.data_ptr(), y.data_ptr(), x.shape, k.shape, prec, skip, act, pool, epi,
-           stream, override)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override)  # conv_forward's too
     job = LAUNCHES.get(key)
-    if job is None:
+    if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
-        try:
-            job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
-        except TooBig:
-            job = FALLBACK
-        LAUNCHES.put(key, job)
+        if job is None:
+            prec = kernel_code(precision)
+            try:
+                job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
+            except TooBig:
+                job = FALLBACK
+            LAUNCHES.put(key, job)
     return job
 
 
@@ -270,4 +269,10 @@ def fused(x, k, act, pool, *, arithmetic):
     setup=setup,
 )
 def conv_forward(x, k, y, *, arithmetic):
-    launch(x, k, y, arithmetic)
+    # a prepared layer straight from its key (prepared()'s, with launch()'s defaults): at 100 images the host's
+    # Python is a large part of a call's Op Time
+    job = LAUNCHES.get((x.shape, k.shape, y.shape, x.get_device(), arithmetic, True, None, None, 0, None))
+    if job is not None and job is not FALLBACK and gpu.plain_float32(x, k, y):
+        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
+    else:
+        launch(x, k, y, arithmetic)

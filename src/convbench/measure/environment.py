@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from convbench.core.gpu.launcher import launch_path
+
 
 def cpu_model() -> str:
     try:
@@ -63,6 +65,7 @@ def environment() -> dict:
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(),
             "driver": _nvidia_smi("driver_version"),
+            "kernel_launches": launch_path(),  # the C launcher, or ctypes where it was not built
         })
         for name in ("cupy", "triton"):
             try:

@@ -1,8 +1,8 @@
 """The GPU runtime every CUDA C rung shares, one flat interface:
 
     nvrtc.py    compile a kernel source with NVRTC (cached per process and on disk): kernel(), module()
-    launcher.py launch on PyTorch's stream; PreparedLaunch (one driver call per call on a known shape),
-                LaunchCache, occupancy, the shared-memory opt-in, tensor checks
+    launcher.py launch on PyTorch's stream; prepare() (a launch worked out once, fired from C: one driver call
+                per call on a known shape), LaunchCache, occupancy, the shared-memory opt-in, tensor checks
     tuning.py   tuned launch parameters per GPU and layer shape (`convbench sweep`)
 
 Importing it loads neither CuPy nor the driver: they are loaded at the first compile or launch.
@@ -13,16 +13,17 @@ from convbench.core.gpu.launcher import (
                                        SMEM_PER_BLOCK,
                                        SMEM_PER_SM,
                                        LaunchCache,
-                                       PreparedLaunch,
                                        blocks_per_sm,
                                        ceil_div,
                                        check_tensors,
                                        copy_to_constant,
-                                       cupy_stream,
                                        current_stream_handle,
                                        kernel_arg,
                                        launch,
+                                       launch_path,
                                        opt_in_shared_memory,
+                                       plain_float32,
+                                       prepare,
                                        sm_count,
                                        smem_optin,
 )
@@ -36,7 +37,7 @@ from convbench.core.gpu.nvrtc import (
                                        toolkit_include,
 )
 
-__all__ = ["RESERVED_PER_BLOCK", "SMEM_PER_BLOCK", "SMEM_PER_SM", "LaunchCache", "PreparedLaunch", "arch",
-           "base_options", "blocks_per_sm", "ceil_div", "check_tensors", "copy_to_constant", "cupy", "cupy_stream",
-           "current_stream_handle", "kernel", "kernel_arg", "launch", "module", "opt_in_shared_memory", "sm_count",
-           "smem_optin", "source_arch", "toolkit_include"]
+__all__ = ["RESERVED_PER_BLOCK", "SMEM_PER_BLOCK", "SMEM_PER_SM", "LaunchCache", "arch", "base_options",
+           "blocks_per_sm", "ceil_div", "check_tensors", "copy_to_constant", "cupy", "current_stream_handle", "kernel",
+           "kernel_arg", "launch", "launch_path", "module", "opt_in_shared_memory", "plain_float32", "prepare",
+           "sm_count", "smem_optin", "source_arch", "toolkit_include"]

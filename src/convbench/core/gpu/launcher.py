@@ -1,6 +1,7 @@
 """Launching compiled kernels on PyTorch's current stream, on torch tensors' device pointers (no copies, no CuPy
-arrays), and the plumbing the fast rungs share: a launch prepared once per (shapes, pointers) and fired with one
-driver call, occupancy, the shared-memory opt-in, and the checks a raw-pointer kernel needs.
+arrays), and the plumbing the fast rungs share: a launch prepared once (prepare()) and fired from C with one driver
+call (_launch.c; ctypes where it was not built), occupancy, the shared-memory opt-in, and the checks a raw-pointer
+kernel needs.
 
 Errors become one line (UsageError, exit 2): a launch or kernel fault (the CUDA error).
 """
@@ -9,13 +10,17 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import warnings
 
 import numpy as np
 import torch
 
 from convbench.core.errors import UsageError
 from convbench.core.gpu.nvrtc import constant_address, cupy
+
+try:
+    from convbench.core.gpu import _launch  # the C launcher: built at install where a C compiler is (setup.py)
+except ImportError:
+    _launch = None
 
 SMEM_PER_BLOCK = 227 * 1024  # Hopper's opt-in maximum per block
 SMEM_PER_SM = 228 * 1024
@@ -64,39 +69,44 @@ def check_tensors(x, k, y, expected_y, impl: str) -> None:
         raise UsageError(f"{impl}: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
 
 
+F32 = torch.float32
+
+
+def plain_float32(x, k, y) -> bool:
+    """check_tensors' conditions but the shape, cheaply, for every call of a launch prepared per shape and device
+    (x's device is in the key): a tensor of the same shape may be a strided view or another dtype (x.transpose(2, 3)
+    of a square image has x's address and shape). False sends the call through check_tensors, which says what is
+    wrong."""
+    return (x.dtype is F32 and k.dtype is F32 and y.dtype is F32 and k.is_cuda and y.is_cuda
+            and x.is_contiguous() and k.is_contiguous() and y.is_contiguous())
+
+
 def kernel_arg(a):
-    """One kernel argument as CuPy passes it: a tensor as its device address, ints as int32, floats as float32."""
+    """One kernel argument as the kernel reads it: a tensor as its device address (8 bytes), ints and bools as int32,
+    floats as float32 (numpy scalars, whose bytes are what the argument block holds)."""
     if isinstance(a, torch.Tensor):
-        return np.uint64(a.data_ptr())  # a pointer parameter is 8 bytes: pass the address as such
+        return np.uint64(a.data_ptr())
+    if isinstance(a, (np.uint64, np.int32, np.float32)):  # already as the kernel reads it
+        return a
     if isinstance(a, (bool, np.bool_)):
         return np.int32(a)
     if isinstance(a, (int, np.integer)):
         return np.int32(a)
     if isinstance(a, float):
         return np.float32(a)
-    return a
+    raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
 
 
-_CTYPES = {np.dtype(np.uint64): ctypes.c_uint64, np.dtype(np.int32): ctypes.c_int32,
-           np.dtype(np.float32): ctypes.c_float}
-
-
-def ctypes_arg(a):
-    """One kernel argument for cuLaunchKernel's parameter block: kernel_arg's type, as a ctypes value."""
-    v = kernel_arg(a)
-    c_type = _CTYPES.get(getattr(v, "dtype", None))
-    if c_type is None:
-        raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
-    return c_type(v.item())
-
-
-@functools.cache
-def cupy_stream(handle: int):
-    """CuPy's view of a CUDA stream handle, made once per stream (not per launch)."""
-    cp = cupy()
-    with warnings.catch_warnings():  # CuPy 14 deprecates ExternalStream in favour of the stream protocol
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cp.cuda.ExternalStream(handle)
+def packed_arguments(args) -> tuple[bytes, tuple[int, ...]]:
+    """The argument block cuLaunchKernel reads through kernelParams: each argument's bytes (kernel_arg) at its natural
+    alignment, and each one's byte offset."""
+    block, offsets = bytearray(), []
+    for a in args:
+        raw = kernel_arg(a).tobytes()
+        block += bytes(-len(block) % len(raw))
+        offsets.append(len(block))
+        block += raw
+    return bytes(block), tuple(offsets)
 
 
 def current_stream_handle(device_index: int) -> int:
@@ -118,30 +128,59 @@ def launch_key(fn, grid: tuple, block: tuple, args, shared_mem: int) -> tuple:
 
 
 def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
-    """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Through a
-    PreparedLaunch kept per launch_key: a call that repeats a launch (the same shapes and buffers, as a layer's
-    calls do) costs the key and one driver call, not CuPy's argument handling."""
+    """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Prepared once
+    per launch_key and kept: a call that repeats a launch (the same shapes and buffers, as a layer's calls do) costs
+    the key and one C call."""
     handle = stream.cuda_stream if stream is not None else current_stream_handle(torch.cuda.current_device())
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # the driver takes three of each
     block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
     key = launch_key(fn, grid, block, args, int(shared_mem))
     job = LAUNCHES.get(key)
     if job is None:
-        job = LAUNCHES.put(key, PreparedLaunch(fn, grid, block, args, int(shared_mem),
-                                               f"{getattr(fn, 'name', fn)} block={block}"))
-    job(handle)
+        job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), f"{getattr(fn, 'name', fn)} block={block}"))
+    job.launch(handle)
+
+
+def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int, ...] = ()):
+    """A launch worked out once: kernel, grid, block, shared memory and the packed argument block. Its
+    `launch(stream, *pointers)` is all a later call costs; `slots` are the indices of the arguments (device pointers)
+    given per call instead, in that order (the value in `args` there only holds the place)."""
+    try:
+        function = int(fn.kernel.ptr)  # the CUfunction of a CuPy RawKernel (gpu.kernel())
+    except AttributeError:
+        raise TypeError(f"{name}: a kernel to launch is a compiled RawKernel (gpu.kernel()), not "
+                        f"{type(fn).__name__}") from None
+    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+    params, offsets = packed_arguments(args)
+    return launch_class()(name, function, grid, block, int(shared_mem), params, offsets, tuple(slots))
+
+
+@functools.cache
+def launch_class():
+    """What prepares and fires launches: the C launcher (_launch.c, built when convbench is installed), else ctypes
+    (the same calls through Python's foreign-function layer: a few microseconds more a call)."""
+    if _launch is None:
+        return CtypesLaunch
+    _launch.set_error(UsageError)
+    return _launch.Launch
+
+
+def launch_path() -> str:
+    """Which launcher fires kernels here, for `convbench info` and results."""
+    if launch_class() is CtypesLaunch:
+        return "ctypes (the C launcher convbench.core.gpu._launch was not built: reinstall with a C compiler)"
+    return "C (convbench.core.gpu._launch)"
 
 
 @functools.cache
 def _cu_launch_kernel():
-    """The driver's cuLaunchKernel through ctypes, or None. A CuPy kernel call costs ~20-30 us of Python and Cython
-    argument handling per launch; with the argument block built once per (shapes, pointers), a launch here is one
-    C call (a few us): at 100 images that is most of a layer's Op Time. No argtypes: every argument is passed as a
-    ctypes object built in advance (PreparedLaunch), so a call converts nothing but the stream handle."""
+    """The driver's cuLaunchKernel through ctypes. No argtypes: every argument is passed as a ctypes object built in
+    advance (CtypesLaunch), so a call converts nothing but the stream handle."""
     try:
         fn = ctypes.CDLL("libcuda.so.1")["cuLaunchKernel"]
     except (OSError, AttributeError):
-        return None
+        raise UsageError("no CUDA driver here (libcuda.so.1 does not load): GPU implementations need one") from None
     fn.restype = ctypes.c_int
     return fn
 
@@ -158,57 +197,47 @@ def cu_error_text(rc: int) -> str:
     return f"CUresult {rc}"
 
 
-class PreparedLaunch:
-    """One launch worked out in advance: kernel, grid, block, shared memory and the argument block, for fixed
-    pointers. Calling it with a stream handle is all a call on a known shape costs."""
+class CtypesLaunch:
+    """The C launcher's Launch (_launch.c) through ctypes, where it was not built: the same constructor, the same
+    `launch(stream, *pointers)`."""
 
-    def __init__(self, fn, grid, block, args, smem, name: str):
-        self.fn, self.grid, self.block, self.smem, self.name = fn, grid, block, smem, name
-        self.args = tuple(kernel_arg(a) for a in args)  # for the CuPy path
+    def __init__(self, name, function, grid, block, shared, params, offsets, slots):
+        self.name, self.grid = name, tuple(grid)
+        self._block = ctypes.create_string_buffer(bytes(params), max(1, len(params)))
+        base = ctypes.addressof(self._block)
+        self._params = (ctypes.c_void_p * max(1, len(offsets)))(*(base + o for o in offsets))
+        self._slots = [ctypes.c_uint64.from_buffer(self._block, offsets[s]) for s in slots]
         self._cu = _cu_launch_kernel()
-        try:
-            self._fptr = ctypes.c_void_p(int(fn.kernel.ptr))
-        except AttributeError:  # an older CuPy without the Function handle: launch through CuPy
-            self._cu = None
-        if self._cu is not None:
-            self._vals = [ctypes_arg(a) for a in args]
-            self._params = (ctypes.c_void_p * len(self._vals))(
-                *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in self._vals])
-            # cuLaunchKernel(f, grid x y z, block x y z, shared bytes, stream, params, extra): all but the stream
-            self._head = (self._fptr, *(ctypes.c_uint(int(n)) for n in (*grid, *block, smem)))
+        # cuLaunchKernel(f, grid x y z, block x y z, shared bytes, stream, params, extra): all but the stream
+        self._head = (ctypes.c_void_p(function), *(ctypes.c_uint(int(n)) for n in (*grid, *block, shared)))
 
-    def __call__(self, stream_handle: int) -> None:
-        if self._cu is not None:
-            rc = self._cu(*self._head, ctypes.c_void_p(stream_handle), self._params, None)
-            if rc:
-                raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {cu_error_text(rc)}")
-            return
-        cp = cupy()
-        try:
-            with cupy_stream(stream_handle):
-                self.fn(self.grid, self.block, self.args, shared_mem=self.smem)
-        except cp.cuda.driver.CUDADriverError as e:
-            raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {e}") from None
+    @property
+    def params(self) -> bytes:
+        return self._block.raw
+
+    def launch(self, stream: int, *pointers: int) -> None:
+        if len(pointers) != len(self._slots):
+            raise TypeError(f"launch takes a stream and {len(self._slots)} pointers, got {1 + len(pointers)} arguments")
+        for slot, p in zip(self._slots, pointers):
+            slot.value = p
+        rc = self._cu(*self._head, ctypes.c_void_p(stream), self._params, None)
+        if rc:
+            raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {cu_error_text(rc)}")
 
 
-class LaunchCache:
-    """Prepared launches by key (pointers, shapes, options, stream), bounded: pointers come and go."""
+class LaunchCache(dict):
+    """Prepared launches by key (pointers or shapes, options), bounded: pointers come and go. A dict, so that a
+    call's lookup is dict.get itself."""
 
     def __init__(self, limit: int = 4096):
-        self._table: dict = {}
+        super().__init__()
         self._limit = limit
 
-    def get(self, key):
-        return self._table.get(key)
-
     def put(self, key, job):
-        if len(self._table) > self._limit:
-            self._table.clear()
-        self._table[key] = job
+        if len(self) > self._limit:
+            self.clear()
+        self[key] = job
         return job
-
-    def __len__(self) -> int:
-        return len(self._table)
 
 
 LAUNCHES = LaunchCache()  # launch()'s prepared launches

@@ -1,0 +1,274 @@
+/* convbench.core.gpu._launch: one kernel launch from C, for launches prepared once and fired many times.
+ *
+ * Why C: at 100 images a course layer is a few microseconds of GPU work, so the host's cost of issuing the call is
+ * most of its Op Time. Through ctypes, a prepared cuLaunchKernel still converts a dozen argument objects per call;
+ * through CuPy, ~20-30 us of Python and Cython argument handling. Here a call is one C function: the argument block
+ * is packed once (Python's struct), the pointers that change per call are written into their slots, and the driver
+ * is called. Nothing is linked against CUDA: libcuda.so.1 is opened at the first Launch, as CuPy and torch do.
+ *
+ *   Launch(name, function, grid, block, shared, params, offsets, slots)
+ *     name      what a failure message calls the kernel
+ *     function  the CUfunction handle (an int)
+ *     grid, block  three ints each; shared: dynamic shared memory in bytes
+ *     params    the packed argument block (bytes); offsets: each kernel parameter's byte offset in it
+ *     slots     indices of the 8-byte parameters given per call (device pointers), in call order
+ *   launch(stream, *pointers)  -> None; raises the error class given to set_error ("CUDA launch of NAME ... failed:
+ *                                 CUDA_ERROR_...: text")
+ *
+ * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
+ * driver copies the argument block before cuLaunchKernel returns).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*cu_launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  void *, void **, void **);
+typedef int (*cu_error_text_t)(int, const char **);
+
+static cu_launch_kernel_t cu_launch_kernel;
+static cu_error_text_t cu_get_error_name, cu_get_error_string;
+static PyObject *error_class;  /* set_error(): convbench's UsageError; RuntimeError until then */
+
+static int load_driver(void) {
+    if (cu_launch_kernel != NULL)
+        return 0;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (lib == NULL) {
+        PyErr_Format(PyExc_OSError, "libcuda.so.1 could not be opened: %s", dlerror());
+        return -1;
+    }
+    cu_launch_kernel = (cu_launch_kernel_t)dlsym(lib, "cuLaunchKernel");
+    cu_get_error_name = (cu_error_text_t)dlsym(lib, "cuGetErrorName");
+    cu_get_error_string = (cu_error_text_t)dlsym(lib, "cuGetErrorString");
+    if (cu_launch_kernel == NULL) {
+        PyErr_SetString(PyExc_OSError, "libcuda.so.1 has no cuLaunchKernel");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name;
+    void *function;
+    unsigned grid[3], block[3], shared;
+    char *params;         /* the packed argument block */
+    void **param_ptrs;    /* kernelParams: one pointer per parameter, into params */
+    Py_ssize_t nparams;
+    Py_ssize_t *slots;    /* byte offsets of the per-call pointers */
+    Py_ssize_t nslots;
+} Launch;
+
+static void Launch_dealloc(Launch *self) {
+    Py_XDECREF(self->name);
+    PyMem_Free(self->params);
+    PyMem_Free(self->param_ptrs);
+    PyMem_Free(self->slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int three_uints(PyObject *seq, unsigned out[3], const char *what) {
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (fast == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(fast) != 3) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "%s: three ints", what);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (PyErr_Occurred() || v == 0 || v > 0xffffffffUL) {
+            Py_DECREF(fast);
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: each between 1 and 2**32 - 1", what);
+            return -1;
+        }
+        out[i] = (unsigned)v;
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
+    PyObject *name, *grid, *block, *offsets, *slots;
+    unsigned long long function;
+    unsigned int shared;
+    Py_buffer params;
+    static char *kwlist[] = {"name", "function", "grid", "block", "shared", "params", "offsets", "slots", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UKOOIy*OO", kwlist, &name, &function, &grid, &block, &shared,
+                                     &params, &offsets, &slots))
+        return -1;
+    int rc = -1;
+    PyObject *offs = NULL, *sl = NULL;
+    if (self->params != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Launch is prepared once");
+        goto done;
+    }
+    if (load_driver() < 0 || three_uints(grid, self->grid, "grid") < 0 || three_uints(block, self->block, "block") < 0)
+        goto done;
+    offs = PySequence_Fast(offsets, "offsets: a sequence of ints");
+    sl = PySequence_Fast(slots, "slots: a sequence of ints");
+    if (offs == NULL || sl == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(offs), ns = PySequence_Fast_GET_SIZE(sl);
+    self->params = PyMem_Malloc(params.len > 0 ? params.len : 1);
+    self->param_ptrs = PyMem_Malloc(sizeof(void *) * (n > 0 ? n : 1));
+    self->slots = PyMem_Malloc(sizeof(Py_ssize_t) * (ns > 0 ? ns : 1));
+    if (self->params == NULL || self->param_ptrs == NULL || self->slots == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(self->params, params.buf, params.len);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t off = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(offs, i));
+        if (PyErr_Occurred())
+            goto done;
+        if (off < 0 || off >= params.len) {
+            PyErr_Format(PyExc_ValueError, "offset %zd of parameter %zd lies outside the %zd-byte block", off, i,
+                         params.len);
+            goto done;
+        }
+        self->param_ptrs[i] = self->params + off;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(sl, i));
+        if (PyErr_Occurred())
+            goto done;
+        if (p < 0 || p >= n || (char *)self->param_ptrs[p] + 8 > self->params + params.len) {
+            PyErr_Format(PyExc_ValueError, "slot %zd is not an 8-byte parameter of the block", p);
+            goto done;
+        }
+        self->slots[i] = (char *)self->param_ptrs[p] - self->params;
+    }
+    self->nparams = n;
+    self->nslots = ns;
+    self->function = (void *)(uintptr_t)function;
+    self->shared = shared;
+    Py_INCREF(name);
+    Py_XSETREF(self->name, name);
+    rc = 0;
+done:
+    Py_XDECREF(offs);
+    Py_XDECREF(sl);
+    PyBuffer_Release(&params);
+    return rc;
+}
+
+static PyObject *launch_failed(Launch *self, int result) {
+    const char *name = NULL, *text = NULL;
+    PyObject *cls = error_class != NULL ? error_class : PyExc_RuntimeError;
+    if (cu_get_error_name != NULL && cu_get_error_string != NULL && cu_get_error_name(result, &name) == 0 &&
+        cu_get_error_string(result, &text) == 0 && name != NULL && text != NULL)
+        return PyErr_Format(cls, "CUDA launch of %U grid=(%u, %u, %u) failed: %s: %s", self->name, self->grid[0],
+                            self->grid[1], self->grid[2], name, text);
+    return PyErr_Format(cls, "CUDA launch of %U grid=(%u, %u, %u) failed: CUresult %d", self->name, self->grid[0],
+                        self->grid[1], self->grid[2], result);
+}
+
+/* launch(stream, *pointers): vectorcall-style, no argument tuple parsing */
+static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 + self->nslots) {
+        PyErr_Format(PyExc_TypeError, "launch takes a stream and %zd pointers, got %zd arguments", self->nslots,
+                     nargs);
+        return NULL;
+    }
+    unsigned long long stream = PyLong_AsUnsignedLongLong(args[0]);
+    if (stream == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->nslots; i++) {
+        uint64_t p = PyLong_AsUnsignedLongLong(args[1 + i]);
+        if (p == (uint64_t)-1 && PyErr_Occurred())
+            return NULL;
+        memcpy(self->params + self->slots[i], &p, 8);
+    }
+    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
+                                  self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
+                                  self->param_ptrs, NULL);
+    if (result != 0)
+        return launch_failed(self, result);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Launch_get_name(Launch *self, void *closure) {
+    Py_INCREF(self->name);
+    return self->name;
+}
+
+static PyObject *Launch_get_grid(Launch *self, void *closure) {
+    return Py_BuildValue("(III)", self->grid[0], self->grid[1], self->grid[2]);
+}
+
+static PyObject *Launch_get_params(Launch *self, void *closure) {
+    /* the argument block as it stands (tests read back what was packed and what the last call wrote) */
+    Py_ssize_t end = 0;
+    for (Py_ssize_t i = 0; i < self->nparams; i++) {
+        Py_ssize_t off = (char *)self->param_ptrs[i] - self->params;
+        end = off + 8 > end ? off + 8 : end;
+    }
+    return PyBytes_FromStringAndSize(self->params, end);
+}
+
+static PyMethodDef Launch_methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))Launch_launch, METH_FASTCALL,
+     "launch(stream, *pointers): the kernel on that stream handle, these pointers in the slots"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Launch_getset[] = {
+    {"name", (getter)Launch_get_name, NULL, "what a failure message calls the kernel", NULL},
+    {"grid", (getter)Launch_get_grid, NULL, "the grid, three ints", NULL},
+    {"params", (getter)Launch_get_params, NULL, "the packed argument block as it stands", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject LaunchType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "convbench.core.gpu._launch.Launch",
+    .tp_basicsize = sizeof(Launch),
+    .tp_dealloc = (destructor)Launch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a kernel launch prepared once: Launch(name, function, grid, block, shared, params, offsets, slots)",
+    .tp_methods = Launch_methods,
+    .tp_getset = Launch_getset,
+    .tp_init = (initproc)Launch_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static PyObject *set_error(PyObject *module, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "set_error takes an exception class");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(error_class, cls);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_error", set_error, METH_O, "set_error(cls): the exception class a failed launch raises"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef launch_module = {
+    PyModuleDef_HEAD_INIT, "convbench.core.gpu._launch", "kernel launches prepared once and fired from C", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC PyInit__launch(void) {
+    if (PyType_Ready(&LaunchType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&launch_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&LaunchType);
+    if (PyModule_AddObject(m, "Launch", (PyObject *)&LaunchType) < 0) {
+        Py_DECREF(&LaunchType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,105 @@
+"""Outputs of timed GPU calls, kept for the next call of the same shapes instead of allocated anew.
+
+At 100 images a layer is a few microseconds of GPU work, and `torch.empty` of its output costs about as much host
+time as the launch itself: inside Op Time (which counts the output's allocation for every implementation), that is
+the allocator measured, not the kernel. So while convbench times calls (core/timing.timed, and the commands of its
+CLI), an implementation that writes into y gets it from this pool: the output of an earlier call of the same shapes
+when nothing holds it any more, else a new tensor (kept for next time).
+
+"Nothing holds it" is checked, not assumed: no Python reference but the pool's, no view or other tensor on its
+memory, no handle on its storage. The pool is on only where convbench's own code makes the calls: a caller of
+`impl(x, k)` elsewhere gets a fresh tensor, so a stream that was handed an output with `record_stream` never sees its
+memory reused early.
+
+Bounded: outputs up to MAX_BYTES each, at most ENTRIES of them (the oldest dropped); a large batch's allocation is
+small against its kernel anyway. Importing this module loads no torch (the CLI enters pooled() before it knows
+whether a command needs torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from convbench.core.shapes import output_shape
+
+if TYPE_CHECKING:
+    import torch
+
+MAX_BYTES = 256 << 20
+ENTRIES = 16
+
+_ON = contextvars.ContextVar("convbench_pooled_outputs", default=False)
+
+
+class OutputPool:
+    """One output tensor per (x shape, k shape, dtype, device), handed out again once nothing else holds it."""
+
+    def __init__(self):
+        import torch
+
+        self._empty = torch.empty
+        self._storage_use_count = torch._C._storage_Use_Count
+        self._kept: dict[tuple, torch.Tensor] = {}
+        probe = {None: torch.empty(1)}  # held as a kept output is in take(): by a dict and one name
+        y = probe[None]
+        self._free_counts = self._counts(y)  # what a tensor held by nothing but this pool reads
+
+    def _counts(self, t: torch.Tensor) -> tuple[int, int, int, int]:
+        """(Python references, tensor uses, storage uses, storage object references) of t, as read from here: for a
+        kept tensor nothing else holds, the same as the probe's (the caller's name and the dict each add one)."""
+        storage = t.untyped_storage()
+        return (sys.getrefcount(t), t._use_count(), self._storage_use_count(storage._cdata), sys.getrefcount(storage))
+
+    def take(self, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The output for conv(x, k): a kept one that nothing holds, else a new one."""
+        key = (x.shape, k.shape, x.dtype, x.get_device())
+        y = self._kept.get(key)
+        if y is not None and self._counts(y) == self._free_counts:
+            return y
+        y = self._empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)
+        if y.numel() * y.element_size() <= MAX_BYTES:
+            self._kept.pop(key, None)
+            if len(self._kept) >= ENTRIES:  # the oldest output goes
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = y
+        return y
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def usable() -> bool:
+    """Whether this PyTorch has the use counts the pool checks (private API: where it lacks them, no pool)."""
+    import torch
+
+    return hasattr(torch._C, "_storage_Use_Count") and hasattr(torch.Tensor, "_use_count")
+
+
+_pool: OutputPool | bool | None = None  # made at the first pooled call; False where this PyTorch cannot pool
+
+
+@contextlib.contextmanager
+def pooled() -> Iterator[None]:
+    """Within: GPU outputs of impl(x, k) come from the pool (convbench's own calls)."""
+    token = _ON.set(True)
+    try:
+        yield
+    finally:
+        _ON.reset(token)
+
+
+def output_for(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """y for conv(x, k): from the pool inside pooled() on the GPU, else a new tensor."""
+    global _pool
+    if _ON.get() and x.is_cuda:
+        if _pool is None:
+            _pool = OutputPool() if usable() else False
+        if _pool is not False:
+            return _pool.take(x, k)
+    import torch
+
+    return torch.empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)
