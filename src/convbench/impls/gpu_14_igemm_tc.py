@@ -168,6 +168,12 @@ def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0):
     return gpu.kernel(SOURCE, "igemm_tc_kernel", **defines)
 
 
+# 3xFP16 scales a block so its largest value sits at 2^14; a value more than 2^17 below that has a subnormal fp16
+# lo part and keeps ~12 bits. In a long reduction such a term never dominates an output, but in a short one (K = 1,
+# C = 1: one product) it can be the whole output, which then misses fp32's per-element bound on wide-range inputs.
+# Shorter reductions than this run in 3xTF32 (exact fp32 splitting, no block scaling).
+FP16X3_MIN_REDUCTION = 64
+
 FALLBACK = "fallback"  # LAUNCHES' marker for a layer that runs through fallback()
 LAUNCHES = gpu.LaunchCache()  # prepared launches, or FALLBACK
 SLOTS = (0, 1, 2)  # the kernel's arguments given per call: y, x, k
@@ -212,6 +218,8 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
         if job is None:
             prec = kernel_code(precision)
+            if prec == FP16X3 and x.shape[1] * k.shape[2] * k.shape[3] < FP16X3_MIN_REDUCTION and override is None:
+                prec = TF32X3  # a short reduction: see FP16X3_MIN_REDUCTION
             try:
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
             except TooBig:
@@ -262,7 +270,9 @@ def fused(x, k, act, pool, *, arithmetic):
             "cp.async double-buffered images; fused conv + act + pool path",
     demonstrates="error-compensated tensor-core arithmetic, persistent blocks and fusing the layers after the conv",
     variants={"": "tf32x3", "tf32": "tf32", "fp16": "fp16", "bf16": "bf16", "fp16x3": "fp16x3"},
-    summaries={"fp16x3": "gpu-igemm-tc in 3xFP16: each block of weights / input values scaled by a power of two "
+    summaries={"fp16x3": "gpu-igemm-tc in 3xFP16 (reductions C*K*K under 64 in 3xTF32, which keeps fp32's "
+                         "per-element bound where one small product can be a whole output): "
+                         "each block of weights / input values scaled by a power of two "
                          "and split into fp16 hi + lo parts (11 + 11 bits), three fp16 products per multiply-add, "
                          "fp32 accumulate: fp32 accuracy at twice 3xTF32's multiply-adds per instruction"},
     fused=fused,

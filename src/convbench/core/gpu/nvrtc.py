@@ -142,8 +142,10 @@ def _cubin_loads(cp, path: Path) -> bool:
         return False
 
 
+@functools.cache
 def kernel(source: Path, name: str, **defines: int | str):
-    """The function `name` of `source` compiled with these defines."""
+    """The function `name` of `source` compiled with these defines: looked up once (CuPy makes a new kernel object,
+    and asks the driver, at every lookup; rungs ask for theirs at every call)."""
     return module(Path(source), tuple(sorted(defines.items()))).get_function(name)
 
 
