@@ -202,27 +202,38 @@ def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     assert lines[4] == "failed: CUDA launch of k grid=(132, 2, 3) failed: CUresult 719"
 
 
+class FakeKernel:
+    """A compiled kernel as launch() sees it: hashable, with a CUfunction handle."""
+
+    def __init__(self, ptr: int):
+        self.kernel = SimpleNamespace(ptr=ptr)
+
+
 def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monkeypatch):
     """launch() (rungs 1-12, the whole network's dense layers, a course file's kernel) prepares a launch once per
-    launch_key: a short grid or block padded to three, the same launch again reuses it, and another buffer or another
-    number is another launch, passed as its own bytes."""
+    kernel, grid, block, shared memory and numbers: a short grid or block padded to three, the same launch on other
+    buffers reuses it with their addresses, and another number is another launch, passed as its own bytes."""
     from convbench.core.gpu import launcher
 
     monkeypatch.setattr(launcher, "LAUNCHES", launcher.LaunchCache())
-    kernel = SimpleNamespace(kernel=SimpleNamespace(ptr=0x7F00_0000_1000))
+    kernel = FakeKernel(0x7F00_0000_1000)
     stream = SimpleNamespace(cuda_stream=0x1234)
     y, x, other = torch.zeros(4), torch.zeros(8), torch.zeros(8)
     launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
     got = _read_last_call(stub, "uuif")
     assert got["dims"] == [5, 1, 1, 64, 1, 1, 96] and got["stream"] == 0x1234
+    assert got["params"] == [y.data_ptr(), x.data_ptr(), 3, 2.0]
     assert len(launcher.LAUNCHES) == 1
-    launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
-    assert len(launcher.LAUNCHES) == 1  # the same launch: prepared once
     launcher.launch(kernel, (5,), (64,), (y, other, 3, 2.0), shared_mem=96, stream=stream)
+    assert len(launcher.LAUNCHES) == 1  # other buffers: the same launch, their addresses passed
     assert _read_last_call(stub, "uuif")["params"][1] == other.data_ptr()
     launcher.launch(kernel, (5,), (64,), (y, other, 3.0, 2.0), shared_mem=96, stream=stream)
     assert _read_last_call(stub, "uuff")["params"][2] == 3.0  # 3.0 is a float: not int 3's bytes
-    assert len(launcher.LAUNCHES) == 3
+    assert len(launcher.LAUNCHES) == 2
+    launcher.launch(kernel, (5,), (64,), (y, 7, x), shared_mem=96, stream=stream)  # a tensor after a number
+    assert _read_last_call(stub, "uiu")["params"] == [y.data_ptr(), 7, x.data_ptr()]
+    launcher.launch(kernel, (5,), (64,), (y, 7, other), shared_mem=96, stream=stream)  # keyed by its pointers
+    assert _read_last_call(stub, "uiu")["params"][2] == other.data_ptr() and len(launcher.LAUNCHES) == 4
     keys = {launcher.launch_key(kernel, (1, 1, 1), (1, 1, 1), (v,), 0) for v in (1, 1.0, True)}
     assert len(keys) == 3
 

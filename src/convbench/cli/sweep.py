@@ -56,7 +56,8 @@ IGEMM_WARPS = {
     ("epi2", "small"): [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)],
 }
 IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
-# gpu-wgmma's candidates: (TPW, NWG) for each of OH, OH / 2, OH / 3 rows per band; 3xFP16 sets the plan
+# gpu-wgmma's candidates: (TPW, NWG) for each of OH, OH / 2, OH / 3 rows per band (small batches: to OH / 8); 3xFP16
+# sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4))
 WGMMA_SWEPT = "fp16x3"
 
@@ -183,7 +184,8 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     ref = F.conv2d(x.double(), k.double())
     y = torch.empty(ref.shape, dtype=torch.float32, device="cuda")
     trials, best = [], None
-    for R in sorted({OH, -(-OH // 2), -(-OH // 3)} & set(range(1, OH + 1))):
+    bands = range(1, 4) if tuning.batch_class(batch) == "large" else range(1, 9)  # small: work for every SM
+    for R in sorted({-(-OH // n) for n in bands} & set(range(1, OH + 1))):
         for TPW, NWG in WGMMA_WARPGROUPS:
             plan = wgmma.LaunchPlan(R, TPW, NWG)
             try:

@@ -127,18 +127,41 @@ def launch_key(fn, grid: tuple, block: tuple, args, shared_mem: int) -> tuple:
             tuple(a.data_ptr() if isinstance(a, torch.Tensor) else (type(a), a) for a in args))
 
 
+_NUMBERS = frozenset({int, float, bool, np.int32, np.uint64, np.float32, np.bool_})
+
+
 def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
     """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Prepared once
-    per launch_key and kept: a call that repeats a launch (the same shapes and buffers, as a layer's calls do) costs
-    the key and one C call."""
+    and kept: where the arguments are tensors first, then numbers (every rung's kernel), the launch is kept per
+    kernel, grid, block, shared memory and numbers, and the tensors' addresses go in per call (a layer's calls on
+    new buffers are one launch, not one per buffer); otherwise per launch_key, every pointer in the key."""
     handle = stream.cuda_stream if stream is not None else current_stream_handle(torch.cuda.current_device())
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))  # the driver takes three of each
-    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
+    grid = grid if type(grid) is tuple else tuple(grid)
+    block = block if type(block) is tuple else tuple(block)
+    tensors = 0
+    for a in args:
+        if not isinstance(a, torch.Tensor):
+            break
+        tensors += 1
+    numbers = tuple(args[tensors:])
+    types = tuple(map(type, numbers))  # 1, 1.0 and True are equal keys but different bytes
+    if _NUMBERS.issuperset(types):
+        key = (fn, grid, block, shared_mem, tensors, numbers, types)
+        job = LAUNCHES.get(key)
+        if job is None:
+            job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block),
+                                            tuple(range(tensors))))
+        job.launch(handle, *[a.data_ptr() for a in args[:tensors]])
+        return
     key = launch_key(fn, grid, block, args, int(shared_mem))
     job = LAUNCHES.get(key)
     if job is None:
-        job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), f"{getattr(fn, 'name', fn)} block={block}"))
+        job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block)))
     job.launch(handle)
+
+
+def _launch_name(fn, block) -> str:
+    return f"{getattr(fn, 'name', fn)} block={tuple(int(b) for b in block) + (1,) * (3 - len(block))}"
 
 
 def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int, ...] = ()):
