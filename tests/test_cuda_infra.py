@@ -162,7 +162,30 @@ p = ctypes.cast(ctypes.c_void_p.in_dll(library, "got_params").value, ctypes.POIN
 values = [ctypes.cast(p[i], ctypes.POINTER(t))[0] for i, t in
           enumerate((ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_float))]
 print(hex(f), hex(stream), dims, values, ctypes.c_void_p.in_dll(library, "got_extra").value)
-assert job.params[8:16] == struct.pack("<Q", 0xFFFF_0000_1234_5678)
+assert job.params[8:16] == struct.pack("<Q", 0xFFFF_0000_1234_5678) and len(job.params) == len(params) == 24
+bad_inits = {"slot over a 4-byte int": dict(slots=(2,)), "function -1": dict(function=-1),
+             "function 0": dict(function=0), "shared -1": dict(shared=-1), "grid 0": dict(grid=(0, 1, 1)),
+             "offsets out of order": dict(offsets=(0, 16, 8, 20)), "offset past the end": dict(offsets=(0, 8, 16, 24))}
+for what, change in bad_inits.items():
+    given = dict(name="k", function=1, grid=(1, 1, 1), block=(1, 1, 1), shared=0, params=params, offsets=offsets,
+                 slots=(1,)) | change
+    try:
+        _launch.Launch(**given)
+        print("accepted:", what)
+    except (TypeError, ValueError, OverflowError):
+        pass
+unready = _launch.Launch.__new__(_launch.Launch)
+for use in (lambda: unready.launch(0, 1), lambda: unready.name, lambda: unready.params):
+    try:
+        use()
+        print("an unprepared Launch was used")
+    except TypeError:
+        pass
+try:
+    job.__init__("k", 1, (1, 1, 1), (1, 1, 1), 0, params, offsets, (1,))
+    print("prepared twice")
+except TypeError:
+    pass
 for bad in ((0xDEAD,), (0, 1, 2), (-1, 5)):
     try:
         job.launch(*bad)
@@ -198,6 +221,7 @@ def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == ("0x7f0012345670 0xdeadbeef12345678 [132, 2, 3, 384, 1, 1, 232448] "
                         "[1, 18446462599038260856, 3, 2.5] None")
+    assert not [line for line in lines if line.startswith(("accepted", "an unprepared", "prepared twice"))], lines
     assert lines[1:4] == ["refused: TypeError", "refused: TypeError", "refused: OverflowError"]
     assert lines[4] == "failed: CUDA launch of k grid=(132, 2, 3) failed: CUresult 719"
 
@@ -216,6 +240,8 @@ def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monk
     from convbench.core.gpu import launcher
 
     monkeypatch.setattr(launcher, "LAUNCHES", launcher.LaunchCache())
+    device = [0]
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: device[0])
     kernel = FakeKernel(0x7F00_0000_1000)
     stream = SimpleNamespace(cuda_stream=0x1234)
     y, x, other = torch.zeros(4), torch.zeros(8), torch.zeros(8)
@@ -234,6 +260,9 @@ def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monk
     assert _read_last_call(stub, "uiu")["params"] == [y.data_ptr(), 7, x.data_ptr()]
     launcher.launch(kernel, (5,), (64,), (y, 7, other), shared_mem=96, stream=stream)  # keyed by its pointers
     assert _read_last_call(stub, "uiu")["params"][2] == other.data_ptr() and len(launcher.LAUNCHES) == 4
+    device[0] = 1  # another GPU: its own launch (a kernel's handle belongs to one device's context)
+    launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
+    assert len(launcher.LAUNCHES) == 5
     keys = {launcher.launch_key(kernel, (1, 1, 1), (1, 1, 1), (v,), 0) for v in (1, 1.0, True)}
     assert len(keys) == 3
 
@@ -243,6 +272,10 @@ def test_a_failed_launch_is_named_as_the_driver_names_it(monkeypatch):
 
     failing = lambda *args: 1  # noqa: E731 - CUDA_ERROR_INVALID_VALUE
     monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: failing)
+    with pytest.raises(ValueError, match="slot 1 is not an aligned 8-byte parameter"):  # an int: 4 bytes
+        launcher.CtypesLaunch("k", 1, (1, 1, 1), (1, 1, 1), 0, *launcher.packed_arguments((1, 2)), (1,))
+    with pytest.raises(ValueError, match="grid"):
+        launcher.CtypesLaunch("k", 1, (0, 1, 1), (1, 1, 1), 0, b"", (), ())
     job = launcher.CtypesLaunch("k", 1, (1, 1, 1), (1, 1, 1), 0, b"", (), ())
     with pytest.raises(UsageError, match=r"CUDA launch of k grid=\(1, 1, 1\) failed: (CUDA_ERROR_INVALID_VALUE|CUresult 1)"):
         job.launch(0)

@@ -1,6 +1,7 @@
 """The pool of timed calls' outputs (core/outputs.py): an output is handed out again only when nothing else holds
 it, in any of the ways a caller can hold a tensor's memory; outside a timed region every call gets a fresh one."""
 
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -18,12 +19,12 @@ def layer():
 
 def test_an_output_nothing_holds_is_handed_out_again():
     pool, (x, k) = OutputPool(), layer()
-    y = pool.take(x, k)
+    y = pool.take("impl", x, k)
     assert y.shape == (2, 4, 8, 8) and y.dtype == torch.float32
     address = y.data_ptr()
     del y
-    assert pool.take(x, k).data_ptr() == address
-    assert pool.take(torch.zeros(3, 3, 10, 10), k).data_ptr() != address  # another shape: its own output
+    assert pool.take("impl", x, k).data_ptr() == address
+    assert pool.take("impl", torch.zeros(3, 3, 10, 10), k).data_ptr() != address  # another shape: its own output
 
 
 HOLDS = {
@@ -34,25 +35,43 @@ HOLDS = {
     "a detached tensor": lambda y: y.detach(),
     "its storage": lambda y: y.untyped_storage(),
     "a tensor on its storage": lambda y: torch.empty(0).set_(y.untyped_storage()),
+    "a weak reference": lambda y: weakref.ref(y),
 }
 
 
 @pytest.mark.parametrize("how", HOLDS)
 def test_an_output_still_held_is_never_handed_out(how):
     pool, (x, k) = OutputPool(), layer()
-    y = pool.take(x, k)
+    y = pool.take("impl", x, k)
     y.fill_(7.0)
     held = HOLDS[how](y)
     del y
-    again = pool.take(x, k)
+    again = pool.take("impl", x, k)
     again.fill_(-1.0)
-    kept = held if isinstance(held, torch.Tensor) else held[0] if isinstance(held, list) else None
-    if kept is not None:
+    if isinstance(held, weakref.ref):  # the pool dropped it for a new output: gone, or as it was
+        kept = held()
+        assert kept is None or torch.all(kept == 7.0)
+    elif isinstance(held, (torch.Tensor, list)):
+        kept = held if isinstance(held, torch.Tensor) else held[0]
         assert torch.all(kept == 7.0), f"the output held by {how} was written by the next call"
     else:  # a storage: its bytes
         assert torch.all(torch.frombuffer(bytearray(held), dtype=torch.float32) == 7.0)
     del held
-    assert pool.take(x, k).data_ptr() != again.data_ptr()  # `again` is held here: the third call gets another
+    assert pool.take("impl", x, k).data_ptr() != again.data_ptr()  # `again` is held here: the third call gets another
+
+
+def test_outputs_are_kept_per_implementation_and_start_as_nan():
+    """Another implementation never gets an output one left behind (its values would hide elements it does not
+    write), and a new output is NaN, so an element never written stays NaN in every later call."""
+    pool, (x, k) = OutputPool(), layer()
+    first = pool.take("a", x, k)
+    assert torch.isnan(first).all()
+    first.fill_(1.0)
+    address = first.data_ptr()
+    del first
+    other = pool.take("b", x, k)
+    assert other.data_ptr() != address and torch.isnan(other).all()
+    assert pool.take("a", x, k).data_ptr() == address
 
 
 def test_the_pool_is_bounded():
@@ -60,31 +79,31 @@ def test_the_pool_is_bounded():
     k = torch.zeros(1, 1, 1, 1)
     xs = [torch.zeros(1, 1, 1, n + 1) for n in range(outputs.ENTRIES + 5)]
     for x in xs:
-        pool.take(x, k)
+        pool.take("impl", x, k)
     assert len(pool) == outputs.ENTRIES
-    first = pool.take(xs[0], k)  # the oldest was dropped: a new output, kept again
+    first = pool.take("impl", xs[0], k)  # the oldest was dropped: a new output, kept again
     assert len(pool) == outputs.ENTRIES and first.shape == (1, 1, 1, 1)
 
 
 def test_a_large_output_is_not_kept(monkeypatch):
     monkeypatch.setattr(outputs, "MAX_BYTES", 1000)
     pool, (x, k) = OutputPool(), layer()  # 2*4*8*8 floats: 2048 bytes
-    pool.take(x, k)
+    pool.take("impl", x, k)
     assert len(pool) == 0
 
 
 def test_only_a_timed_region_on_the_gpu_takes_from_the_pool(monkeypatch):
     taken = []
-    monkeypatch.setattr(outputs, "_pool", SimpleNamespace(take=lambda x, k: taken.append(x) or torch.empty(0)))
+    monkeypatch.setattr(outputs, "_pool", SimpleNamespace(take=lambda impl, x, k: taken.append(x) or torch.empty(0)))
     x, k = layer()
     with outputs.pooled():
-        assert outputs.output_for(x, k).shape == (2, 4, 8, 8)  # the CPU: a new tensor
-    assert outputs.output_for(x, k).shape == (2, 4, 8, 8) and not taken
+        assert outputs.output_for("impl", x, k).shape == (2, 4, 8, 8)  # the CPU: a new tensor
+    assert outputs.output_for("impl", x, k).shape == (2, 4, 8, 8) and not taken
     if torch.cuda.is_available():
         xg, kg = x.cuda(), k.cuda()
-        assert outputs.output_for(xg, kg).shape == (2, 4, 8, 8) and not taken  # outside a timed region
+        assert outputs.output_for("impl", xg, kg).shape == (2, 4, 8, 8) and not taken  # outside a timed region
         with outputs.pooled():
-            outputs.output_for(xg, kg)
+            outputs.output_for("impl", xg, kg)
         assert len(taken) == 1
 
 

@@ -78,7 +78,7 @@ class ConvImpl:
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
             if y is None:  # in a timed region on the GPU, from core/outputs.py's pool
-                y = output_for(x, k)
+                y = output_for(self.name, x, k)
             self.fn(x, k, y)
             return y
         out = self.fn(x, k)

@@ -6,10 +6,13 @@ the allocator measured, not the kernel. So while convbench times calls (core/tim
 CLI), an implementation that writes into y gets it from this pool: the output of an earlier call of the same shapes
 when nothing holds it any more, else a new tensor (kept for next time).
 
-"Nothing holds it" is checked, not assumed: no Python reference but the pool's, no view or other tensor on its
-memory, no handle on its storage. The pool is on only where convbench's own code makes the calls: a caller of
-`impl(x, k)` elsewhere gets a fresh tensor, so a stream that was handed an output with `record_stream` never sees its
-memory reused early.
+"Nothing holds it" is checked, not assumed: no Python reference but the pool's, no weak reference, no view or other
+tensor on its memory, no handle on its storage. Outputs are kept per implementation and stream, and a new one is
+filled with NaN (once, when it is made): an element an implementation never writes stays NaN in every later call,
+instead of holding what another implementation, or an earlier call, left there. The pool is on only where
+convbench's own code makes the calls: a caller of `impl(x, k)` elsewhere gets a fresh tensor, so a stream that was
+handed an output with `record_stream` never sees its memory reused early. No CUDA graph is captured through it
+(whole/graph.py launches its kernels on buffers of its own).
 
 Bounded: outputs up to MAX_BYTES each, at most ENTRIES of them (the oldest dropped); a large batch's allocation is
 small against its kernel anyway. Importing this module loads no torch (the CLI enters pooled() before it knows
@@ -21,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -36,31 +40,36 @@ _ON = contextvars.ContextVar("convbench_pooled_outputs", default=False)
 
 
 class OutputPool:
-    """One output tensor per (x shape, k shape, dtype, device), handed out again once nothing else holds it."""
+    """One output tensor per (implementation, x shape, k shape, dtype, device, stream), handed out again once nothing
+    else holds it."""
 
     def __init__(self):
         import torch
 
-        self._empty = torch.empty
+        self._full = torch.full
+        self._stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU builds
         self._storage_use_count = torch._C._storage_Use_Count
         self._kept: dict[tuple, torch.Tensor] = {}
         probe = {None: torch.empty(1)}  # held as a kept output is in take(): by a dict and one name
         y = probe[None]
         self._free_counts = self._counts(y)  # what a tensor held by nothing but this pool reads
 
-    def _counts(self, t: torch.Tensor) -> tuple[int, int, int, int]:
-        """(Python references, tensor uses, storage uses, storage object references) of t, as read from here: for a
-        kept tensor nothing else holds, the same as the probe's (the caller's name and the dict each add one)."""
+    def _counts(self, t: torch.Tensor) -> tuple[int, int, int, int, int]:
+        """(Python references, weak references, tensor uses, storage uses, storage object references) of t, as read
+        from here: for a kept tensor nothing else holds, the same as the probe's (the caller's name and the dict each
+        add one)."""
         storage = t.untyped_storage()
-        return (sys.getrefcount(t), t._use_count(), self._storage_use_count(storage._cdata), sys.getrefcount(storage))
+        return (sys.getrefcount(t), weakref.getweakrefcount(t), t._use_count(),
+                self._storage_use_count(storage._cdata), sys.getrefcount(storage))
 
-    def take(self, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """The output for conv(x, k): a kept one that nothing holds, else a new one."""
-        key = (x.shape, k.shape, x.dtype, x.get_device())
+    def take(self, impl: str, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """The output of `impl` for conv(x, k): a kept one that nothing holds, else a new one (NaN-filled)."""
+        device = x.get_device()
+        key = (impl, x.shape, k.shape, x.dtype, device, self._stream(device) if device >= 0 and self._stream else 0)
         y = self._kept.get(key)
         if y is not None and self._counts(y) == self._free_counts:
             return y
-        y = self._empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)
+        y = self._full(output_shape(x.shape, k.shape), float("nan"), dtype=x.dtype, device=x.device)
         if y.numel() * y.element_size() <= MAX_BYTES:
             self._kept.pop(key, None)
             if len(self._kept) >= ENTRIES:  # the oldest output goes
@@ -92,14 +101,14 @@ def pooled() -> Iterator[None]:
         _ON.reset(token)
 
 
-def output_for(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """y for conv(x, k): from the pool inside pooled() on the GPU, else a new tensor."""
+def output_for(impl: str, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """y for conv(x, k) by `impl`: from the pool inside pooled() on the GPU, else a new tensor."""
     global _pool
     if _ON.get() and x.is_cuda:
         if _pool is None:
             _pool = OutputPool() if usable() else False
         if _pool is not False:
-            return _pool.take(x, k)
+            return _pool.take(impl, x, k)
     import torch
 
     return torch.empty(output_shape(x.shape, k.shape), dtype=x.dtype, device=x.device)

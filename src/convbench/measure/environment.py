@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from convbench.core import outputs
 from convbench.core.gpu.launcher import launch_path
 
 
@@ -66,6 +67,8 @@ def environment() -> dict:
             "cudnn": torch.backends.cudnn.version(),
             "driver": _nvidia_smi("driver_version"),
             "kernel_launches": launch_path(),  # the C launcher, or ctypes where it was not built
+            # timed calls' outputs: from core/outputs.py's pool for implementations that fill a given y
+            "outputs": "pooled" if outputs.usable() else "allocated per call",
         })
         for name in ("cupy", "triton"):
             try:

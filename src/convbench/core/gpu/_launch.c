@@ -14,6 +14,7 @@
  *     slots     indices of the 8-byte parameters given per call (device pointers), in call order
  *   launch(stream, *pointers)  -> None; raises the error class given to set_error ("CUDA launch of NAME ... failed:
  *                                 CUDA_ERROR_...: text")
+ * A slot must be an aligned 8-byte parameter; a Launch whose __init__ did not succeed refuses every use.
  *
  * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
  * driver copies the argument block before cuLaunchKernel returns).
@@ -60,13 +61,29 @@ typedef struct {
     Py_ssize_t nparams;
     Py_ssize_t *slots;    /* byte offsets of the per-call pointers */
     Py_ssize_t nslots;
+    Py_ssize_t nbytes;    /* the argument block's length */
+    int ready;            /* set by a successful __init__ only: nothing else may run before */
 } Launch;
 
-static void Launch_dealloc(Launch *self) {
-    Py_XDECREF(self->name);
+static void release_buffers(Launch *self) {
     PyMem_Free(self->params);
     PyMem_Free(self->param_ptrs);
     PyMem_Free(self->slots);
+    self->params = NULL;
+    self->param_ptrs = NULL;
+    self->slots = NULL;
+}
+
+static int not_ready(Launch *self) {
+    if (self->ready)
+        return 0;
+    PyErr_SetString(PyExc_TypeError, "a Launch is used only once __init__ has prepared it");
+    return 1;
+}
+
+static void Launch_dealloc(Launch *self) {
+    Py_XDECREF(self->name);
+    release_buffers(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -93,19 +110,38 @@ static int three_uints(PyObject *seq, unsigned out[3], const char *what) {
     return 0;
 }
 
+/* an int in [0, limit], else -1 with the exception set (negative, too large, not an int) */
+static int bounded(PyObject *value, unsigned long long limit, unsigned long long *out, const char *what) {
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (v > limit) {
+        PyErr_Format(PyExc_OverflowError, "%s: %llu is too large", what, v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
-    PyObject *name, *grid, *block, *offsets, *slots;
-    unsigned long long function;
-    unsigned int shared;
+    PyObject *name, *function, *grid, *block, *shared, *offsets, *slots;
     Py_buffer params;
     static char *kwlist[] = {"name", "function", "grid", "block", "shared", "params", "offsets", "slots", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UKOOIy*OO", kwlist, &name, &function, &grid, &block, &shared,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UOOOOy*OO", kwlist, &name, &function, &grid, &block, &shared,
                                      &params, &offsets, &slots))
         return -1;
+    if (self->ready) {  /* a prepared Launch stays as it is */
+        PyBuffer_Release(&params);
+        PyErr_SetString(PyExc_TypeError, "a Launch is prepared once");
+        return -1;
+    }
     int rc = -1;
     PyObject *offs = NULL, *sl = NULL;
-    if (self->params != NULL) {
-        PyErr_SetString(PyExc_TypeError, "a Launch is prepared once");
+    unsigned long long fn = 0, smem = 0;
+    if (bounded(function, UINTPTR_MAX, &fn, "function") < 0 || bounded(shared, 0xffffffffULL, &smem, "shared") < 0)
+        goto done;
+    if (fn == 0) {
+        PyErr_SetString(PyExc_ValueError, "function: a CUfunction handle, not 0");
         goto done;
     }
     if (load_driver() < 0 || three_uints(grid, self->grid, "grid") < 0 || three_uints(block, self->block, "block") < 0)
@@ -123,35 +159,43 @@ static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
         goto done;
     }
     memcpy(self->params, params.buf, params.len);
+    Py_ssize_t previous = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t off = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(offs, i));
         if (PyErr_Occurred())
             goto done;
-        if (off < 0 || off >= params.len) {
-            PyErr_Format(PyExc_ValueError, "offset %zd of parameter %zd lies outside the %zd-byte block", off, i,
-                         params.len);
+        if (off <= previous || off + 4 > params.len) {  /* every parameter is 4 or 8 bytes, in order */
+            PyErr_Format(PyExc_ValueError, "offset %zd of parameter %zd is out of order or outside the %zd-byte "
+                         "block", off, i, params.len);
             goto done;
         }
         self->param_ptrs[i] = self->params + off;
+        previous = off;
     }
     for (Py_ssize_t i = 0; i < ns; i++) {
         Py_ssize_t p = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(sl, i));
         if (PyErr_Occurred())
             goto done;
-        if (p < 0 || p >= n || (char *)self->param_ptrs[p] + 8 > self->params + params.len) {
-            PyErr_Format(PyExc_ValueError, "slot %zd is not an 8-byte parameter of the block", p);
+        Py_ssize_t off = p >= 0 && p < n ? (char *)self->param_ptrs[p] - self->params : -1;
+        Py_ssize_t end = p + 1 < n ? (char *)self->param_ptrs[p + 1] - self->params : params.len;
+        if (off < 0 || off % 8 != 0 || end - off < 8) {  /* a device pointer: 8 bytes, aligned */
+            PyErr_Format(PyExc_ValueError, "slot %zd is not an aligned 8-byte parameter of the block", p);
             goto done;
         }
-        self->slots[i] = (char *)self->param_ptrs[p] - self->params;
+        self->slots[i] = off;
     }
     self->nparams = n;
     self->nslots = ns;
-    self->function = (void *)(uintptr_t)function;
-    self->shared = shared;
+    self->nbytes = params.len;
+    self->function = (void *)(uintptr_t)fn;
+    self->shared = (unsigned)smem;
     Py_INCREF(name);
     Py_XSETREF(self->name, name);
+    self->ready = 1;
     rc = 0;
 done:
+    if (rc < 0)
+        release_buffers(self);
     Py_XDECREF(offs);
     Py_XDECREF(sl);
     PyBuffer_Release(&params);
@@ -171,6 +215,8 @@ static PyObject *launch_failed(Launch *self, int result) {
 
 /* launch(stream, *pointers): vectorcall-style, no argument tuple parsing */
 static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (not_ready(self))
+        return NULL;
     if (nargs != 1 + self->nslots) {
         PyErr_Format(PyExc_TypeError, "launch takes a stream and %zd pointers, got %zd arguments", self->nslots,
                      nargs);
@@ -194,22 +240,23 @@ static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t n
 }
 
 static PyObject *Launch_get_name(Launch *self, void *closure) {
+    if (not_ready(self))
+        return NULL;
     Py_INCREF(self->name);
     return self->name;
 }
 
 static PyObject *Launch_get_grid(Launch *self, void *closure) {
+    if (not_ready(self))
+        return NULL;
     return Py_BuildValue("(III)", self->grid[0], self->grid[1], self->grid[2]);
 }
 
 static PyObject *Launch_get_params(Launch *self, void *closure) {
     /* the argument block as it stands (tests read back what was packed and what the last call wrote) */
-    Py_ssize_t end = 0;
-    for (Py_ssize_t i = 0; i < self->nparams; i++) {
-        Py_ssize_t off = (char *)self->param_ptrs[i] - self->params;
-        end = off + 8 > end ? off + 8 : end;
-    }
-    return PyBytes_FromStringAndSize(self->params, end);
+    if (not_ready(self))
+        return NULL;
+    return PyBytes_FromStringAndSize(self->params, self->nbytes);
 }
 
 static PyMethodDef Launch_methods[] = {
@@ -255,7 +302,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef launch_module = {
     PyModuleDef_HEAD_INIT, "convbench.core.gpu._launch", "kernel launches prepared once and fired from C", -1,
-    module_methods,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__launch(void) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 import numpy as np
 import torch
@@ -65,6 +66,8 @@ def check_tensors(x, k, y, expected_y, impl: str) -> None:
         if t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cuda":
             raise UsageError(f"{impl} needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
                              f"{'contiguous' if t.is_contiguous() else 'not contiguous'}, on {t.device}")
+    if not x.device == k.device == y.device:
+        raise UsageError(f"{impl} needs x, k and y on one GPU; they are on {x.device}, {k.device} and {y.device}")
     if tuple(y.shape) != tuple(expected_y):
         raise UsageError(f"{impl}: the output has shape {tuple(y.shape)}, the layer makes {tuple(expected_y)}")
 
@@ -135,7 +138,8 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
     and kept: where the arguments are tensors first, then numbers (every rung's kernel), the launch is kept per
     kernel, grid, block, shared memory and numbers, and the tensors' addresses go in per call (a layer's calls on
     new buffers are one launch, not one per buffer); otherwise per launch_key, every pointer in the key."""
-    handle = stream.cuda_stream if stream is not None else current_stream_handle(torch.cuda.current_device())
+    device = torch.cuda.current_device()  # the context the launch goes to: its own CUfunction
+    handle = stream.cuda_stream if stream is not None else current_stream_handle(device)
     grid = grid if type(grid) is tuple else tuple(grid)
     block = block if type(block) is tuple else tuple(block)
     tensors = 0
@@ -146,14 +150,14 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
     numbers = tuple(args[tensors:])
     types = tuple(map(type, numbers))  # 1, 1.0 and True are equal keys but different bytes
     if _NUMBERS.issuperset(types):
-        key = (fn, grid, block, shared_mem, tensors, numbers, types)
+        key = (fn, device, grid, block, shared_mem, tensors, numbers, types)
         job = LAUNCHES.get(key)
         if job is None:
             job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block),
                                             tuple(range(tensors))))
         job.launch(handle, *[a.data_ptr() for a in args[:tensors]])
         return
-    key = launch_key(fn, grid, block, args, int(shared_mem))
+    key = (device, launch_key(fn, grid, block, args, int(shared_mem)))
     job = LAUNCHES.get(key)
     if job is None:
         job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block)))
@@ -176,7 +180,13 @@ def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int,
     grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
     params, offsets = packed_arguments(args)
-    return launch_class()(name, function, grid, block, int(shared_mem), params, offsets, tuple(slots))
+    for s in slots:
+        if not isinstance(kernel_arg(args[s]), np.uint64):
+            raise TypeError(f"{name}: argument {s} is given per call, so it must be a device pointer (a tensor)")
+    try:
+        return launch_class()(name, function, grid, block, int(shared_mem), params, offsets, tuple(slots))
+    except OSError as e:  # the C launcher opens libcuda at its first launch
+        raise UsageError(f"no CUDA driver here ({e}): GPU implementations need one") from None
 
 
 @functools.cache
@@ -222,28 +232,43 @@ def cu_error_text(rc: int) -> str:
 
 class CtypesLaunch:
     """The C launcher's Launch (_launch.c) through ctypes, where it was not built: the same constructor, the same
-    `launch(stream, *pointers)`."""
+    checks, the same `launch(stream, *pointers)`. A lock keeps two threads from writing one argument block at once
+    (ctypes lets go of the GIL around the driver call; the C launcher holds it)."""
 
     def __init__(self, name, function, grid, block, shared, params, offsets, slots):
+        for what, dims in (("grid", grid), ("block", block)):
+            if len(dims) != 3 or not all(0 < int(d) < 2**32 for d in dims):
+                raise ValueError(f"{what}: three ints, each between 1 and 2**32 - 1")
+        if not 0 < int(function) < 2**64 or not 0 <= int(shared) < 2**32:
+            raise ValueError("function: a CUfunction handle; shared: bytes under 2**32")
+        ends = list(offsets[1:]) + [len(params)]
+        for s in slots:
+            if not 0 <= s < len(offsets) or offsets[s] % 8 or ends[s] - offsets[s] < 8:
+                raise ValueError(f"slot {s} is not an aligned 8-byte parameter of the block")
         self.name, self.grid = name, tuple(grid)
         self._block = ctypes.create_string_buffer(bytes(params), max(1, len(params)))
+        self._nbytes = len(params)
         base = ctypes.addressof(self._block)
         self._params = (ctypes.c_void_p * max(1, len(offsets)))(*(base + o for o in offsets))
         self._slots = [ctypes.c_uint64.from_buffer(self._block, offsets[s]) for s in slots]
         self._cu = _cu_launch_kernel()
+        self._lock = threading.Lock()
         # cuLaunchKernel(f, grid x y z, block x y z, shared bytes, stream, params, extra): all but the stream
         self._head = (ctypes.c_void_p(function), *(ctypes.c_uint(int(n)) for n in (*grid, *block, shared)))
 
     @property
     def params(self) -> bytes:
-        return self._block.raw
+        return self._block.raw[:self._nbytes]
 
     def launch(self, stream: int, *pointers: int) -> None:
         if len(pointers) != len(self._slots):
             raise TypeError(f"launch takes a stream and {len(self._slots)} pointers, got {1 + len(pointers)} arguments")
-        for slot, p in zip(self._slots, pointers):
-            slot.value = p
-        rc = self._cu(*self._head, ctypes.c_void_p(stream), self._params, None)
+        if not all(0 <= p < 2**64 for p in (stream, *pointers)):
+            raise OverflowError("a stream handle or pointer outside 0 .. 2**64 - 1")
+        with self._lock:
+            for slot, p in zip(self._slots, pointers):
+                slot.value = p
+            rc = self._cu(*self._head, ctypes.c_void_p(stream), self._params, None)
         if rc:
             raise UsageError(f"CUDA launch of {self.name} grid={self.grid} failed: {cu_error_text(rc)}")
 
