@@ -156,3 +156,12 @@ def test_a_malformed_plan_is_one_line(monkeypatch):
     tuning.record("gpu-wgmma", "C12M24K5H33W33/fp16x3/large", {"R": 29, "TILES": 4})
     with pytest.raises(UsageError, match="not a LaunchPlan"):
         wgmma.plan(10000, 12, 33, 33, 24, 5, kernel_code("fp16x3"))
+
+
+def test_recording_a_plan_forgets_the_launches_prepared_from_the_old_one():
+    """A sweep that records a plan in this process: gpu-igemm-tc and gpu-wgmma prepare their layers again (their
+    launches are kept per shape, so they would otherwise keep the old plan)."""
+    for module in (igemm, wgmma):
+        module.LAUNCHES.put(("a layer",), "a launch prepared from the old plan")
+    tuning.record("gpu-igemm-tc", "C1M4K7H86W86/tf32x3/epi0/small", igemm.LaunchPlan(8, 4, 4))
+    assert len(igemm.LAUNCHES) == 0 and len(wgmma.LAUNCHES) == 0

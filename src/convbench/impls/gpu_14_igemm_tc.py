@@ -176,6 +176,7 @@ FP16X3_MIN_REDUCTION = 64
 
 FALLBACK = "fallback"  # LAUNCHES' marker for a layer that runs through fallback()
 LAUNCHES = gpu.LaunchCache()  # prepared launches, or FALLBACK
+tuning.on_record(LAUNCHES.clear)  # a plan recorded in this process replaces the one prepared
 SLOTS = (0, 1, 2)  # the kernel's arguments given per call: y, x, k
 
 

@@ -165,6 +165,7 @@ def supported(index: int) -> bool:
 
 
 LAUNCHES = gpu.LaunchCache()  # a launch of this kernel or of gpu-igemm-tc's, or igemm.FALLBACK
+tuning.on_record(LAUNCHES.clear)  # a plan recorded in this process replaces the one prepared
 
 
 def _prepare(x, k, y, prec: int, skip: bool, override=None):

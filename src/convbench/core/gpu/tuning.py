@@ -193,4 +193,15 @@ def record(impl: str, key: str, cfg: dict | LaunchPlan) -> Path:
         raise UsageError(f"could not record the sweep's choice in {path} ({e.strerror or e}); set $CONVBENCH_CACHE "
                          "to a writable folder") from None
     _table.cache_clear()
+    for forget in _listeners:
+        forget()
     return path
+
+
+_listeners: list = []  # what keeps work prepared from a plan: emptied when a plan is recorded
+
+
+def on_record(forget) -> None:
+    """Call forget() whenever a sweep records a plan in this process: an implementation that keeps launches prepared
+    from the plans (gpu-igemm-tc, gpu-wgmma) would otherwise go on with the old ones."""
+    _listeners.append(forget)
