@@ -277,6 +277,21 @@ def test_impls_no_cuda_impl_runs_here_with_every_gpu_hidden(capsys, monkeypatch)
     assert "needs a CUDA GPU, and none is seen here" in out
 
 
+@pytest.mark.parametrize("built", [True, False])
+def test_impls_says_when_a_gpu_machine_lacks_the_c_launcher(capsys, monkeypatch, built):
+    monkeypatch.setattr(info, "cuda_gpu_seen", lambda: True)
+    monkeypatch.setattr(info, "c_launcher_built", lambda: built)
+    rc, out, err = cli(capsys, "impls")
+    assert rc == 0, err
+    assert ("the C launcher (convbench.core.gpu._launch) was not built" in " ".join(out.split())) is not built
+
+
+def test_the_c_launcher_is_found_where_the_install_built_it():
+    from convbench.core.gpu import launcher
+
+    assert info.c_launcher_built() == (launcher._launch is not None)
+
+
 def test_impls_sees_a_gpu_by_nvidia_smi(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setattr(info.shutil, "which", lambda cmd: f"/usr/bin/{cmd}" if cmd == "nvidia-smi" else None)

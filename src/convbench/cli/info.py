@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -67,6 +69,14 @@ def _impls_table(verbose: bool, cuda_seen: bool) -> Table:
     return table
 
 
+def c_launcher_built() -> bool:
+    """Whether the C launcher (core/gpu/_launch.c) was built at install, told without importing torch: its extension
+    module lies beside the launcher."""
+    folder = Path(__file__).resolve().parents[1] / "core" / "gpu"
+    return any(p.name.startswith("_launch.") for suffix in importlib.machinery.EXTENSION_SUFFIXES
+               for p in folder.glob(f"_launch*{suffix}"))
+
+
 def _here_legend(cuda_seen: bool) -> str:
     if cuda_seen:
         return f"here: {HERE_MARK} runs on this machine (a CUDA GPU is seen)"
@@ -82,6 +92,10 @@ def cmd_impls(args) -> int:
                   "arithmetic (3xTF32 is fp32-accurate)")
     console.print(("" if args.verbose else "-v: what each demonstrates. ") + "Each rung's file says what it changes, "
                   "why that is faster and what bounds it: src/convbench/impls/<ladder>_<NN>_<name>.py (+ .cu)")
+    if cuda_seen and not c_launcher_built():
+        console.print("note: the C launcher (convbench.core.gpu._launch) was not built, so the CUDA C rungs launch "
+                      "through ctypes, a few microseconds slower a call; reinstall convbench where a C compiler and "
+                      "Python's headers are")
     return 0
 
 
