@@ -71,15 +71,19 @@ def test_sweep_needs_a_gpu_impl(capsys):
 
 STUB_DRIVER = r"""
 #include <stdint.h>
-/* cuLaunchKernel's signature; records what it was called with */
+/* cuLaunchKernel's signature; records what it was called with, and fails once with fail_next's result */
 void *got_f, *got_stream, **got_params, **got_extra;
 unsigned got_dims[7];
+int next_result;
+void fail_next(int r) { next_result = r; }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned smem, void *stream, void **params, void **extra) {
     got_f = f; got_stream = stream; got_params = params; got_extra = extra;
     unsigned d[7] = {gx, gy, gz, bx, by, bz, smem};
     for (int i = 0; i < 7; ++i) got_dims[i] = d[i];
-    return 0;
+    int r = next_result;
+    next_result = 0;
+    return r;
 }
 """
 
@@ -198,10 +202,6 @@ except UsageError as e:
     print("failed:", e)
 """
 
-FAILING_STUB = STUB_DRIVER.replace("    return 0;\n}", "    int r = next_result; next_result = 0; return r;\n}").replace(
-    "unsigned got_dims[7];", "unsigned got_dims[7];\nint next_result;\nvoid fail_next(int r) { next_result = r; }")
-
-
 def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     """The C launcher (_launch.c, built at install) against the stand-in driver, in a process of its own (it opens
     libcuda.so.1 once, by name: the stand-in, loaded first under that name): the argument block packed at natural
@@ -210,12 +210,7 @@ def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     import sys
 
     pytest.importorskip("convbench.core.gpu._launch", reason="the C launcher was not built (no C compiler at install)")
-    global STUB_DRIVER
-    saved, STUB_DRIVER = STUB_DRIVER, FAILING_STUB
-    try:
-        lib = _stub_library(tmp_path)
-    finally:
-        STUB_DRIVER = saved
+    lib = _stub_library(tmp_path)
     out = subprocess.run([sys.executable, "-c", C_LAUNCHER_CHECK, str(lib)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
@@ -258,13 +253,16 @@ def test_launch_prepares_once_per_launch_and_passes_what_it_was_given(stub, monk
     assert len(launcher.LAUNCHES) == 2
     launcher.launch(kernel, (5,), (64,), (y, 7, x), shared_mem=96, stream=stream)  # a tensor after a number
     assert _read_last_call(stub, "uiu")["params"] == [y.data_ptr(), 7, x.data_ptr()]
-    launcher.launch(kernel, (5,), (64,), (y, 7, other), shared_mem=96, stream=stream)  # keyed by its pointers
-    assert _read_last_call(stub, "uiu")["params"][2] == other.data_ptr() and len(launcher.LAUNCHES) == 4
+    launcher.launch(kernel, (5,), (64,), (y, 7, other), shared_mem=96, stream=stream)  # its slot too
+    assert _read_last_call(stub, "uiu")["params"] == [y.data_ptr(), 7, other.data_ptr()]
+    assert len(launcher.LAUNCHES) == 3
     device[0] = 1  # another GPU: its own launch (a kernel's handle belongs to one device's context)
     launcher.launch(kernel, (5,), (64,), (y, x, 3, 2.0), shared_mem=96, stream=stream)
-    assert len(launcher.LAUNCHES) == 5
-    keys = {launcher.launch_key(kernel, (1, 1, 1), (1, 1, 1), (v,), 0) for v in (1, 1.0, True)}
-    assert len(keys) == 3
+    assert len(launcher.LAUNCHES) == 4
+    for v in (1, 1.0, True):  # equal as keys, but three launches: 1 and True as int32, 1.0 as float32
+        launcher.launch(kernel, (1,), (1,), (v,), stream=stream)
+    assert len(launcher.LAUNCHES) == 7
+    assert _read_last_call(stub, "i")["params"] == [1]
 
 
 def test_a_failed_launch_is_named_as_the_driver_names_it(monkeypatch):

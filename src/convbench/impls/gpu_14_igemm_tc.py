@@ -213,7 +213,7 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
     """The launch of a layer of these shapes and options: prepared once (plan, compiled kernel, argument block) and
     then looked up, or FALLBACK. Its launch(stream, y, x, k pointers) is all the rest a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override)  # conv_forward's too
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
@@ -280,10 +280,4 @@ def fused(x, k, act, pool, *, arithmetic):
     setup=setup,
 )
 def conv_forward(x, k, y, *, arithmetic):
-    # a prepared layer straight from its key (prepared()'s, with launch()'s defaults): at 100 images the host's
-    # Python is a large part of a call's Op Time
-    job = LAUNCHES.get((x.shape, k.shape, y.shape, x.get_device(), arithmetic, True, None, None, 0, None))
-    if job is not None and job is not FALLBACK and gpu.plain_float32(x, k, y):
-        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
-    else:
-        launch(x, k, y, arithmetic)
+    launch(x, k, y, arithmetic)

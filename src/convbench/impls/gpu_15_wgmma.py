@@ -184,19 +184,19 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
     even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)  # conv_forward's too
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, output_shape(x.shape, k.shape), NAME)
         if job is None:
-            job = LAUNCHES.put(key, _prepared(x, k, y, kernel_code(precision), precision, skip, override, force))
+            job = LAUNCHES.put(key, _prepared(x, k, y, precision, skip, override, force))
     if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
         igemm.fallback(x, k, y)
     else:  # this kernel's launch or gpu-igemm-tc's: the same first arguments (y, x, k)
         job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
 
 
-def _prepared(x, k, y, prec: int, precision: str, skip: bool, override, force: bool):
+def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
     """This kernel's launch for the layer, or gpu-igemm-tc's where this kernel does not serve it (kept in LAUNCHES, so
     a call costs one lookup, not two)."""
     C, K = x.shape[1], k.shape[2]
@@ -205,7 +205,7 @@ def _prepared(x, k, y, prec: int, precision: str, skip: bool, override, force: b
             raise TooBig("gpu-wgmma needs an sm_90 GPU (H100, H200)")
         if C * K * K < MIN_REDUCTION and override is None and not force:
             raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
-        return _prepare(x, k, y, prec, skip, override)
+        return _prepare(x, k, y, kernel_code(precision), skip, override)
     except TooBig as e:
         if override is not None or force:  # asked for this kernel (tests, sweeps): never time another one
             raise UsageError(f"{e}; the forced wgmma kernel cannot run this layer") from None
@@ -229,9 +229,4 @@ def setup() -> None:
     setup=setup,
 )
 def conv_forward(x, k, y, *, arithmetic):
-    # a prepared layer straight from its key (launch()'s, with its defaults), as in gpu-igemm-tc
-    job = LAUNCHES.get((x.shape, k.shape, y.shape, x.get_device(), arithmetic, True, None, False))
-    if job is not None and job is not igemm.FALLBACK and gpu.plain_float32(x, k, y):
-        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
-    else:
-        launch(x, k, y, arithmetic)
+    launch(x, k, y, arithmetic)

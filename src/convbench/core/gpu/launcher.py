@@ -119,53 +119,31 @@ def current_stream_handle(device_index: int) -> int:
     return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
 
 
-def launch_key(fn, grid: tuple, block: tuple, args, shared_mem: int) -> tuple:
-    """What identifies a launch: the compiled function, grid, block, shared memory, and each argument as it is
-    passed (a tensor by its address; a number by its type and value: 1, 1.0 and True go as different bytes)."""
-    try:
-        handle = int(fn.kernel.ptr)  # the CUfunction: a Function object may be made anew per lookup
-    except AttributeError:
-        handle = id(fn)
-    return (handle, grid, block, shared_mem,
-            tuple(a.data_ptr() if isinstance(a, torch.Tensor) else (type(a), a) for a in args))
-
-
-_NUMBERS = frozenset({int, float, bool, np.int32, np.uint64, np.float32, np.bool_})
-
-
 def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
     """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Prepared once
-    and kept: where the arguments are tensors first, then numbers (every rung's kernel), the launch is kept per
-    kernel, grid, block, shared memory and numbers, and the tensors' addresses go in per call (a layer's calls on
-    new buffers are one launch, not one per buffer); otherwise per launch_key, every pointer in the key."""
+    per kernel, device, grid, block, shared memory and the numbers among the arguments, and kept: the tensors'
+    addresses go in per call, so a layer's calls on new buffers are one launch, not one per buffer."""
     device = torch.cuda.current_device()  # the context the launch goes to: its own CUfunction
     handle = stream.cuda_stream if stream is not None else current_stream_handle(device)
-    grid = grid if type(grid) is tuple else tuple(grid)
-    block = block if type(block) is tuple else tuple(block)
-    tensors = 0
-    for a in args:
-        if not isinstance(a, torch.Tensor):
-            break
-        tensors += 1
-    numbers = tuple(args[tensors:])
-    types = tuple(map(type, numbers))  # 1, 1.0 and True are equal keys but different bytes
-    if _NUMBERS.issuperset(types):
-        key = (fn, device, grid, block, shared_mem, tensors, numbers, types)
-        job = LAUNCHES.get(key)
-        if job is None:
-            job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block),
-                                            tuple(range(tensors))))
-        job.launch(handle, *[a.data_ptr() for a in args[:tensors]])
-        return
-    key = (device, launch_key(fn, grid, block, args, int(shared_mem)))
+    slots, numbers = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            slots.append(i)
+        else:
+            numbers.append(a)
+    numbers = tuple(numbers)
+    # 1, 1.0 and True are equal keys but different bytes: their types are in the key too
+    key = (fn, device, tuple(grid), tuple(block), shared_mem, tuple(slots), numbers, tuple(map(type, numbers)))
     job = LAUNCHES.get(key)
     if job is None:
-        job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem), _launch_name(fn, block)))
-    job.launch(handle)
+        job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem),
+                                        f"{getattr(fn, 'name', fn)} block={_three(block)}", tuple(slots)))
+    job.launch(handle, *[args[i].data_ptr() for i in slots])
 
 
-def _launch_name(fn, block) -> str:
-    return f"{getattr(fn, 'name', fn)} block={tuple(int(b) for b in block) + (1,) * (3 - len(block))}"
+def _three(dims) -> tuple[int, ...]:
+    """A grid or block as the driver takes it: three ints, the missing ones 1."""
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
 def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int, ...] = ()):
@@ -177,14 +155,13 @@ def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int,
     except AttributeError:
         raise TypeError(f"{name}: a kernel to launch is a compiled RawKernel (gpu.kernel()), not "
                         f"{type(fn).__name__}") from None
-    grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    block = tuple(int(b) for b in block) + (1,) * (3 - len(block))
     params, offsets = packed_arguments(args)
     for s in slots:
         if not isinstance(kernel_arg(args[s]), np.uint64):
             raise TypeError(f"{name}: argument {s} is given per call, so it must be a device pointer (a tensor)")
     try:
-        return launch_class()(name, function, grid, block, int(shared_mem), params, offsets, tuple(slots))
+        return launch_class()(name, function, _three(grid), _three(block), int(shared_mem), params, offsets,
+                              tuple(slots))
     except OSError as e:  # the C launcher opens libcuda at its first launch
         raise UsageError(f"no CUDA driver here ({e}): GPU implementations need one") from None
 
