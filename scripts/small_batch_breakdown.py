@@ -11,8 +11,9 @@ implementation, this prints and writes as JSON:
 
 Then the host path of one call, piece by piece, on the first network's first conv layer (host time per call, 200
 calls issued back to back): the whole call, the call with its output from the pool of a timed region (core/outputs.py),
-the call into a given output, the implementation function, torch.empty of the output, gpu-igemm-tc's prepared launch
-alone, and an empty kernel's launch through the C launcher and through ctypes.
+the same through the Python path where the compiled one serves it (core/gpu/fastcall.py), the call into a given
+output, the implementation function, torch.empty of the output, gpu-igemm-tc's prepared launch alone, and an empty
+kernel's launch through the C launcher and through ctypes.
 
     python3 scripts/small_batch_breakdown.py --nets fa19,sp19,minidnn,fa18 --size 100 --json OUT.json
 """
@@ -29,8 +30,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
-from convbench.core import outputs
-from convbench.core.gpu import launcher
+from convbench.core import contract, outputs
+from convbench.core.gpu import fastcall, launcher
 from convbench.core.gpu.nvrtc import cupy
 from convbench.core.spec import get_network
 from convbench.data.fashion_mnist import load_dataset
@@ -79,28 +80,32 @@ EMPTY_KERNEL = 'extern "C" __global__ void empty_kernel(float *y, const float *x
 def host_path(impls, x, k) -> dict[str, float]:
     """Host microseconds per call of each piece of a call's path (module docstring)."""
     y = torch.empty(x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1, device="cuda")
-    pieces = {}  # name -> (the call, whether its output comes from the pool as inside a timed region)
+    # name -> (the call, its output from the pool as inside a timed region, through the Python path)
+    pieces = {}
     for impl in impls:
-        pieces[f"{impl.name} impl(x, k)"] = (lambda impl=impl: impl(x, k)), False
-        pieces[f"{impl.name} impl(x, k), outputs pooled"] = (lambda impl=impl: impl(x, k)), True
-        pieces[f"{impl.name} impl(x, k, y)"] = (lambda impl=impl: impl(x, k, y)), False
+        pieces[f"{impl.name} impl(x, k)"] = (lambda impl=impl: impl(x, k)), False, False
+        pieces[f"{impl.name} impl(x, k), outputs pooled"] = (lambda impl=impl: impl(x, k)), True, False
+        if impl.fast_launch is not None:
+            pieces[f"{impl.name} impl(x, k), pooled, Python path"] = (lambda impl=impl: impl(x, k)), True, True
+        pieces[f"{impl.name} impl(x, k, y)"] = (lambda impl=impl: impl(x, k, y)), False, False
         if impl.name != "cudnn":
-            pieces[f"{impl.name} impl.fn(x, k, y)"] = (lambda impl=impl: impl.fn(x, k, y)), False
-    pieces["torch.empty of the output"] = (lambda: torch.empty(y.shape, device="cuda")), False
+            pieces[f"{impl.name} impl.fn(x, k, y)"] = (lambda impl=impl: impl.fn(x, k, y)), False, False
+    pieces["torch.empty of the output"] = (lambda: torch.empty(y.shape, device="cuda")), False, False
     handle = launcher.current_stream_handle(x.device.index or 0)
     ptrs = (y.data_ptr(), x.data_ptr(), k.data_ptr())
     job = igemm.prepared(x, k, y, "tf32x3", True)
     label = launcher.launch_path().split(" ")[0]
-    pieces[f"gpu-igemm-tc's prepared launch ({label})"] = (lambda: job.launch(handle, *ptrs)), False
+    pieces[f"gpu-igemm-tc's prepared launch ({label})"] = (lambda: job.launch(handle, *ptrs)), False, False
     empty = cupy().RawKernel(EMPTY_KERNEL, "empty_kernel")
     for cls in {launcher.launch_class(), launcher.CtypesLaunch}:
         params, offsets = launcher.packed_arguments((y, x, k))
         twin = cls("empty_kernel", int(empty.kernel.ptr), (1, 1, 1), (32, 1, 1), 0, params, offsets, (0, 1, 2))
         label = "C" if cls is not launcher.CtypesLaunch else "ctypes"
-        pieces[f"an empty kernel's launch ({label})"] = (lambda twin=twin: twin.launch(handle, *ptrs)), False
+        pieces[f"an empty kernel's launch ({label})"] = (lambda twin=twin: twin.launch(handle, *ptrs)), False, False
     times = {}
-    for name, (fn, pooled) in pieces.items():
-        with outputs.pooled() if pooled else contextlib.nullcontext():
+    for name, (fn, pooled, python) in pieces.items():
+        with outputs.pooled() if pooled else contextlib.nullcontext(), \
+                contract.python_path() if python else contextlib.nullcontext():
             times[name] = back_to_back(fn)[0] * 1e6
     return times
 
@@ -116,6 +121,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.no_pool:
         outputs._pool = False
+        fastcall.disable()  # its own pool too
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     impls = [get_impl(n) for n in args.impls.split(",")]

@@ -30,12 +30,16 @@ Optional declarations:
 - `setup=`: one-time work (a JIT compile, cached on disk) kept out of timing.
 - `tunables=`: launch parameters `convbench sweep` may choose among (core/gpu/tuning.py).
 - `host_layer=`: the whole layer host to host, for an impl whose point is how it moves data (gpu-streams).
+- `fast_launch=`: `fast_launch(x, k, y) -> launch | None`, the layer's launch prepared once (core/gpu/launcher.py's
+  prepare(); None where another path serves the layer). Inside a timed region, `impl(x, k)` then runs in one C++
+  call on a prepared layer: checks, pooled output and launch (core/gpu/fastcall.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -63,6 +67,7 @@ class ConvImpl:
     arithmetic: str = "fp32"  # what the FLOPs run on (core/precision.py)
     fused: Callable | None = None
     family: str = ""  # the variant family's name (its fp32 member's, or the file's); "" for a lone impl
+    fast_launch: Callable | None = None  # fast_launch(x, k, y) -> the layer's prepared launch, or None
 
     @property
     def impl_arg(self) -> str:
@@ -78,6 +83,11 @@ class ConvImpl:
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
             if y is None:  # in a timed region on the GPU, from core/outputs.py's pool
+                fast = _FAST_CALLS.get(self.name, self)  # self: not looked for yet
+                if fast is self:
+                    fast = self._fast_calls()
+                if fast is not None and (out := fast.call(x, k)) is not None:
+                    return out
                 y = output_for(self.name, x, k)
             self.fn(x, k, y)
             return y
@@ -112,6 +122,34 @@ class ConvImpl:
     def prepare(self) -> None:
         if self.setup is not None:
             self.setup()
+        if self.name not in _FAST_CALLS:
+            self._fast_calls()
+
+    def _fast_calls(self):
+        """The compiled call path of an implementation that declares `fast_launch` (core/gpu/fastcall.py; built at
+        the first use on a machine), or None."""
+        fast = None
+        if self.fast_launch is not None and self.device == "cuda":
+            from convbench.core.gpu import fastcall  # GPU machines only: loads the launcher and the tuning plans
+
+            fast = fastcall.conv_calls(self.name, self.fast_launch)
+        _FAST_CALLS[self.name] = fast
+        return fast
+
+
+_FAST_CALLS: dict[str, object] = {}  # implementation name -> its FastConv, or None
+
+
+@contextlib.contextmanager
+def python_path() -> Iterator[None]:
+    """Within: every call takes the Python path, not the compiled one (scripts that compare the two)."""
+    saved = dict(_FAST_CALLS)
+    _FAST_CALLS.update(dict.fromkeys(REGISTRY))
+    try:
+        yield
+    finally:
+        _FAST_CALLS.clear()
+        _FAST_CALLS.update(saved)
 
 
 REGISTRY: dict[str, ConvImpl] = {}
@@ -121,7 +159,7 @@ def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes
               precision: str | None = None, tolerance: float | None = None, setup: Callable[[], None] | None = None,
               tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None,
               arithmetic: str = "fp32", fused: Callable | None = None, variants: dict[str, str] | None = None,
-              summaries: dict[str, str] | None = None):
+              summaries: dict[str, str] | None = None, fast_launch: Callable | None = None):
     """Register the decorated function as implementation `name`, or, with `variants` (name suffix -> arithmetic),
     as one implementation per variant: `name` for the suffix "", `name-SUFFIX` for the others. Precision and
     tolerance default to the arithmetic's (core/precision.py); `summaries` (suffix -> text) overrides a variant's
@@ -139,12 +177,13 @@ def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes
             if variants:
                 call = functools.partial(fn, arithmetic=info.arithmetic)
                 fuse = functools.partial(fused, arithmetic=info.arithmetic) if fused else None
+                fast = functools.partial(fast_launch, arithmetic=info.arithmetic) if fast_launch else None
             else:
-                call, fuse = fn, fused
+                call, fuse, fast = fn, fused, fast_launch
             REGISTRY[info.name] = ConvImpl(
                 info.name, info.device, info.summary, info.demonstrates, call, writes_into, info.precision,
                 info.tolerance, setup, info.module, tunables, host_layer, info.ladder, info.rung, info.arithmetic,
-                fuse, info.family)
+                fuse, info.family, fast)
         return fn
 
     return register

@@ -101,6 +101,12 @@ def pooled() -> Iterator[None]:
         _ON.reset(token)
 
 
+def pooled_flag() -> contextvars.ContextVar:
+    """The flag pooled() sets (the compiled call path, core/gpu/fastcall.py, reads it from C++ and pools its outputs
+    the same way: per implementation and stream, NaN-filled when new, reused once nothing holds them)."""
+    return _ON
+
+
 def output_for(impl: str, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """y for conv(x, k) by `impl`: from the pool inside pooled() on the GPU, else a new tensor."""
     global _pool

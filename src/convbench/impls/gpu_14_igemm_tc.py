@@ -263,6 +263,13 @@ def fused(x, k, act, pool, *, arithmetic):
     return conv_act_pool(x, k, act, pool, arithmetic)
 
 
+def fast_launch(x, k, y, *, arithmetic):
+    """The layer's prepared launch for the compiled call path (core/gpu/fastcall.py); None: gpu-per-layer's kernels
+    serve it (FALLBACK)."""
+    job = prepared(x, k, y, arithmetic, True)
+    return None if job is FALLBACK else job
+
+
 @conv_impl(
     NAME,
     device="cuda",
@@ -278,6 +285,7 @@ def fused(x, k, act, pool, *, arithmetic):
                          "fp32 accumulate: fp32 accuracy at twice 3xTF32's multiply-adds per instruction"},
     fused=fused,
     setup=setup,
+    fast_launch=fast_launch,
 )
 def conv_forward(x, k, y, *, arithmetic):
     launch(x, k, y, arithmetic)

@@ -184,16 +184,29 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
     even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
+    job = prepared(x, k, y, precision, skip, override, force)
+    if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
+        igemm.fallback(x, k, y)
+    else:  # this kernel's launch or gpu-igemm-tc's: the same first arguments (y, x, k)
+        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
+
+
+def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
+    """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
+    looked up, or igemm.FALLBACK; x, k and y checked."""
     key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, output_shape(x.shape, k.shape), NAME)
         if job is None:
             job = LAUNCHES.put(key, _prepared(x, k, y, precision, skip, override, force))
-    if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
-        igemm.fallback(x, k, y)
-    else:  # this kernel's launch or gpu-igemm-tc's: the same first arguments (y, x, k)
-        job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
+    return job
+
+
+def fast_launch(x, k, y, *, arithmetic):
+    """The layer's prepared launch for the compiled call path (core/gpu/fastcall.py), or None (FALLBACK)."""
+    job = prepared(x, k, y, arithmetic)
+    return None if job is igemm.FALLBACK else job
 
 
 def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
@@ -227,6 +240,7 @@ def setup() -> None:
                  "the load instructions that bound gpu-igemm-tc-fp16x3 disappear",
     variants={"": "fp16x3", "fp16": "fp16", "bf16": "bf16"},
     setup=setup,
+    fast_launch=fast_launch,
 )
 def conv_forward(x, k, y, *, arithmetic):
     launch(x, k, y, arithmetic)

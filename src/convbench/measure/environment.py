@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from convbench.core import outputs
+from convbench.core.gpu import fastcall
 from convbench.core.gpu.launcher import launch_path
 
 
@@ -67,6 +68,7 @@ def environment() -> dict:
             "cudnn": torch.backends.cudnn.version(),
             "driver": _nvidia_smi("driver_version"),
             "kernel_launches": launch_path(),  # the C launcher, or ctypes where it was not built
+            "conv_calls": fastcall.status(),  # the compiled call path (core/gpu/fastcall.py), or Python
             # timed calls' outputs: from core/outputs.py's pool for implementations that fill a given y
             "outputs": "pooled" if outputs.usable() else "allocated per call",
         })

@@ -1,0 +1,169 @@
+"""The compiled call path of the fast implementations (_fastconv.cpp): y = impl(x, k) in one C++ call where the
+layer's launch is prepared, instead of a dozen torch attributes read from Python.
+
+at::Tensor has no stable ABI, so the extension is compiled against the installed torch at its first use (about
+15 s, g++ and Python's headers; the same `pip install` that built the C launcher needs them) and kept in
+convbench's cache, one file per source, torch, Python and compiler. It is read through core/cachefile.py (a
+regular file of convbench's 0700 folder, never through a symlink) and loaded from those bytes in memory (a memfd),
+so what runs is what was read. Where it cannot be built, a note says why once and calls take the Python path: the
+same results, a few microseconds slower a call.
+
+    conv_calls(name, prepare)   the FastConv of one implementation, or None (CPU machine, no compiler, disabled)
+    disable()                   no compiled path from now on (scripts comparing the two paths)
+    status()                    which path this process's calls took (results' environment)
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import torch
+
+from convbench.core import cachefile, ui
+from convbench.core.gpu import launcher, tuning
+from convbench.core.outputs import ENTRIES, MAX_BYTES, pooled_flag
+from convbench.core.paths import cache_dir
+from convbench.core.shapes import output_shape
+
+SOURCE = Path(__file__).with_name("_fastconv.cpp")
+MODULE = "convbench.core.gpu._fastconv"
+COMPILE_TIMEOUT_S = 300
+
+_enabled = os.environ.get("CONVBENCH_FAST_CALL", "1") != "0"
+_made: list = []  # every FastConv made (tuning.on_record empties them all)
+
+
+def compiler() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+def compile_command(out: Path) -> list[str]:
+    """g++ for the extension against this torch and Python (torch.utils.cpp_extension's paths and ABI flag)."""
+    from torch.utils import cpp_extension
+
+    includes = [*cpp_extension.include_paths(), sysconfig.get_paths()["include"]]
+    libs = cpp_extension.library_paths()
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    return [compiler(), "-O2", "-std=c++20", "-shared", "-fPIC", "-w", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+            *(f"-I{p}" for p in includes), str(SOURCE), "-o", str(out),
+            *(f"-L{p}" for p in libs), "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python",
+            *(f"-Wl,-rpath,{p}" for p in libs)]
+
+
+def _compiler_version() -> str:
+    try:
+        return subprocess.run([compiler(), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def cache_path() -> Path:
+    """The built extension's file: named by everything it was built from."""
+    h = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), torch.__version__.encode(), str(torch.version.git_version).encode(),
+                 sys.version.encode(), sysconfig.get_platform().encode(), _compiler_version().encode(),
+                 " ".join(compile_command(Path("out"))).encode()):
+        h.update(hashlib.sha256(part).digest())
+    return cache_dir() / "fastcall" / f"_fastconv-{h.hexdigest()[:20]}.so"
+
+
+def _build() -> bytes:
+    """The extension compiled in a private temporary folder; its bytes."""
+    with tempfile.TemporaryDirectory(prefix="convbench-fastcall-") as tmp:
+        out = Path(tmp) / "_fastconv.so"
+        try:
+            done = subprocess.run(compile_command(out), capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise RuntimeError(f"{compiler()} could not run: {e}") from None
+        if done.returncode != 0:
+            first = next((line for line in done.stderr.splitlines() if "error" in line), done.stderr.strip()[:300])
+            raise RuntimeError(f"{compiler()} failed: {first}")
+        return out.read_bytes()
+
+
+def _load(data: bytes):
+    """The extension module from these bytes (a memfd: nothing on disk can change between reading and loading)."""
+    fd = os.memfd_create("convbench-fastconv", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+        path = f"/proc/self/fd/{fd}"
+        loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
+        spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        return module
+    finally:
+        os.close(fd)  # the loaded library keeps its own mapping
+
+
+@functools.cache
+def extension():
+    """The loaded extension, built first where the cache has none; None where it cannot be (a note once)."""
+    path = cache_path()
+    try:
+        try:
+            data = cachefile.read_bytes(path)
+        except OSError:  # not built yet (or something not a regular file stands there): build it
+            ui.note("note: building convbench's compiled call path for this torch (once, about 15 s)")
+            data = _build()
+            try:
+                cachefile.write_bytes(path, data)
+            except OSError as e:
+                ui.note(f"note: the compiled call path could not be kept in the cache ({e}); built again next run")
+        return _load(data)
+    except (RuntimeError, OSError, ImportError) as e:
+        ui.note(f"note: convbench's compiled call path is not available ({e}); conv calls go through Python, a few "
+                "microseconds slower each (CONVBENCH_FAST_CALL=0 turns this off without the attempt)")
+        return None
+
+
+def new_output(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """A new output, NaN until written (core/outputs.py: an element never written stays NaN)."""
+    return torch.full(output_shape(x.shape, k.shape), float("nan"), dtype=torch.float32, device=x.device)
+
+
+def stream_of(device: int) -> int:
+    return launcher.current_stream_handle(device)
+
+
+def conv_calls(name: str, prepare, device_type: str = "cuda"):
+    """The FastConv of implementation `name`: `prepare(x, k, y)` gives a layer's prepared launch or None. None
+    where the compiled path is off or unavailable, or no CUDA GPU is (device_type "cpu": tests on the CPU)."""
+    if not _enabled or (device_type == "cuda" and not torch.cuda.is_available()):
+        return None
+    ext = extension()
+    if ext is None:
+        return None
+    streams = stream_of if device_type == "cuda" else (lambda device: 0)
+    fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES, MAX_BYTES, device_type)
+    _made.append(fast)
+    return fast
+
+
+def status() -> str:
+    """Which path this process's conv calls of the fast implementations took (results' environment)."""
+    if _made:
+        return "compiled (_fastconv.cpp) inside timed regions"
+    return "Python" + ("" if _enabled else " (the compiled path turned off)")
+
+
+def disable() -> None:
+    global _enabled
+    _enabled = False
+
+
+def _clear_all() -> None:
+    for fast in _made:
+        fast.clear()
+
+
+tuning.on_record(_clear_all)  # a plan recorded in this process: launches prepared with the old one go

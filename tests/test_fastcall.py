@@ -1,0 +1,294 @@
+"""The compiled call path (core/gpu/fastcall.py, _fastconv.cpp): built against this torch, it serves impl(x, k)
+only inside a timed region and only for plain float32 tensors, hands an output out again only when nothing holds
+it, and on the GPU computes what the Python path does (float64 reference, NaN-poisoned outputs, reused outputs)."""
+
+import os
+import weakref
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from convbench.core import cachefile, contract, outputs
+from convbench.core.gpu import fastcall
+
+pytestmark = pytest.mark.skipif(not outputs.usable(), reason="this PyTorch lacks the use counts the pool checks")
+
+
+BUILT_BYTES = []  # the library the module's fixture built (tests that need one again take it, not another build)
+
+
+class RecordingLaunch:
+    """A prepared launch's stand-in on a machine without a GPU: what the path passes to launch(), recorded."""
+
+    def __init__(self):
+        self.calls = []
+
+    def launch(self, stream, y, x, k):
+        self.calls.append((stream, y, x, k))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The extension, built once into a private cache for this module."""
+    cache = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("CONVBENCH_CACHE")
+    os.environ["CONVBENCH_CACHE"] = str(cache)
+    fastcall.extension.cache_clear()
+    try:
+        ext = fastcall.extension()
+        if ext is None:
+            pytest.skip("the compiled call path could not be built here (the note above says why)")
+        BUILT_BYTES.append(cachefile.read_bytes(fastcall.cache_path()))
+        yield ext
+    finally:
+        fastcall.extension.cache_clear()
+        if old is None:
+            os.environ.pop("CONVBENCH_CACHE", None)
+        else:
+            os.environ["CONVBENCH_CACHE"] = old
+
+
+def make(ext, prepare, entries=4, max_bytes=1 << 20):
+    return ext.FastConv("test", outputs.pooled_flag(), lambda device: 0, fastcall.new_output, prepare, entries,
+                        max_bytes, "cpu")
+
+
+def layer(B=2):
+    return torch.randn(B, 3, 10, 10), torch.randn(4, 3, 3, 3)
+
+
+def test_outside_a_timed_region_it_leaves_the_call_to_python(built):
+    launch = RecordingLaunch()
+    fast = make(built, lambda x, k, y: launch)
+    assert fast.call(*layer()) is None
+    assert launch.calls == [] and fast.entries() == 0
+
+
+def test_a_layer_is_prepared_once_and_its_output_reused_when_nothing_holds_it(built):
+    launch, prepared = RecordingLaunch(), []
+
+    def prepare(x, k, y):
+        prepared.append(tuple(y.shape))
+        return launch
+
+    fast, (x, k) = make(built, prepare), layer()
+    with outputs.pooled():
+        y = fast.call(x, k)
+        assert y.shape == (2, 4, 8, 8) and y.dtype == torch.float32 and torch.isnan(y).all()  # new: NaN
+        assert launch.calls == [(0, y.data_ptr(), x.data_ptr(), k.data_ptr())]
+        address = y.data_ptr()
+        del y
+        again = fast.call(x, k)
+        assert again.data_ptr() == address and prepared == [(2, 4, 8, 8)]
+        other = fast.call(*layer(B=3))  # another shape: its own launch and output
+        assert other.shape == (3, 4, 8, 8) and len(prepared) == 2 and fast.entries() == 2
+
+
+HOLDS = {
+    "a name": lambda y: y,
+    "a list": lambda y: [y],
+    "a view": lambda y: y[0],
+    "a detached tensor": lambda y: y.detach(),
+    "its storage": lambda y: y.untyped_storage(),
+    "a tensor on its storage": lambda y: torch.empty(0).set_(y.untyped_storage()),
+    "a weak reference": lambda y: weakref.ref(y),
+}
+
+
+@pytest.mark.parametrize("how", HOLDS)
+def test_an_output_still_held_is_never_handed_out(built, how):
+    fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch()), layer()
+    with outputs.pooled():
+        y = fast.call(x, k)
+        address = y.data_ptr()
+        held = HOLDS[how](y)
+        del y
+        assert fast.call(x, k).data_ptr() != address, f"an output held by {how} was handed out again"
+        assert held is not None
+
+
+CHANGES = {"resize": lambda y: y.resize_(4, 4, 8, 8), "transpose": lambda y: y.transpose_(2, 3),
+           "requires_grad": lambda y: y.requires_grad_()}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_an_output_changed_in_place_is_not_reused(built, change):
+    fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch()), layer()
+    with outputs.pooled():
+        y = fast.call(x, k)
+        address = y.data_ptr()
+        CHANGES[change](y)
+        del y
+        again = fast.call(x, k)
+        assert again.shape == (2, 4, 8, 8) and again.is_contiguous() and not again.requires_grad
+        assert change == "resize" or again.data_ptr() != address
+
+
+TENSORS = {
+    "a transposed x": lambda x, k: (x.transpose(2, 3), k),
+    "float64 x": lambda x, k: (x.double(), k),
+    "float16 k": lambda x, k: (x, k.half()),
+    "a 3-D x": lambda x, k: (x[0], k),
+    "a tensor subclass": lambda x, k: (x.as_subclass(type("Sub", (torch.Tensor,), {})), k),
+    "a negated view": lambda x, k: (torch._neg_view(x), k),
+    "not a tensor": lambda x, k: (x.numpy(), k),
+}
+
+
+@pytest.mark.parametrize("what", TENSORS)
+def test_anything_but_plain_float32_tensors_goes_to_the_python_path(built, what):
+    launch = RecordingLaunch()
+    fast = make(built, lambda x, k, y: launch)
+    with outputs.pooled():
+        assert fast.call(*TENSORS[what](*layer())) is None
+    assert launch.calls == [] and fast.entries() == 0
+
+
+def test_a_layer_prepare_turns_down_stays_with_python_without_preparing_again(built):
+    prepared = []
+
+    def prepare(x, k, y):
+        prepared.append(1)
+
+    fast, (x, k) = make(built, prepare), layer()
+    with outputs.pooled():
+        assert fast.call(x, k) is None and fast.call(x, k) is None
+    assert prepared == [1]
+
+
+def test_a_failing_prepare_raises_and_keeps_nothing(built):
+    def prepare(x, k, y):
+        raise ValueError("bad layer")
+
+    fast = make(built, prepare)
+    with outputs.pooled(), pytest.raises(ValueError, match="bad layer"):
+        fast.call(*layer())
+    assert fast.entries() == 0
+
+
+def test_a_new_output_that_is_not_the_layers_is_refused(built):
+    fast = built.FastConv("test", outputs.pooled_flag(), lambda d: 0, lambda x, k: torch.empty(1), lambda *a: None,
+                          4, 1 << 20, "cpu")
+    with outputs.pooled(), pytest.raises(TypeError, match="not the layer's"):
+        fast.call(*layer())
+
+
+def test_entries_are_bounded_and_cleared(built):
+    launch = RecordingLaunch()
+    fast = make(built, lambda x, k, y: launch, entries=2)
+    k = torch.randn(4, 3, 3, 3)
+    with outputs.pooled():
+        for B in (1, 2, 3):
+            fast.call(torch.randn(B, 3, 10, 10), k)
+        assert fast.entries() == 2
+        fast.clear()
+        assert fast.entries() == 0
+        fast.call(torch.randn(1, 3, 10, 10), k)
+        assert fast.entries() == 1
+
+
+def test_an_output_beyond_max_bytes_is_not_kept(built):
+    fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch(), max_bytes=16), layer()
+    with outputs.pooled():
+        y = fast.call(x, k)
+        y.fill_(1.0)
+        del y
+        assert torch.isnan(fast.call(x, k)).all()  # a new output each call (NaN until written), none kept
+        assert fast.entries() == 1  # the launch is kept
+
+
+def test_bad_construction_is_refused(built):
+    with pytest.raises(TypeError):
+        built.FastConv("test", object(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "cpu")
+    with pytest.raises(ValueError, match="cuda or cpu"):
+        built.FastConv("test", outputs.pooled_flag(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "tpu")
+    unmade = built.FastConv.__new__(built.FastConv)
+    with pytest.raises(TypeError, match="__init__"):
+        unmade.call(*layer())
+
+
+def test_a_symlink_planted_in_the_cache_is_not_loaded(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path / "cache"))
+    path = fastcall.cache_path()
+    cachefile.ensure_folder(path.parent)
+    planted = tmp_path / "planted.so"
+    planted.write_bytes(b"not a library")
+    path.symlink_to(planted)
+    monkeypatch.setattr(fastcall, "_build", lambda: BUILT_BYTES[0])
+    fastcall.extension.cache_clear()
+    try:
+        assert fastcall.extension() is not None  # built again; the symlink was neither followed nor kept
+        assert not path.is_symlink() and path.read_bytes() == BUILT_BYTES[0]
+        assert planted.read_bytes() == b"not a library"
+    finally:
+        fastcall.extension.cache_clear()
+
+
+def test_without_a_compiler_a_note_says_so_and_calls_take_the_python_path(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    fastcall.extension.cache_clear()
+    try:
+        assert fastcall.extension() is None
+        assert "compiled call path is not available" in capsys.readouterr().err
+    finally:
+        fastcall.extension.cache_clear()
+
+
+# ----------------------------------------------------------------------------------------------------- on the GPU
+
+FAST_IMPLS = ["gpu-igemm-tc", "gpu-igemm-tc-fp16x3", "gpu-wgmma"]
+
+
+def gpu_shapes(seed):
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(12):
+        K = int(torch.randint(1, 8, (1,), generator=g))
+        C, M = int(torch.randint(1, 17, (1,), generator=g)), int(torch.randint(1, 33, (1,), generator=g))
+        H, W = (int(torch.randint(K, K + 40, (1,), generator=g)) for _ in range(2))
+        B = int(torch.randint(1, 129, (1,), generator=g))
+        yield B, C, M, H, W, K
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", FAST_IMPLS)
+def test_on_the_gpu_the_compiled_path_serves_timed_calls_and_matches_float64(name):
+    from convbench.impls.registry import get_impl
+
+    impl = get_impl(name)
+    impl.prepare()
+    fast = contract._FAST_CALLS.get(name)
+    assert fast is not None, "the compiled call path was not built on this GPU machine"
+    for B, C, M, H, W, K in gpu_shapes(7):
+        x = torch.randn(B, C, H, W, device="cuda")
+        k = torch.randn(M, C, K, K, device="cuda")
+        ref = F.conv2d(x.double(), k.double())
+        with outputs.pooled():
+            for _ in range(3):  # a new output (NaN), then the same one again, poisoned by us before each call
+                y = impl(x, k)
+                err = float((y.double() - ref).norm() / ref.norm())
+                assert torch.isfinite(y).all() and err <= impl.tolerance, (name, B, C, M, H, W, K, err)
+                y.fill_(float("nan"))
+                address = y.data_ptr()
+                del y
+            assert impl(x, k).data_ptr() == address  # reused: served by the compiled path's pool
+    assert fast.entries() > 0
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_call_on_another_stream_gets_its_own_output():
+    from convbench.impls.registry import get_impl
+
+    impl = get_impl("gpu-igemm-tc")
+    impl.prepare()
+    x, k = torch.randn(4, 3, 20, 20, device="cuda"), torch.randn(8, 3, 5, 5, device="cuda")
+    with outputs.pooled():
+        a = impl(x, k).data_ptr()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            b = impl(x, k)
+        side.synchronize()
+        assert b.data_ptr() != a
+        ref = F.conv2d(x.double(), k.double())
+        assert float((b.double() - ref).norm() / ref.norm()) <= impl.tolerance
