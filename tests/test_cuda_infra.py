@@ -1,7 +1,6 @@
 """The CUDA plumbing that can be checked without a GPU: argument packing, the one-line CUDA error, tuning records."""
 
 import ctypes
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -9,6 +8,7 @@ import pytest
 import torch
 
 from convbench.cli.main import main
+from stubdriver import stub_library
 from convbench.core import gpu
 from convbench.core.errors import UsageError, cuda_error
 from convbench.core.gpu import tuning
@@ -69,23 +69,6 @@ def test_sweep_needs_a_gpu_impl(capsys):
     assert want in capsys.readouterr().err
 
 
-STUB_DRIVER = r"""
-#include <stdint.h>
-/* cuLaunchKernel's signature; records what it was called with, and fails once with fail_next's result */
-void *got_f, *got_stream, **got_params, **got_extra;
-unsigned got_dims[7];
-int next_result;
-void fail_next(int r) { next_result = r; }
-int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned smem, void *stream, void **params, void **extra) {
-    got_f = f; got_stream = stream; got_params = params; got_extra = extra;
-    unsigned d[7] = {gx, gy, gz, bx, by, bz, smem};
-    for (int i = 0; i < 7; ++i) got_dims[i] = d[i];
-    int r = next_result;
-    next_result = 0;
-    return r;
-}
-"""
 
 
 @pytest.fixture
@@ -94,25 +77,12 @@ def stub(tmp_path, monkeypatch):
     the last call passed)."""
     from convbench.core.gpu import launcher
 
-    library = ctypes.CDLL(str(_stub_library(tmp_path)))
+    library = ctypes.CDLL(str(stub_library(tmp_path)))
     fn = library["cuLaunchKernel"]
     fn.restype = ctypes.c_int
     monkeypatch.setattr(launcher, "_cu_launch_kernel", lambda: fn)
     monkeypatch.setattr(launcher, "launch_class", lambda: launcher.CtypesLaunch)
     return library
-
-
-def _stub_library(folder: Path) -> Path:
-    import shutil
-    import subprocess
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler here to build the stand-in driver function")
-    src, lib = folder / "stub.c", folder / "libcuda.so.1"
-    src.write_text(STUB_DRIVER)
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", str(lib), str(src)], check=True)
-    return lib
 
 
 def _read_last_call(library, kinds: str) -> dict:
@@ -210,7 +180,7 @@ def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     import sys
 
     pytest.importorskip("convbench.core.gpu._launch", reason="the C launcher was not built (no C compiler at install)")
-    lib = _stub_library(tmp_path)
+    lib = stub_library(tmp_path)
     out = subprocess.run([sys.executable, "-c", C_LAUNCHER_CHECK, str(lib)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

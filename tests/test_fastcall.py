@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from convbench.core import cachefile, contract, outputs
 from convbench.core.gpu import fastcall
+from stubdriver import stub_library
 
 pytestmark = pytest.mark.skipif(not outputs.usable(), reason="this PyTorch lacks the use counts the pool checks")
 
@@ -206,6 +207,47 @@ def test_bad_construction_is_refused(built):
     unmade = built.FastConv.__new__(built.FastConv)
     with pytest.raises(TypeError, match="__init__"):
         unmade.call(*layer())
+
+
+C_LAUNCH_CHECK = r"""
+import ctypes, sys
+library = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # soname libcuda.so.1: what the launcher opens
+import torch
+from convbench.core import outputs
+from convbench.core.gpu import fastcall, launcher
+x, k = torch.randn(2, 3, 10, 10), torch.randn(4, 3, 3, 3)
+params, offsets = launcher.packed_arguments((x, x, x, 7))
+job = launcher.launch_class()("k", 0x7F0012345670, (3, 1, 1), (128, 1, 1), 0, params, offsets, (0, 1, 2))
+assert type(job).__module__ == "convbench.core.gpu._launch"  # the C launcher, not ctypes
+fast = fastcall.extension().FastConv("t", outputs.pooled_flag(), lambda d: 0xABCDEF, fastcall.new_output,
+                                     lambda x, k, y: job, 4, 1 << 20, "cpu")
+with outputs.pooled():
+    y = fast(x, k)
+    p = ctypes.cast(ctypes.c_void_p.in_dll(library, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+    got = [ctypes.cast(p[i], ctypes.POINTER(t))[0] for i, t in enumerate([ctypes.c_uint64] * 3 + [ctypes.c_int32])]
+    print(got == [y.data_ptr(), x.data_ptr(), k.data_ptr(), 7], ctypes.c_void_p.in_dll(library, "got_stream").value)
+    library.fail_next(719)
+    try:
+        fast(x, k)
+        print("no error")
+    except Exception as e:
+        print(type(e).__name__, e)
+"""
+
+
+def test_a_c_launch_is_fired_from_cpp_with_the_calls_pointers(built, tmp_path):
+    """A prepared C Launch (_launch.c) goes through its launch_raw capsule, not a Python call: against the
+    stand-in driver, in a process of its own, the slots get y, x and k of this call, the stream is the current
+    one, and a failed launch raises the launcher's one-line error."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("convbench.core.gpu._launch", reason="the C launcher was not built (no C compiler at install)")
+    out = subprocess.run([sys.executable, "-c", C_LAUNCH_CHECK, str(stub_library(tmp_path))], capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"True {0xABCDEF}",
+                                       "UsageError CUDA launch of k grid=(3, 1, 1) failed: CUresult 719"]
 
 
 def test_a_symlink_planted_in_the_cache_is_not_loaded(built, tmp_path, monkeypatch):

@@ -86,7 +86,7 @@ class ConvImpl:
                 fast = _FAST_CALLS.get(self.name, self)  # self: not looked for yet
                 if fast is self:
                     fast = self._fast_calls()
-                if fast is not None and (out := fast.call(x, k)) is not None:
+                if fast is not None and (out := fast(x, k)) is not None:
                     return out
                 y = output_for(self.name, x, k)
             self.fn(x, k, y)

@@ -14,7 +14,7 @@
 //     prepare      prepare(x, k, y) -> the layer's prepared launch (anything with .launch(stream, y, x, k) taking
 //                  data pointers), or None where this path does not serve the layer; it checks the shapes and
 //                  raises on a bad layer
-//   call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a plain
+//   fast(x, k), or call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a plain
 //                 contiguous float32 tensor on the device, a layer prepare() turned down)
 //   clear()     drops every prepared launch and kept output (a tuning plan was recorded)
 //
@@ -25,6 +25,7 @@
 #include <Python.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ struct Entry {
 
 struct FastConv {
     PyObject_HEAD
+    vectorcallfunc vectorcall;  // fast(x, k): the same as fast.call(x, k)
     PyObject *name, *pooled, *stream_of, *new_output, *prepare;
     std::vector<Entry> *entries;
     Py_ssize_t max_entries;
@@ -52,6 +54,8 @@ struct FastConv {
 };
 
 PyObject *launch_name;  // "launch", interned
+// _launch.c's launch_raw: a C Launch fired without Python objects (nullptr where the C launcher was not built)
+int (*launch_raw)(PyObject *, unsigned long long, const uint64_t *, Py_ssize_t);
 
 void drop(Entry &e) {
     Py_CLEAR(e.launch);
@@ -210,6 +214,17 @@ PyObject *FastConv_call(FastConv *self, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     const at::Tensor &yt = THPVariable_Unpack(y);
+    if (launch_raw != nullptr) {
+        const uint64_t pointers[3] = {(uint64_t)(uintptr_t)yt.data_ptr(), (uint64_t)(uintptr_t)xt.const_data_ptr(),
+                                      (uint64_t)(uintptr_t)kt.const_data_ptr()};
+        int rc = launch_raw(launch, stream, pointers, 3);
+        if (rc <= 0) {
+            Py_DECREF(launch);
+            if (rc < 0)
+                Py_CLEAR(y);
+            return y;
+        }
+    }  // not a C Launch: its launch method
     PyObject *largs[] = {
         launch,
         PyLong_FromUnsignedLongLong(stream),
@@ -242,6 +257,8 @@ PyObject *FastConv_clear(FastConv *self, PyObject *) {
 PyObject *FastConv_len(FastConv *self, PyObject *) {
     return PyLong_FromSsize_t((Py_ssize_t)self->entries->size());
 }
+
+PyObject *FastConv_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
     static const char *kwlist[] = {"name", "pooled", "stream_of", "new_output", "prepare", "max_entries",
@@ -277,6 +294,7 @@ int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
     self->max_entries = max_entries;
     self->max_bytes = max_bytes;
     self->entries = new std::vector<Entry>();
+    self->vectorcall = FastConv_vectorcall;
     return 0;
 }
 
@@ -312,6 +330,14 @@ PyObject *len_checked(FastConv *self, PyObject *arg) {
     return ready(self) ? FastConv_len(self, arg) : nullptr;
 }
 
+PyObject *FastConv_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) > 0) {
+        PyErr_SetString(PyExc_TypeError, "a FastConv takes x and k, no keywords");
+        return nullptr;
+    }
+    return call_checked(reinterpret_cast<FastConv *>(callable), args, PyVectorcall_NARGS(nargsf));
+}
+
 PyMethodDef FastConv_methods[] = {
     {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(call_checked)), METH_FASTCALL,
      "call(x, k) -> y, or None where the caller takes its own path"},
@@ -331,7 +357,9 @@ PyMODINIT_FUNC PyInit__fastconv(void) {
     FastConvType.tp_name = "convbench.core.gpu._fastconv.FastConv";
     FastConvType.tp_basicsize = sizeof(FastConv);
     FastConvType.tp_dealloc = reinterpret_cast<destructor>(FastConv_dealloc);
-    FastConvType.tp_flags = Py_TPFLAGS_DEFAULT;
+    FastConvType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
+    FastConvType.tp_vectorcall_offset = offsetof(FastConv, vectorcall);
+    FastConvType.tp_call = PyVectorcall_Call;
     FastConvType.tp_doc = "y = impl(x, k) for prepared launches, in one call (see the source's header)";
     FastConvType.tp_methods = FastConv_methods;
     FastConvType.tp_init = reinterpret_cast<initproc>(FastConv_init);
@@ -339,6 +367,9 @@ PyMODINIT_FUNC PyInit__fastconv(void) {
     if (PyType_Ready(&FastConvType) < 0)
         return nullptr;
     launch_name = PyUnicode_InternFromString("launch");
+    launch_raw = reinterpret_cast<decltype(launch_raw)>(PyCapsule_Import("convbench.core.gpu._launch.launch_raw", 0));
+    if (launch_raw == nullptr)  // the C launcher was not built: launches go through their launch method
+        PyErr_Clear();
     PyObject *m = PyModule_Create(&module_def);
     if (m == nullptr || launch_name == nullptr)
         return nullptr;

@@ -14,6 +14,7 @@
  *     slots     indices of the 8-byte parameters given per call (device pointers), in call order
  *   launch(stream, *pointers)  -> None; raises the error class given to set_error ("CUDA launch of NAME ... failed:
  *                                 CUDA_ERROR_...: text")
+ *   launch_raw (a capsule): the same call from C or C++ (_fastconv.cpp) on a stream and an array of pointers
  * A slot must be an aligned 8-byte parameter; a Launch whose __init__ did not succeed refuses every use.
  *
  * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
@@ -239,6 +240,30 @@ static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
+/* The same launch for compiled callers (_fastconv.cpp), without a Python object per call; exported as the capsule
+ * `launch_raw`. 1: obj is not a Launch (the caller calls its launch method instead); -1: an error is set; 0: done. */
+static int launch_raw(PyObject *obj, unsigned long long stream, const uint64_t *pointers, Py_ssize_t n) {
+    if (!PyObject_TypeCheck(obj, &LaunchType))
+        return 1;
+    Launch *self = (Launch *)obj;
+    if (not_ready(self))
+        return -1;
+    if (n != self->nslots) {
+        PyErr_Format(PyExc_TypeError, "launch takes %zd pointers, got %zd", self->nslots, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        memcpy(self->params + self->slots[i], &pointers[i], 8);
+    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
+                                  self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
+                                  self->param_ptrs, NULL);
+    if (result != 0) {
+        launch_failed(self, result);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *Launch_get_name(Launch *self, void *closure) {
     if (not_ready(self))
         return NULL;
@@ -314,6 +339,12 @@ PyMODINIT_FUNC PyInit__launch(void) {
     Py_INCREF(&LaunchType);
     if (PyModule_AddObject(m, "Launch", (PyObject *)&LaunchType) < 0) {
         Py_DECREF(&LaunchType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *raw = PyCapsule_New((void *)launch_raw, "convbench.core.gpu._launch.launch_raw", NULL);
+    if (raw == NULL || PyModule_AddObject(m, "launch_raw", raw) < 0) {
+        Py_XDECREF(raw);
         Py_DECREF(m);
         return NULL;
     }

@@ -69,7 +69,9 @@ def _compiler_version() -> str:
 def cache_path() -> Path:
     """The built extension's file: named by everything it was built from."""
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), torch.__version__.encode(), str(torch.version.git_version).encode(),
+    launcher_source = SOURCE.with_name("_launch.c")  # its launch_raw, which the extension calls
+    for part in (SOURCE.read_bytes(), launcher_source.read_bytes() if launcher_source.exists() else b"",
+                 torch.__version__.encode(), str(torch.version.git_version).encode(),
                  sys.version.encode(), sysconfig.get_platform().encode(), _compiler_version().encode(),
                  " ".join(compile_command(Path("out"))).encode()):
         h.update(hashlib.sha256(part).digest())
@@ -143,7 +145,8 @@ def conv_calls(name: str, prepare, device_type: str = "cuda"):
     ext = extension()
     if ext is None:
         return None
-    streams = stream_of if device_type == "cuda" else (lambda device: 0)
+    # torch's own C function where this torch has it: no Python frame per call
+    streams = getattr(torch._C, "_cuda_getCurrentRawStream", stream_of) if device_type == "cuda" else (lambda d: 0)
     fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES, MAX_BYTES, device_type)
     _made.append(fast)
     return fast

@@ -1,0 +1,38 @@
+"""A stand-in for the CUDA driver's cuLaunchKernel, compiled here: it records what the launchers pass (tests of
+the C and ctypes launchers and of the compiled call path on a machine without a GPU)."""
+
+from pathlib import Path
+
+import pytest
+
+STUB_DRIVER = r"""
+#include <stdint.h>
+/* cuLaunchKernel's signature; records what it was called with, and fails once with fail_next's result */
+void *got_f, *got_stream, **got_params, **got_extra;
+unsigned got_dims[7];
+int next_result;
+void fail_next(int r) { next_result = r; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned smem, void *stream, void **params, void **extra) {
+    got_f = f; got_stream = stream; got_params = params; got_extra = extra;
+    unsigned d[7] = {gx, gy, gz, bx, by, bz, smem};
+    for (int i = 0; i < 7; ++i) got_dims[i] = d[i];
+    int r = next_result;
+    next_result = 0;
+    return r;
+}
+"""
+
+
+def stub_library(folder: Path) -> Path:
+    """STUB_DRIVER compiled into FOLDER/libcuda.so.1 (skip where no C compiler is)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler here to build the stand-in driver function")
+    src, lib = folder / "stub.c", folder / "libcuda.so.1"
+    src.write_text(STUB_DRIVER)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", str(lib), str(src)], check=True)
+    return lib
