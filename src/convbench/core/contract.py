@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import torch
 
+from convbench.core.gpu import fastcall
 from convbench.core.impl_info import declare
 from convbench.core.outputs import output_for
 
@@ -130,8 +131,6 @@ class ConvImpl:
         the first use on a machine), or None."""
         fast = None
         if self.fast_launch is not None and self.device == "cuda":
-            from convbench.core.gpu import fastcall  # GPU machines only: loads the launcher and the tuning plans
-
             fast = fastcall.conv_calls(self.name, self.fast_launch)
         _FAST_CALLS[self.name] = fast
         return fast
