@@ -17,6 +17,8 @@
 //   fast(x, k), or call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a plain
 //                 contiguous float32 tensor on the device, a layer prepare() turned down)
 //   clear()     drops every prepared launch and kept output (a tuning plan was recorded)
+//   launches_from_cpp (module): whether C Launches are fired through _launch.c's launch_raw capsule (else through
+//               their launch method, as any other prepared launch is)
 //
 // A kept output is handed out again only when nothing holds it: this object's reference alone, no weak
 // reference, no other at::Tensor on its TensorImpl, no other holder of its storage (a view, a detached tensor, a
@@ -373,7 +375,8 @@ PyMODINIT_FUNC PyInit__fastconv(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == nullptr || launch_name == nullptr)
         return nullptr;
-    if (PyModule_AddObjectRef(m, "FastConv", reinterpret_cast<PyObject *>(&FastConvType)) < 0) {
+    if (PyModule_AddObjectRef(m, "FastConv", reinterpret_cast<PyObject *>(&FastConvType)) < 0 ||
+        PyModule_AddObjectRef(m, "launches_from_cpp", launch_raw != nullptr ? Py_True : Py_False) < 0) {
         Py_DECREF(m);
         return nullptr;
     }

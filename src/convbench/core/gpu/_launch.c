@@ -34,6 +34,8 @@ static cu_launch_kernel_t cu_launch_kernel;
 static cu_error_text_t cu_get_error_name, cu_get_error_string;
 static PyObject *error_class;  /* set_error(): convbench's UsageError; RuntimeError until then */
 
+static PyTypeObject LaunchType;  /* defined below */
+
 static int load_driver(void) {
     if (cu_launch_kernel != NULL)
         return 0;

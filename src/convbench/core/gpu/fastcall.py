@@ -155,7 +155,8 @@ def conv_calls(name: str, prepare, device_type: str = "cuda"):
 def status() -> str:
     """Which path this process's conv calls of the fast implementations took (results' environment)."""
     if _made:
-        return "compiled (_fastconv.cpp) inside timed regions"
+        fired = "C launches fired from C++" if extension().launches_from_cpp else "launches fired by their method"
+        return f"compiled (_fastconv.cpp) inside timed regions, {fired}"
     return "Python" + ("" if _enabled else " (the compiled path turned off)")
 
 
