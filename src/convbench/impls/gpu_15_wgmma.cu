@@ -318,9 +318,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #if PREC == PREC_FP16X3
     {
         float wm = 0.0f;
-        // unrolled so that 8 loads are in flight: every block reads all the weights here before its first wgmma
-        // (at 100 images, one item a block, nothing hides it), and a loop of dependent round trips to L2 is long
-#pragma unroll 8
         for (int i = tid; i < M * C * K * K; i += blockDim.x) {
             const float v = k[i];
             if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
