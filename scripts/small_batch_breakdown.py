@@ -81,12 +81,13 @@ def host_path(impls, x, k) -> dict[str, float]:
     """Host microseconds per call of each piece of a call's path (module docstring)."""
     y = torch.empty(x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1, device="cuda")
     # name -> (the call, its output from the pool as inside a timed region, through the Python path)
-    pieces = {}
+    pieces, impl_of = {}, {}
     for impl in impls:
         pieces[f"{impl.name} impl(x, k)"] = (lambda impl=impl: impl(x, k)), False, False
         pieces[f"{impl.name} impl(x, k), outputs pooled"] = (lambda impl=impl: impl(x, k)), True, False
         if impl.fast_launch is not None:
             pieces[f"{impl.name} impl(x, k), pooled, Python path"] = (lambda impl=impl: impl(x, k)), True, True
+            impl_of[f"{impl.name} impl(x, k), pooled, Python path"] = impl
         pieces[f"{impl.name} impl(x, k, y)"] = (lambda impl=impl: impl(x, k, y)), False, False
         if impl.name != "cudnn":
             pieces[f"{impl.name} impl.fn(x, k, y)"] = (lambda impl=impl: impl.fn(x, k, y)), False, False
@@ -105,7 +106,7 @@ def host_path(impls, x, k) -> dict[str, float]:
     times = {}
     for name, (fn, pooled, python) in pieces.items():
         with outputs.pooled() if pooled else contextlib.nullcontext(), \
-                contract.python_path() if python else contextlib.nullcontext():
+                contract.python_path(impl_of[name]) if python else contextlib.nullcontext():
             times[name] = back_to_back(fn)[0] * 1e6
     return times
 

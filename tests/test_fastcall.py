@@ -2,6 +2,8 @@
 only inside a timed region and only for plain float32 tensors, hands an output out again only when nothing holds
 it, and on the GPU computes what the Python path does (float64 reference, NaN-poisoned outputs, reused outputs)."""
 
+import dataclasses
+import hashlib
 import os
 import weakref
 
@@ -40,7 +42,7 @@ def built(tmp_path_factory):
         ext = fastcall.extension()
         if ext is None:
             pytest.skip("the compiled call path could not be built here (the note above says why)")
-        BUILT_BYTES.append(cachefile.read_bytes(fastcall.cache_path()))
+        BUILT_BYTES.append(fastcall._cached())
         yield ext
     finally:
         fastcall.extension.cache_clear()
@@ -50,9 +52,9 @@ def built(tmp_path_factory):
             os.environ["CONVBENCH_CACHE"] = old
 
 
-def make(ext, prepare, entries=4, max_bytes=1 << 20):
-    return ext.FastConv("test", outputs.pooled_flag(), lambda device: 0, fastcall.new_output, prepare, entries,
-                        max_bytes, "cpu")
+def make(ext, prepare, entries=4, max_bytes=1 << 20, new_output=fastcall.new_output):
+    return ext.FastConv("test", outputs.pooled_flag(), lambda device: 0, new_output, prepare, entries, max_bytes,
+                        "cpu", fastcall.touched_probe())
 
 
 def layer(B=2):
@@ -169,8 +171,7 @@ def test_a_failing_prepare_raises_and_keeps_nothing(built):
 
 
 def test_a_new_output_that_is_not_the_layers_is_refused(built):
-    fast = built.FastConv("test", outputs.pooled_flag(), lambda d: 0, lambda x, k: torch.empty(1), lambda *a: None,
-                          4, 1 << 20, "cpu")
+    fast = make(built, lambda *a: None, new_output=lambda x, k: torch.empty(1))
     with outputs.pooled(), pytest.raises(TypeError, match="not the layer's"):
         fast.call(*layer())
 
@@ -200,10 +201,15 @@ def test_an_output_beyond_max_bytes_is_not_kept(built):
 
 
 def test_bad_construction_is_refused(built):
+    probe = fastcall.touched_probe()
     with pytest.raises(TypeError):
-        built.FastConv("test", object(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "cpu")
+        built.FastConv("test", object(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "cpu", probe)
     with pytest.raises(ValueError, match="cuda or cpu"):
-        built.FastConv("test", outputs.pooled_flag(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "tpu")
+        built.FastConv("test", outputs.pooled_flag(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "tpu",
+                       probe)
+    with pytest.raises(TypeError, match="probe"):
+        built.FastConv("test", outputs.pooled_flag(), lambda d: 0, fastcall.new_output, lambda *a: None, 4, 1, "cpu",
+                       None)
     unmade = built.FastConv.__new__(built.FastConv)
     with pytest.raises(TypeError, match="__init__"):
         unmade.call(*layer())
@@ -220,7 +226,7 @@ params, offsets = launcher.packed_arguments((x, x, x, 7))
 job = launcher.launch_class()("k", 0x7F0012345670, (3, 1, 1), (128, 1, 1), 0, params, offsets, (0, 1, 2))
 assert type(job).__module__ == "convbench.core.gpu._launch"  # the C launcher, not ctypes
 fast = fastcall.extension().FastConv("t", outputs.pooled_flag(), lambda d: 0xABCDEF, fastcall.new_output,
-                                     lambda x, k, y: job, 4, 1 << 20, "cpu")
+                                     lambda x, k, y: job, 4, 1 << 20, "cpu", fastcall.touched_probe())
 print(fastcall.extension().launches_from_cpp)
 with outputs.pooled():
     y = fast(x, k)
@@ -251,6 +257,116 @@ def test_a_c_launch_is_fired_from_cpp_with_the_calls_pointers(built, tmp_path):
                                        "UsageError CUDA launch of k grid=(3, 1, 1) failed: CUresult 719"]
 
 
+def test_a_storage_handed_to_python_and_dropped_does_not_stop_reuse(built):
+    """network/model.py reads every layer output's storage (untyped_storage()); once dropped, the output is free."""
+    fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch()), layer()
+    with outputs.pooled():
+        y = fast(x, k)
+        address = y.untyped_storage().data_ptr()
+        del y
+        again = fast(x, k)
+        assert again.data_ptr() == address
+        storage = again.untyped_storage()  # held, this time: the next call gets another output
+        del again
+        assert fast(x, k).data_ptr() != address and storage.data_ptr() == address
+
+
+class ClearsOnRelease:
+    """A prepared launch whose release calls back into the FastConv (a finalizer may run any code)."""
+
+    fast = None
+
+    def launch(self, *args):
+        pass
+
+    def __del__(self):
+        ClearsOnRelease.fast.clear()
+
+
+def test_code_run_by_a_release_may_clear_the_table(built):
+    """Releases inside a call (an evicted launch, a replaced output) run Python code: clear() from there must not
+    leave the call pointing into a freed table."""
+    fast = make(built, lambda x, k, y: ClearsOnRelease(), entries=2)
+    ClearsOnRelease.fast = fast
+    k = torch.randn(4, 3, 3, 3)
+    with outputs.pooled():
+        for B in (1, 2, 3, 4, 1, 2):  # evictions from the third on: their releases clear the table mid-call
+            fast(torch.randn(B, 3, 10, 10), k)  # None where that happened: the call goes back to Python
+            assert fast.entries() <= 2
+        x = torch.randn(2, 3, 10, 10)
+        while (y := fast(x, k)) is None:  # a call that no release cleared
+            pass
+        held = weakref.ref(y, lambda _: fast.clear())  # the replaced output's release clears the table
+        del y
+        fast(x, k)
+        assert fast.entries() <= 2 and held is not None
+    ClearsOnRelease.fast = make(built, lambda x, k, y: None)  # the last launch's release clears a harmless one
+    fast.clear()
+
+
+def test_a_clear_during_a_call_sends_that_call_to_python(built):
+    def new_output(x, k):
+        fast.clear()
+        return fastcall.new_output(x, k)
+
+    fast = make(built, lambda x, k, y: RecordingLaunch(), new_output=new_output)
+    with outputs.pooled():
+        assert fast(*layer()) is None  # prepared under a plan a clear() just dropped: not kept, not used
+    assert fast.entries() == 0
+
+
+def test_an_input_changed_by_a_callback_sends_that_call_to_python(built):
+    launch = RecordingLaunch()
+    x, k = layer()
+
+    def prepare(xx, kk, y):
+        x.resize_(5, 3, 10, 10)
+        return launch
+
+    fast = make(built, prepare)
+    with outputs.pooled():
+        assert fast(x, k) is None
+    assert launch.calls == []
+
+
+@pytest.mark.parametrize("what", ["a nested tensor", "a vmapped tensor"])
+def test_tensors_torch_stands_in_front_of_are_refused_not_fatal(built, what):
+    """torch raises C++ errors reading such tensors' sizes or pointers: the call must neither abort the process nor
+    launch on them."""
+    launch = RecordingLaunch()
+    fast, (x, k) = make(built, lambda x, k, y: launch), layer()
+    with outputs.pooled():
+        fast(x, k)  # one entry kept, so the lookup reads the sizes of what comes next
+        if what == "a nested tensor":
+            assert fast(torch.nested.nested_tensor([x[0], x[1]]), k) is None
+        else:
+            torch.func.vmap(lambda xi: fast(xi, k) or xi)(torch.randn(3, 2, 3, 10, 10))
+    assert len(launch.calls) == 1
+
+
+def test_a_damaged_or_foreign_cache_file_is_not_loaded(built, tmp_path, monkeypatch):
+    monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path / "cache"))
+    path = fastcall.cache_path()
+    good = fastcall.HEADER + hashlib.sha256(BUILT_BYTES[0]).digest() + BUILT_BYTES[0]
+    cachefile.write_bytes(path, good)
+    assert fastcall._cached() == BUILT_BYTES[0]
+    cachefile.write_bytes(path, good[: len(good) // 2])  # truncated: the digest does not match
+    assert fastcall._cached() is None
+    cachefile.write_bytes(path, good)
+    os.chmod(path, 0o666)  # anyone could have written it
+    assert fastcall._cached() is None
+
+
+def test_a_copy_of_an_implementation_has_no_compiled_path_of_its_own():
+    """profile wraps fn in a copy (dataclasses.replace): the copy's calls run its fn, never the original's path."""
+    impl = contract.ConvImpl("x", "cuda", "s", "d", lambda x, k, y: None, fast_launch=lambda x, k, y: None)
+    object.__setattr__(impl, "_fast", object())
+    assert dataclasses.replace(impl, fn=lambda x, k, y: None)._fast is None
+    with contract.python_path(impl):
+        assert impl._fast is None
+    assert impl._fast is not None
+
+
 def test_a_symlink_planted_in_the_cache_is_not_loaded(built, tmp_path, monkeypatch):
     monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path / "cache"))
     path = fastcall.cache_path()
@@ -262,7 +378,7 @@ def test_a_symlink_planted_in_the_cache_is_not_loaded(built, tmp_path, monkeypat
     fastcall.extension.cache_clear()
     try:
         assert fastcall.extension() is not None  # built again; the symlink was neither followed nor kept
-        assert not path.is_symlink() and path.read_bytes() == BUILT_BYTES[0]
+        assert not path.is_symlink() and path.read_bytes().endswith(BUILT_BYTES[0])
         assert planted.read_bytes() == b"not a library"
     finally:
         fastcall.extension.cache_clear()
@@ -301,7 +417,7 @@ def test_on_the_gpu_the_compiled_path_serves_timed_calls_and_matches_float64(nam
 
     impl = get_impl(name)
     impl.prepare()
-    fast = contract._FAST_CALLS.get(name)
+    fast = impl._fast
     assert fast is not None, "the compiled call path was not built on this GPU machine"
     for B, C, M, H, W, K in gpu_shapes(7):
         x = torch.randn(B, C, H, W, device="cuda")

@@ -230,7 +230,8 @@ def test_launches_are_prepared_once_per_key_and_too_big_layers_fall_back(fake_gp
 
 def test_a_strided_or_other_dtype_tensor_of_a_prepared_shape_is_checked_again(fake_gpu, monkeypatch):
     """A launch is kept per shape: a later tensor of that shape but not plain float32 (x.transpose(2, 3) of a square
-    image has x's address and shape) goes through check_tensors, which refuses it, never into the kernel."""
+    image has x's address and shape; a negated view; k on another GPU) goes through check_tensors, which refuses it,
+    never into the kernel."""
     from convbench.core.errors import UsageError
     from convbench.core.gpu import launcher
 
@@ -245,9 +246,9 @@ def test_a_strided_or_other_dtype_tensor_of_a_prepared_shape_is_checked_again(fa
     x = _mma.torch.zeros(2, 1, 8, 8)
     k, y = _mma.torch.zeros(3, 1, 3, 3), _mma.torch.zeros(2, 3, 6, 6)
     plain = SimpleNamespace(shape=x.shape, dtype=x.dtype, is_cuda=True, is_contiguous=lambda: True,
-                            get_device=lambda: 0, data_ptr=lambda: 1)
+                            get_device=lambda: 0, data_ptr=lambda: 1, is_neg=lambda: False)
     cuda = [SimpleNamespace(shape=t.shape, dtype=t.dtype, is_cuda=True, is_contiguous=lambda: True,
-                            get_device=lambda: 0, data_ptr=lambda: 2) for t in (k, y)]
+                            get_device=lambda: 0, data_ptr=lambda: 2, is_neg=lambda: False) for t in (k, y)]
     _mma.launch(plain, *cuda)
     strided = SimpleNamespace(**{**vars(plain), "is_contiguous": lambda: False})
     with pytest.raises(UsageError, match="not plain"):
@@ -255,6 +256,12 @@ def test_a_strided_or_other_dtype_tensor_of_a_prepared_shape_is_checked_again(fa
     doubled = SimpleNamespace(**{**vars(plain), "dtype": _mma.torch.float64})
     with pytest.raises(UsageError, match="not plain"):
         _mma.launch(doubled, *cuda)
+    negated = SimpleNamespace(**{**vars(plain), "is_neg": lambda: True})  # a lazily negated view
+    with pytest.raises(UsageError, match="not plain"):
+        _mma.launch(negated, *cuda)
+    k_elsewhere = SimpleNamespace(**{**vars(cuda[0]), "get_device": lambda: 1})  # x's GPU is in the key, k's not
+    with pytest.raises(UsageError, match="not plain"):
+        _mma.launch(plain, k_elsewhere, cuda[1])
 
 
 def test_bad_tensors_are_one_line_errors():
@@ -349,3 +356,15 @@ def test_every_image_is_accurate_when_blocks_take_many_items(name):
     per_image = ((y - ref).flatten(1).norm(dim=1) / ref.flatten(1).norm(dim=1))[~touched]
     assert torch.isfinite(y[~touched]).all() and per_image.max() <= 1e-5, float(per_image.max())
     assert torch.isfinite(y[7, :, 0, 0]).all()  # the Inf's image: outputs whose window misses it are fine
+
+
+def test_a_negated_view_is_a_one_line_error():
+    from convbench.core.errors import UsageError
+
+    on_gpu = SimpleNamespace(type="cuda")  # a CUDA tensor as check_tensors reads one (no GPU here)
+    x = SimpleNamespace(dtype=_mma.torch.float32, is_contiguous=lambda: True, device=on_gpu, shape=(1, 1, 1, 1),
+                        is_neg=lambda: False)
+    negated = SimpleNamespace(**{**vars(x), "is_neg": lambda: True})
+    gpu.check_tensors(x, x, x, (1, 1, 1, 1), "gpu-igemm-tc")
+    with pytest.raises(UsageError, match="k is a negated view; pass k.resolve_neg()"):
+        gpu.check_tensors(x, negated, x, (1, 1, 1, 1), "gpu-igemm-tc")

@@ -31,8 +31,8 @@ Optional declarations:
 - `tunables=`: launch parameters `convbench sweep` may choose among (core/gpu/tuning.py).
 - `host_layer=`: the whole layer host to host, for an impl whose point is how it moves data (gpu-streams).
 - `fast_launch=`: `fast_launch(x, k, y) -> launch | None`, the layer's launch prepared once (core/gpu/launcher.py's
-  prepare(); None where another path serves the layer). Inside a timed region, `impl(x, k)` then runs in one C++
-  call on a prepared layer: checks, pooled output and launch (core/gpu/fastcall.py).
+  prepare(); None where another path serves the layer). Once `impl.prepare()` has run, `impl(x, k)` inside a timed
+  region runs in one C++ call on a prepared layer: checks, pooled output and launch (core/gpu/fastcall.py).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -69,6 +69,7 @@ class ConvImpl:
     fused: Callable | None = None
     family: str = ""  # the variant family's name (its fp32 member's, or the file's); "" for a lone impl
     fast_launch: Callable | None = None  # fast_launch(x, k, y) -> the layer's prepared launch, or None
+    _fast: object = field(default=None, init=False, repr=False, compare=False)  # its FastConv, made by prepare()
 
     @property
     def impl_arg(self) -> str:
@@ -84,9 +85,7 @@ class ConvImpl:
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
             if y is None:  # in a timed region on the GPU, from core/outputs.py's pool
-                fast = _FAST_CALLS.get(self.name, self)  # self: not looked for yet
-                if fast is self:
-                    fast = self._fast_calls()
+                fast = self._fast  # the compiled path (prepare() makes it): inside a timed region only
                 if fast is not None and (out := fast(x, k)) is not None:
                     return out
                 y = output_for(self.name, x, k)
@@ -123,32 +122,21 @@ class ConvImpl:
     def prepare(self) -> None:
         if self.setup is not None:
             self.setup()
-        if self.name not in _FAST_CALLS:
-            self._fast_calls()
-
-    def _fast_calls(self):
-        """The compiled call path of an implementation that declares `fast_launch` (core/gpu/fastcall.py; built at
-        the first use on a machine), or None."""
-        fast = None
-        if self.fast_launch is not None and self.device == "cuda":
-            fast = fastcall.conv_calls(self.name, self.fast_launch)
-        _FAST_CALLS[self.name] = fast
-        return fast
-
-
-_FAST_CALLS: dict[str, object] = {}  # implementation name -> its FastConv, or None
+        if self.fast_launch is not None and self.device == "cuda" and self._fast is None:
+            # the compiled call path (core/gpu/fastcall.py; built at the first use on a machine), or None. Kept on
+            # this object: a copy of it (dataclasses.replace, as profile makes with its own fn) has none
+            object.__setattr__(self, "_fast", fastcall.conv_calls(self.name, self.fast_launch))
 
 
 @contextlib.contextmanager
-def python_path() -> Iterator[None]:
-    """Within: every call takes the Python path, not the compiled one (scripts that compare the two)."""
-    saved = dict(_FAST_CALLS)
-    _FAST_CALLS.update(dict.fromkeys(REGISTRY))
+def python_path(impl: ConvImpl) -> Iterator[None]:
+    """Within: impl's calls take the Python path, not the compiled one (scripts that compare the two)."""
+    fast = impl._fast
+    object.__setattr__(impl, "_fast", None)
     try:
         yield
     finally:
-        _FAST_CALLS.clear()
-        _FAST_CALLS.update(saved)
+        object.__setattr__(impl, "_fast", fast)
 
 
 REGISTRY: dict[str, ConvImpl] = {}

@@ -159,7 +159,8 @@ def environment(extra: dict[str, str]) -> dict[str, str]:
     home = f"{SCRATCH}/home"
     env.update(HOME=home, USER="sandbox", LOGNAME="sandbox", TMPDIR="/tmp", CONVBENCH_CACHE=f"{SCRATCH}/cache",
                NUMBA_CACHE_DIR=f"{SCRATCH}/numba", TRITON_CACHE_DIR=f"{SCRATCH}/triton",
-               CUPY_CACHE_DIR=f"{SCRATCH}/cupy", XDG_CACHE_HOME=f"{SCRATCH}/.cache", PYTHONDONTWRITEBYTECODE="1")
+               CUPY_CACHE_DIR=f"{SCRATCH}/cupy", XDG_CACHE_HOME=f"{SCRATCH}/.cache", PYTHONDONTWRITEBYTECODE="1",
+               CONVBENCH_FAST_CALL="0")  # built-in rungs graded as submissions: their calls as a submission's
     env.update(extra)
     return env
 

@@ -1,21 +1,23 @@
 // convbench's compiled call path: y = impl(x, k) for a layer whose launch is prepared, in one C++ call.
 //
-// Why: at 100 images a layer is a few microseconds of GPU work, and the driver's cuLaunchKernel alone costs about
-// 4 us of host time. The Python path around it (checking x and k, finding the prepared launch, taking the output
-// from core/outputs.py's pool, reading three data pointers) costs 3-4 us more, one torch attribute at a time. Here
-// the same steps read the tensors' C++ objects directly: a few dozen nanoseconds.
+// Why: at 100 images a layer is a few microseconds of GPU work, and the driver's cuLaunchKernel alone costs 4-6 us
+// of host time. The Python path around it (checking x and k, finding the prepared launch, taking the output from
+// core/outputs.py's pool, reading three data pointers) costs as much again, one torch attribute at a time. Here the
+// same steps read the tensors' C++ objects directly: a few dozen nanoseconds.
 //
 // Built against the installed torch at first use (core/gpu/fastcall.py), because at::Tensor has no stable ABI.
 //
-//   FastConv(name, pooled, stream_of, new_output, prepare, max_entries, max_bytes, device_type)
+//   FastConv(name, pooled, stream_of, new_output, prepare, max_entries, max_bytes, device_type, probe)
 //     pooled       core/outputs.py's ContextVar: outputs are pooled only while it is True; else None is returned
 //     stream_of    stream_of(device index) -> the current stream's handle (an int)
 //     new_output   new_output(x, k) -> a new NaN-filled output tensor
 //     prepare      prepare(x, k, y) -> the layer's prepared launch (anything with .launch(stream, y, x, k) taking
 //                  data pointers), or None where this path does not serve the layer; it checks the shapes and
 //                  raises on a bad layer
-//   fast(x, k), or call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a plain
-//                 contiguous float32 tensor on the device, a layer prepare() turned down)
+//     probe        a tensor whose storage was handed to Python once (untyped_storage()) and dropped: how such a
+//                  storage's counts read when nothing holds it
+//   fast(x, k), or call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a
+//                 plain contiguous float32 tensor on the device, a layer prepare() turned down)
 //   clear()     drops every prepared launch and kept output (a tuning plan was recorded)
 //   launches_from_cpp (module): whether C Launches are fired through _launch.c's launch_raw capsule (else through
 //               their launch method, as any other prepared launch is)
@@ -23,10 +25,16 @@
 // A kept output is handed out again only when nothing holds it: this object's reference alone, no weak
 // reference, no other at::Tensor on its TensorImpl, no other holder of its storage (a view, a detached tensor, a
 // Python storage handle), and its data pointer, shape and strides as made. Else a new one is made.
-// The GIL is held throughout, except inside the Python callbacks: after one, entries are looked up again.
+//
+// Python code can run inside a call: the callbacks, and any release of a reference (a finalizer, a weak reference's
+// callback, a garbage collection), and it may call clear() or this object again. So nothing points into the entry
+// table across such a point: what a call needs from an entry is copied out and held, the table is written in one
+// step with no release inside it, and a clear() during the call (a generation count) sends the call back to Python.
 #include <Python.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -52,21 +60,22 @@ struct FastConv {
     Py_ssize_t max_entries;
     long long max_bytes;
     int cuda;  // 1: tensors must be CUDA tensors; 0: CPU tensors (tests of this path on a machine without a GPU)
-    unsigned long long clock;
+    unsigned long long clock, generation;  // generation: how many clear()s so far
+    long touched_use;       // a storage handed to Python once and dropped: its use count...
+    Py_ssize_t touched_ref;  // ...and its Python object's reference count as untyped_storage() returns it
 };
 
-PyObject *launch_name;  // "launch", interned
+PyObject *launch_name, *storage_name;  // "launch", "untyped_storage", interned
 // _launch.c's launch_raw: a C Launch fired without Python objects (nullptr where the C launcher was not built)
 int (*launch_raw)(PyObject *, unsigned long long, const uint64_t *, Py_ssize_t);
 
-void drop(Entry &e) {
-    Py_CLEAR(e.launch);
-    Py_CLEAR(e.y);
-}
-
-// what a raw-pointer kernel assumes (core/gpu/launcher.py's check_tensors, but the shape)
+// what a raw-pointer kernel assumes (core/gpu/launcher.py's check_tensors, but the shape): a plain strided tensor
+// with its own storage, not one that functorch, functionalization or a Python mode stands in front of
 bool plain(const at::Tensor &t, int cuda) {
-    return t.dim() == 4 && t.scalar_type() == at::kFloat && (cuda ? t.is_cuda() : t.is_cpu()) &&
+    static const c10::DispatchKeySet wrapped({c10::DispatchKey::FuncTorchBatched, c10::DispatchKey::Functionalize,
+                                              c10::DispatchKey::Python, c10::DispatchKey::FuncTorchGradWrapper});
+    return !t.is_nested() && t.layout() == at::kStrided && t.has_storage() && !t.key_set().has_any(wrapped) &&
+           t.dim() == 4 && t.scalar_type() == at::kFloat && (cuda ? t.is_cuda() : t.is_cpu()) &&
            t.is_contiguous() && !t.is_neg();
 }
 
@@ -75,30 +84,57 @@ bool same_sizes(const at::Tensor &t, const int64_t s[4]) {
     return sz[0] == s[0] && sz[1] == s[1] && sz[2] == s[2] && sz[3] == s[3];
 }
 
-// a kept y that nothing else holds, as it was made: then it may be written again
-bool free_to_reuse(PyObject *y, const Entry &e) {
-    if (Py_REFCNT(y) != 1)
-        return false;
-    Py_ssize_t off = Py_TYPE(y)->tp_weaklistoffset;  // the weak reference list, as CPython finds it
-    if (off != 0 && *reinterpret_cast<PyObject **>(reinterpret_cast<char *>(y) + off) != nullptr)
-        return false;
-    const at::Tensor &t = THPVariable_Unpack(y);
-    if (t.use_count() != 1 || !t.has_storage() || t.storage().use_count() != 1)
-        return false;
-    int64_t ys[4] = {e.xs[0], e.ks[0], e.xs[2] - e.ks[2] + 1, e.xs[3] - e.ks[3] + 1};
-    return t.data_ptr() == e.y_ptr && same_sizes(t, ys) && t.is_contiguous() && t.scalar_type() == at::kFloat &&
-           !t.requires_grad() && !t.is_neg();
+bool no_weakrefs(PyObject *o) {
+    Py_ssize_t off = Py_TYPE(o)->tp_weaklistoffset;  // the weak reference list, as CPython finds it
+    return off == 0 || *reinterpret_cast<PyObject **>(reinterpret_cast<char *>(o) + off) == nullptr;
 }
 
-Entry *find(FastConv *self, const at::Tensor &x, const at::Tensor &k, int device, unsigned long long stream) {
+// the layer's snapshot, taken before any Python code runs in a call
+struct Layer {
+    int64_t xs[4], ks[4], ys[4];
+    int device;
+    unsigned long long stream;
+    const void *x_ptr, *k_ptr;
+};
+
+// Is the kept output y (held by its entry and by the caller's one reference) free to be written again, as it was
+// made? May run Python code (untyped_storage()), so the caller holds no pointer into the table.
+bool free_to_reuse(FastConv *self, PyObject *y, void *made_at, const Layer &L) {
+    if (Py_REFCNT(y) != 2 || !no_weakrefs(y))
+        return false;
+    const at::Tensor &t = THPVariable_Unpack(y);
+    if (t.use_count() != 1 || !plain(t, self->cuda) || t.data_ptr() != made_at || !same_sizes(t, L.ys) ||
+        t.requires_grad())
+        return false;
+    const long use = (long)t.storage().use_count();
+    if (use == 1)
+        return true;
+    if (use != self->touched_use)  // a view, a detached tensor, another tensor on its storage
+        return false;
+    // Its storage may have been handed to Python (network/model.py reads every layer's), which keeps a Python object
+    // on it from then on: free when that object exists already (asking for it adds no holder, where a storage with
+    // another tensor on it gets a new one) and reads as a dropped one does
+    PyObject *storage = PyObject_CallMethodNoArgs(y, storage_name);
+    if (storage == nullptr) {
+        PyErr_Clear();
+        return false;
+    }
+    bool free = (long)THPVariable_Unpack(y).storage().use_count() == use && Py_REFCNT(storage) == self->touched_ref &&
+                no_weakrefs(storage);
+    Py_DECREF(storage);
+    return free;
+}
+
+Entry *find(FastConv *self, const Layer &L) {
     for (Entry &e : *self->entries)
-        if (e.device == device && e.stream == stream && same_sizes(x, e.xs) && same_sizes(k, e.ks))
+        if (e.device == L.device && e.stream == L.stream && std::equal(e.xs, e.xs + 4, L.xs) &&
+            std::equal(e.ks, e.ks + 4, L.ks))
             return &e;
     return nullptr;
 }
 
 // a new output from new_output(x, k), checked: a plain float32 tensor of the layer's shape on x's device
-PyObject *new_output(FastConv *self, PyObject *x, PyObject *k, const at::Tensor &xt, const at::Tensor &kt) {
+PyObject *new_output(FastConv *self, PyObject *x, PyObject *k, const Layer &L) {
     PyObject *args[] = {x, k};
     PyObject *y = PyObject_Vectorcall(self->new_output, args, 2, nullptr);
     if (y == nullptr)
@@ -109,8 +145,7 @@ PyObject *new_output(FastConv *self, PyObject *x, PyObject *k, const at::Tensor 
         return nullptr;
     }
     const at::Tensor &t = THPVariable_Unpack(y);
-    int64_t ys[4] = {xt.size(0), kt.size(0), xt.size(2) - kt.size(2) + 1, xt.size(3) - kt.size(3) + 1};
-    if (!plain(t, self->cuda) || !same_sizes(t, ys) || t.device() != xt.device()) {
+    if (!plain(t, self->cuda) || !same_sizes(t, L.ys) || t.get_device() != L.device || t.requires_grad()) {
         Py_DECREF(y);
         PyErr_SetString(PyExc_TypeError, "new_output returned a tensor that is not the layer's plain float32 output");
         return nullptr;
@@ -118,43 +153,50 @@ PyObject *new_output(FastConv *self, PyObject *x, PyObject *k, const at::Tensor 
     return y;
 }
 
-// keep y in the entry of this key (found again: a callback may have changed the table), or in a new entry
-void keep(FastConv *self, const at::Tensor &xt, const at::Tensor &kt, int device, unsigned long long stream,
-          PyObject *launch, PyObject *y) {
-    Entry *e = find(self, xt, kt, device, stream);
+// Keep the launch and y (nullptr: none) under the layer's key. No reference is released until the table is
+// written: what goes out of it (an evicted entry, a replaced launch or output) is returned in `gone`.
+void keep(FastConv *self, const Layer &L, PyObject *launch, PyObject *y, std::vector<PyObject *> &gone) {
+    Entry *e = find(self, L);
     if (e == nullptr) {
         if ((Py_ssize_t)self->entries->size() >= self->max_entries) {  // the least recently used goes
             auto oldest = self->entries->begin();
             for (auto it = self->entries->begin(); it != self->entries->end(); ++it)
                 if (it->used < oldest->used)
                     oldest = it;
-            drop(*oldest);
+            gone.push_back(oldest->launch);
+            gone.push_back(oldest->y);
             self->entries->erase(oldest);
         }
         Entry fresh{};
-        for (int i = 0; i < 4; ++i) {
-            fresh.xs[i] = xt.size(i);
-            fresh.ks[i] = kt.size(i);
-        }
-        fresh.device = device;
-        fresh.stream = stream;
+        std::copy(L.xs, L.xs + 4, fresh.xs);
+        std::copy(L.ks, L.ks + 4, fresh.ks);
+        fresh.device = L.device;
+        fresh.stream = L.stream;
         self->entries->push_back(fresh);
         e = &self->entries->back();
     }
-    Py_INCREF(launch);
-    Py_XSETREF(e->launch, launch);
+    gone.push_back(e->launch);
+    e->launch = Py_NewRef(launch);
     e->used = ++self->clock;
-    const at::Tensor *t = y != nullptr ? &THPVariable_Unpack(y) : nullptr;
-    if (t != nullptr && (long long)t->nbytes() <= self->max_bytes) {
-        Py_INCREF(y);
-        Py_XSETREF(e->y, y);
-        e->y_ptr = t->data_ptr();
-    } else {
-        Py_CLEAR(e->y);
+    gone.push_back(e->y);
+    e->y = nullptr;
+    if (y != nullptr) {
+        const at::Tensor &t = THPVariable_Unpack(y);
+        if ((long long)t.nbytes() <= self->max_bytes) {
+            e->y = Py_NewRef(y);
+            e->y_ptr = t.data_ptr();
+        }
     }
 }
 
+void release(std::vector<PyObject *> &gone) {
+    for (PyObject *o : gone)
+        Py_XDECREF(o);
+    gone.clear();
+}
+
 PyObject *FastConv_call(FastConv *self, PyObject *const *args, Py_ssize_t nargs) {
+    HANDLE_TH_ERRORS
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "call(x, k) takes two tensors");
         return nullptr;
@@ -167,35 +209,55 @@ PyObject *FastConv_call(FastConv *self, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(on);
     if (!pooled || !THPVariable_CheckExact(x) || !THPVariable_CheckExact(k))
         Py_RETURN_NONE;
-    const at::Tensor &xt = THPVariable_Unpack(x);
-    const at::Tensor &kt = THPVariable_Unpack(k);
-    if (!plain(xt, self->cuda) || !plain(kt, self->cuda) || xt.device() != kt.device())
-        Py_RETURN_NONE;
-    int device = self->cuda ? xt.get_device() : -1;
-    PyObject *index = PyLong_FromLong(device);
-    if (index == nullptr)
-        return nullptr;
-    PyObject *handle = PyObject_CallOneArg(self->stream_of, index);
-    Py_DECREF(index);
-    if (handle == nullptr)
-        return nullptr;
-    unsigned long long stream = PyLong_AsUnsignedLongLong(handle);
-    Py_DECREF(handle);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred())
-        return nullptr;
+    Layer L;
+    {
+        const at::Tensor &xt = THPVariable_Unpack(x);
+        const at::Tensor &kt = THPVariable_Unpack(k);
+        if (!plain(xt, self->cuda) || !plain(kt, self->cuda) || xt.device() != kt.device())
+            Py_RETURN_NONE;
+        for (int i = 0; i < 4; ++i) {
+            L.xs[i] = xt.size(i);
+            L.ks[i] = kt.size(i);
+        }
+        if (L.xs[1] != L.ks[1] || L.ks[2] != L.ks[3] || L.xs[2] < L.ks[2] || L.xs[3] < L.ks[3])
+            Py_RETURN_NONE;  // not a layer: the caller's path says what is wrong
+        L.ys[0] = L.xs[0];
+        L.ys[1] = L.ks[0];
+        L.ys[2] = L.xs[2] - L.ks[2] + 1;
+        L.ys[3] = L.xs[3] - L.ks[3] + 1;
+        L.device = self->cuda ? xt.get_device() : -1;
+        L.x_ptr = xt.const_data_ptr();
+        L.k_ptr = kt.const_data_ptr();
+    }
+    const unsigned long long generation = self->generation;
+    {
+        PyObject *index = PyLong_FromLong(L.device);
+        if (index == nullptr)
+            return nullptr;
+        PyObject *handle = PyObject_CallOneArg(self->stream_of, index);
+        Py_DECREF(index);
+        if (handle == nullptr)
+            return nullptr;
+        L.stream = PyLong_AsUnsignedLongLong(handle);
+        Py_DECREF(handle);
+        if (L.stream == (unsigned long long)-1 && PyErr_Occurred())
+            return nullptr;
+    }
 
-    PyObject *y = nullptr, *launch = nullptr;  // both owned here
-    Entry *e = find(self, xt, kt, device, stream);
-    if (e != nullptr && e->launch == Py_None)
-        Py_RETURN_NONE;
-    if (e != nullptr) {
+    PyObject *launch = nullptr, *y = nullptr;  // both owned here
+    void *made_at = nullptr;
+    if (Entry *e = find(self, L)) {  // copied out: e is not used past this block
+        if (e->launch == Py_None)
+            Py_RETURN_NONE;
         e->used = ++self->clock;
         launch = Py_NewRef(e->launch);
-        if (e->y != nullptr && free_to_reuse(e->y, *e))
-            y = Py_NewRef(e->y);
+        y = Py_XNewRef(e->y);
+        made_at = e->y_ptr;
     }
+    if (y != nullptr && !free_to_reuse(self, y, made_at, L))
+        Py_CLEAR(y);  // the entry holds it too: this release frees nothing
     if (y == nullptr) {
-        y = new_output(self, x, k, xt, kt);
+        y = new_output(self, x, k, L);
         if (y == nullptr) {
             Py_XDECREF(launch);
             return nullptr;
@@ -208,51 +270,54 @@ PyObject *FastConv_call(FastConv *self, PyObject *const *args, Py_ssize_t nargs)
                 return nullptr;
             }
         }
-        keep(self, xt, kt, device, stream, launch, launch == Py_None ? nullptr : y);
-        if (launch == Py_None) {
-            Py_DECREF(launch);
-            Py_DECREF(y);
-            Py_RETURN_NONE;
+        if (self->generation == generation) {
+            std::vector<PyObject *> gone;
+            keep(self, L, launch, launch == Py_None ? nullptr : y, gone);
+            release(gone);
         }
     }
-    const at::Tensor &yt = THPVariable_Unpack(y);
-    if (launch_raw != nullptr) {
-        const uint64_t pointers[3] = {(uint64_t)(uintptr_t)yt.data_ptr(), (uint64_t)(uintptr_t)xt.const_data_ptr(),
-                                      (uint64_t)(uintptr_t)kt.const_data_ptr()};
-        int rc = launch_raw(launch, stream, pointers, 3);
-        if (rc <= 0) {
-            Py_DECREF(launch);
-            if (rc < 0)
-                Py_CLEAR(y);
-            return y;
-        }
-    }  // not a C Launch: its launch method
-    PyObject *largs[] = {
-        launch,
-        PyLong_FromUnsignedLongLong(stream),
-        PyLong_FromVoidPtr(yt.data_ptr()),
-        PyLong_FromVoidPtr(const_cast<void *>(xt.const_data_ptr())),
-        PyLong_FromVoidPtr(const_cast<void *>(kt.const_data_ptr())),
-    };
-    PyObject *done = nullptr;
-    if (largs[1] != nullptr && largs[2] != nullptr && largs[3] != nullptr && largs[4] != nullptr)
-        done = PyObject_VectorcallMethod(launch_name, largs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
-    for (int i = 1; i < 5; ++i)
-        Py_XDECREF(largs[i]);
-    Py_DECREF(launch);
-    if (done == nullptr) {
+    // Python code may have run since the snapshot (the callbacks, a release): the call goes on only as it began
+    bool as_begun = self->generation == generation && launch != Py_None;
+    if (as_begun) {
+        const at::Tensor &xt = THPVariable_Unpack(x);
+        const at::Tensor &kt = THPVariable_Unpack(k);
+        as_begun = plain(xt, self->cuda) && plain(kt, self->cuda) && same_sizes(xt, L.xs) && same_sizes(kt, L.ks) &&
+                   xt.const_data_ptr() == L.x_ptr && kt.const_data_ptr() == L.k_ptr;
+    }
+    if (!as_begun) {
+        Py_DECREF(launch);
         Py_DECREF(y);
-        return nullptr;
+        Py_RETURN_NONE;
     }
-    Py_DECREF(done);
+    const uint64_t pointers[3] = {(uint64_t)(uintptr_t)THPVariable_Unpack(y).data_ptr(), (uint64_t)(uintptr_t)L.x_ptr,
+                                  (uint64_t)(uintptr_t)L.k_ptr};
+    int rc = launch_raw != nullptr ? launch_raw(launch, L.stream, pointers, 3) : 1;
+    if (rc == 1) {  // not a C Launch: its launch method
+        PyObject *largs[] = {launch, PyLong_FromUnsignedLongLong(L.stream), PyLong_FromUnsignedLongLong(pointers[0]),
+                             PyLong_FromUnsignedLongLong(pointers[1]), PyLong_FromUnsignedLongLong(pointers[2])};
+        PyObject *done = nullptr;
+        if (largs[1] != nullptr && largs[2] != nullptr && largs[3] != nullptr && largs[4] != nullptr)
+            done = PyObject_VectorcallMethod(launch_name, largs, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+        for (int i = 1; i < 5; ++i)
+            Py_XDECREF(largs[i]);
+        rc = done != nullptr ? 0 : -1;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(launch);
+    if (rc < 0)
+        Py_CLEAR(y);
     return y;
+    END_HANDLE_TH_ERRORS
 }
 
 PyObject *FastConv_clear(FastConv *self, PyObject *) {
+    ++self->generation;
     std::vector<Entry> gone;
     gone.swap(*self->entries);  // the table is empty before any reference is released (a release may run code)
-    for (Entry &e : gone)
-        drop(e);
+    for (Entry &e : gone) {
+        Py_CLEAR(e.launch);
+        Py_CLEAR(e.y);
+    }
     Py_RETURN_NONE;
 }
 
@@ -264,13 +329,14 @@ PyObject *FastConv_vectorcall(PyObject *callable, PyObject *const *args, size_t 
 
 int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
     static const char *kwlist[] = {"name", "pooled", "stream_of", "new_output", "prepare", "max_entries",
-                                   "max_bytes", "device_type", nullptr};
-    PyObject *name, *pooled, *stream_of, *new_output, *prepare;
+                                   "max_bytes", "device_type", "probe", nullptr};
+    PyObject *name, *pooled, *stream_of, *new_output, *prepare, *probe;
     Py_ssize_t max_entries;
     long long max_bytes;
     const char *device_type;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UOOOOnLs", const_cast<char **>(kwlist), &name, &pooled,
-                                     &stream_of, &new_output, &prepare, &max_entries, &max_bytes, &device_type))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UOOOOnLsO", const_cast<char **>(kwlist), &name, &pooled,
+                                     &stream_of, &new_output, &prepare, &max_entries, &max_bytes, &device_type,
+                                     &probe))
         return -1;
     if (self->entries != nullptr) {
         PyErr_SetString(PyExc_TypeError, "a FastConv is made once");
@@ -287,6 +353,16 @@ int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "device_type: cuda or cpu");
         return -1;
     }
+    if (!THPVariable_Check(probe) || !THPVariable_Unpack(probe).has_storage()) {
+        PyErr_SetString(PyExc_TypeError, "probe: a tensor whose storage was handed to Python once and dropped");
+        return -1;
+    }
+    self->touched_use = THPVariable_Unpack(probe).storage().use_count();
+    PyObject *storage = PyObject_CallMethodNoArgs(probe, storage_name);
+    if (storage == nullptr)
+        return -1;
+    self->touched_ref = Py_REFCNT(storage);
+    Py_DECREF(storage);
     self->cuda = dev == "cuda";
     self->name = Py_NewRef(name);
     self->pooled = Py_NewRef(pooled);
@@ -369,11 +445,13 @@ PyMODINIT_FUNC PyInit__fastconv(void) {
     if (PyType_Ready(&FastConvType) < 0)
         return nullptr;
     launch_name = PyUnicode_InternFromString("launch");
-    launch_raw = reinterpret_cast<decltype(launch_raw)>(PyCapsule_Import("convbench.core.gpu._launch.launch_raw", 0));
+    storage_name = PyUnicode_InternFromString("untyped_storage");
+    launch_raw = reinterpret_cast<decltype(launch_raw)>(
+        PyCapsule_Import("convbench.core.gpu._launch.launch_raw_v1", 0));
     if (launch_raw == nullptr)  // the C launcher was not built: launches go through their launch method
         PyErr_Clear();
     PyObject *m = PyModule_Create(&module_def);
-    if (m == nullptr || launch_name == nullptr)
+    if (m == nullptr || launch_name == nullptr || storage_name == nullptr)
         return nullptr;
     if (PyModule_AddObjectRef(m, "FastConv", reinterpret_cast<PyObject *>(&FastConvType)) < 0 ||
         PyModule_AddObjectRef(m, "launches_from_cpp", launch_raw != nullptr ? Py_True : Py_False) < 0) {

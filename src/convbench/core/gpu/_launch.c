@@ -14,7 +14,7 @@
  *     slots     indices of the 8-byte parameters given per call (device pointers), in call order
  *   launch(stream, *pointers)  -> None; raises the error class given to set_error ("CUDA launch of NAME ... failed:
  *                                 CUDA_ERROR_...: text")
- *   launch_raw (a capsule): the same call from C or C++ (_fastconv.cpp) on a stream and an array of pointers
+ *   launch_raw_v1 (a capsule): the same call from C or C++ (_fastconv.cpp) on a stream and an array of pointers
  * A slot must be an aligned 8-byte parameter; a Launch whose __init__ did not succeed refuses every use.
  *
  * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
@@ -243,7 +243,7 @@ static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* The same launch for compiled callers (_fastconv.cpp), without a Python object per call; exported as the capsule
- * `launch_raw`. 1: obj is not a Launch (the caller calls its launch method instead); -1: an error is set; 0: done. */
+ * `launch_raw_v1`. 1: obj is not a Launch (the caller calls its launch method instead); -1: an error is set; 0: done. */
 static int launch_raw(PyObject *obj, unsigned long long stream, const uint64_t *pointers, Py_ssize_t n) {
     if (!PyObject_TypeCheck(obj, &LaunchType))
         return 1;
@@ -344,8 +344,8 @@ PyMODINIT_FUNC PyInit__launch(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyObject *raw = PyCapsule_New((void *)launch_raw, "convbench.core.gpu._launch.launch_raw", NULL);
-    if (raw == NULL || PyModule_AddObject(m, "launch_raw", raw) < 0) {
+    PyObject *raw = PyCapsule_New((void *)launch_raw, "convbench.core.gpu._launch.launch_raw_v1", NULL);
+    if (raw == NULL || PyModule_AddObject(m, "launch_raw_v1", raw) < 0) {
         Py_XDECREF(raw);
         Py_DECREF(m);
         return NULL;

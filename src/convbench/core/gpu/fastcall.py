@@ -4,8 +4,9 @@ layer's launch is prepared, instead of a dozen torch attributes read from Python
 at::Tensor has no stable ABI, so the extension is compiled against the installed torch at its first use (about
 15 s, g++ and Python's headers; the same `pip install` that built the C launcher needs them) and kept in
 convbench's cache, one file per source, torch, Python and compiler. It is read through core/cachefile.py (a
-regular file of convbench's 0700 folder, never through a symlink) and loaded from those bytes in memory (a memfd),
-so what runs is what was read. Where it cannot be built, a note says why once and calls take the Python path: the
+regular file of convbench's 0700 folder, never through a symlink), only where this user owns it and no one else may
+write it, checked against the digest stored with it, and loaded from those bytes in memory (a memfd), so what runs
+is what was read. Sandboxed code never gets it (user/sandbox.py turns it off there). Where it cannot be built, a note says why once and calls take the Python path: the
 same results, a few microseconds slower a call.
 
     conv_calls(name, prepare)   the FastConv of one implementation, or None (CPU machine, no compiler, disabled)
@@ -30,13 +31,14 @@ import torch
 
 from convbench.core import cachefile, ui
 from convbench.core.gpu import launcher, tuning
-from convbench.core.outputs import ENTRIES, MAX_BYTES, pooled_flag
+from convbench.core.outputs import MAX_BYTES, pooled_flag
 from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
 
 SOURCE = Path(__file__).with_name("_fastconv.cpp")
 MODULE = "convbench.core.gpu._fastconv"
 COMPILE_TIMEOUT_S = 300
+ENTRIES_PER_IMPL = 4  # layers (shape, device, stream) kept per implementation: a network has two or three
 
 _enabled = os.environ.get("CONVBENCH_FAST_CALL", "1") != "0"
 _made: list = []  # every FastConv made (tuning.on_record empties them all)
@@ -70,10 +72,13 @@ def cache_path() -> Path:
     """The built extension's file: named by everything it was built from."""
     h = hashlib.sha256()
     launcher_source = SOURCE.with_name("_launch.c")  # its launch_raw, which the extension calls
+    torch_dir = Path(torch.__file__).parent
+    built = [torch_dir / "lib" / "libtorch_python.so", torch_dir / "include" / "torch" / "version.h"]
+    stamps = " ".join(f"{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in built if p.exists())  # a rebuilt torch
     for part in (SOURCE.read_bytes(), launcher_source.read_bytes() if launcher_source.exists() else b"",
                  torch.__version__.encode(), str(torch.version.git_version).encode(),
                  sys.version.encode(), sysconfig.get_platform().encode(), _compiler_version().encode(),
-                 " ".join(compile_command(Path("out"))).encode()):
+                 " ".join(compile_command(Path("out"))).encode(), stamps.encode()):
         h.update(hashlib.sha256(part).digest())
     return cache_dir() / "fastcall" / f"_fastconv-{h.hexdigest()[:20]}.so"
 
@@ -96,7 +101,9 @@ def _load(data: bytes):
     """The extension module from these bytes (a memfd: nothing on disk can change between reading and loading)."""
     fd = os.memfd_create("convbench-fastconv", os.MFD_CLOEXEC)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         path = f"/proc/self/fd/{fd}"
         loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
         spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
@@ -107,18 +114,37 @@ def _load(data: bytes):
         os.close(fd)  # the loaded library keeps its own mapping
 
 
+HEADER = b"convbench-fastconv-1\n"  # then the library's sha256, then the library
+
+
+def _cached() -> bytes | None:
+    """The library kept in the cache, or None (absent, damaged, or not written by this user: native code is loaded
+    only from a regular file this user owns and no one else may write, whole, as its digest says)."""
+    try:
+        with cachefile.open_read(cache_path()) as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+    except OSError:
+        return None
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        ui.note(f"note: {cache_path()} is not this user's own file: not loaded; built again")
+        return None
+    if not data.startswith(HEADER) or len(data) < len(HEADER) + 32:
+        return None
+    digest, library = data[len(HEADER):len(HEADER) + 32], data[len(HEADER) + 32:]
+    return library if hashlib.sha256(library).digest() == digest else None
+
+
 @functools.cache
 def extension():
     """The loaded extension, built first where the cache has none; None where it cannot be (a note once)."""
-    path = cache_path()
     try:
-        try:
-            data = cachefile.read_bytes(path)
-        except OSError:  # not built yet (or something not a regular file stands there): build it
+        data = _cached()
+        if data is None:
             ui.note("note: building convbench's compiled call path for this torch (once, about 15 s)")
             data = _build()
             try:
-                cachefile.write_bytes(path, data)
+                cachefile.write_bytes(cache_path(), HEADER + hashlib.sha256(data).digest() + data)
             except OSError as e:
                 ui.note(f"note: the compiled call path could not be kept in the cache ({e}); built again next run")
         return _load(data)
@@ -126,6 +152,14 @@ def extension():
         ui.note(f"note: convbench's compiled call path is not available ({e}); conv calls go through Python, a few "
                 "microseconds slower each (CONVBENCH_FAST_CALL=0 turns this off without the attempt)")
         return None
+
+
+def touched_probe() -> torch.Tensor:
+    """A tensor whose storage was handed to Python once and dropped (network/model.py reads every layer output's
+    storage): FastConv reads from it how such a storage's counts stand when nothing holds it."""
+    probe = torch.empty(1)
+    probe.untyped_storage()
+    return probe
 
 
 def new_output(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -147,7 +181,8 @@ def conv_calls(name: str, prepare, device_type: str = "cuda"):
         return None
     # torch's own C function where this torch has it: no Python frame per call
     streams = getattr(torch._C, "_cuda_getCurrentRawStream", stream_of) if device_type == "cuda" else (lambda d: 0)
-    fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES, MAX_BYTES, device_type)
+    fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES_PER_IMPL, MAX_BYTES, device_type,
+                        touched_probe())
     _made.append(fast)
     return fast
 

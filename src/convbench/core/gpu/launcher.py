@@ -66,6 +66,8 @@ def check_tensors(x, k, y, expected_y, impl: str) -> None:
         if t.dtype != torch.float32 or not t.is_contiguous() or t.device.type != "cuda":
             raise UsageError(f"{impl} needs float32, contiguous CUDA tensors; {name} is {t.dtype}, "
                              f"{'contiguous' if t.is_contiguous() else 'not contiguous'}, on {t.device}")
+        if t.is_neg():  # a lazily negated view (z.conj().imag): its memory holds the values' negatives
+            raise UsageError(f"{impl}: {name} is a negated view; pass {name}.resolve_neg()")
     if not x.device == k.device == y.device:
         raise UsageError(f"{impl} needs x, k and y on one GPU; they are on {x.device}, {k.device} and {y.device}")
     if tuple(y.shape) != tuple(expected_y):
@@ -76,12 +78,14 @@ F32 = torch.float32
 
 
 def plain_float32(x, k, y) -> bool:
-    """check_tensors' conditions but the shape, cheaply, for every call of a launch prepared per shape and device
-    (x's device is in the key): a tensor of the same shape may be a strided view or another dtype (x.transpose(2, 3)
-    of a square image has x's address and shape). False sends the call through check_tensors, which says what is
-    wrong."""
-    return (x.dtype is F32 and k.dtype is F32 and y.dtype is F32 and k.is_cuda and y.is_cuda
-            and x.is_contiguous() and k.is_contiguous() and y.is_contiguous())
+    """check_tensors' conditions but the shape, cheaply, for every call of a launch prepared per shape and device: a
+    tensor of the same shape may be a strided view or another dtype (x.transpose(2, 3) of a square image has x's
+    address and shape), on another GPU, or a negated view. False sends the call through check_tensors, which says
+    what is wrong."""
+    return (x.dtype is F32 and k.dtype is F32 and y.dtype is F32 and y.is_cuda
+            and x.get_device() == k.get_device() == y.get_device()
+            and x.is_contiguous() and k.is_contiguous() and y.is_contiguous()
+            and not (x.is_neg() or k.is_neg() or y.is_neg()))
 
 
 def kernel_arg(a):
