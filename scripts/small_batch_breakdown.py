@@ -80,33 +80,32 @@ EMPTY_KERNEL = 'extern "C" __global__ void empty_kernel(float *y, const float *x
 def host_path(impls, x, k) -> dict[str, float]:
     """Host microseconds per call of each piece of a call's path (module docstring)."""
     y = torch.empty(x.shape[0], k.shape[0], x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1, device="cuda")
-    # name -> (the call, its output from the pool as inside a timed region, through the Python path)
-    pieces, impl_of = {}, {}
+    # name -> (the call, its output from the pool as inside a timed region, the impl whose calls take the Python path)
+    pieces = {}
     for impl in impls:
-        pieces[f"{impl.name} impl(x, k)"] = (lambda impl=impl: impl(x, k)), False, False
-        pieces[f"{impl.name} impl(x, k), outputs pooled"] = (lambda impl=impl: impl(x, k)), True, False
+        pieces[f"{impl.name} impl(x, k)"] = (lambda impl=impl: impl(x, k)), False, None
+        pieces[f"{impl.name} impl(x, k), outputs pooled"] = (lambda impl=impl: impl(x, k)), True, None
         if impl.fast_launch is not None:
-            pieces[f"{impl.name} impl(x, k), pooled, Python path"] = (lambda impl=impl: impl(x, k)), True, True
-            impl_of[f"{impl.name} impl(x, k), pooled, Python path"] = impl
-        pieces[f"{impl.name} impl(x, k, y)"] = (lambda impl=impl: impl(x, k, y)), False, False
+            pieces[f"{impl.name} impl(x, k), pooled, Python path"] = (lambda impl=impl: impl(x, k)), True, impl
+        pieces[f"{impl.name} impl(x, k, y)"] = (lambda impl=impl: impl(x, k, y)), False, None
         if impl.name != "cudnn":
-            pieces[f"{impl.name} impl.fn(x, k, y)"] = (lambda impl=impl: impl.fn(x, k, y)), False, False
-    pieces["torch.empty of the output"] = (lambda: torch.empty(y.shape, device="cuda")), False, False
+            pieces[f"{impl.name} impl.fn(x, k, y)"] = (lambda impl=impl: impl.fn(x, k, y)), False, None
+    pieces["torch.empty of the output"] = (lambda: torch.empty(y.shape, device="cuda")), False, None
     handle = launcher.current_stream_handle(x.device.index or 0)
     ptrs = (y.data_ptr(), x.data_ptr(), k.data_ptr())
     job = igemm.prepared(x, k, y, "tf32x3", True)
     label = launcher.launch_path().split(" ")[0]
-    pieces[f"gpu-igemm-tc's prepared launch ({label})"] = (lambda: job.launch(handle, *ptrs)), False, False
+    pieces[f"gpu-igemm-tc's prepared launch ({label})"] = (lambda: job.launch(handle, *ptrs)), False, None
     empty = cupy().RawKernel(EMPTY_KERNEL, "empty_kernel")
     for cls in {launcher.launch_class(), launcher.CtypesLaunch}:
         params, offsets = launcher.packed_arguments((y, x, k))
         twin = cls("empty_kernel", int(empty.kernel.ptr), (1, 1, 1), (32, 1, 1), 0, params, offsets, (0, 1, 2))
         label = "C" if cls is not launcher.CtypesLaunch else "ctypes"
-        pieces[f"an empty kernel's launch ({label})"] = (lambda twin=twin: twin.launch(handle, *ptrs)), False, False
+        pieces[f"an empty kernel's launch ({label})"] = (lambda twin=twin: twin.launch(handle, *ptrs)), False, None
     times = {}
     for name, (fn, pooled, python) in pieces.items():
         with outputs.pooled() if pooled else contextlib.nullcontext(), \
-                contract.python_path(impl_of[name]) if python else contextlib.nullcontext():
+                contract.python_path(python) if python else contextlib.nullcontext():
             times[name] = back_to_back(fn)[0] * 1e6
     return times
 

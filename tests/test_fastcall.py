@@ -43,7 +43,7 @@ def built(tmp_path_factory):
         if ext is None:  # CI's machine has g++ and torch's headers: there a failed build fails
             (pytest.fail if os.environ.get("CI") else pytest.skip)(
                 "the compiled call path could not be built here (the note above says why)")
-        BUILT_BYTES.append(fastcall._cached())
+        BUILT_BYTES.append(fastcall._cached(fastcall.cache_path()))
         yield ext
     finally:
         fastcall.extension.cache_clear()
@@ -65,7 +65,7 @@ def layer(B=2):
 def test_outside_a_timed_region_it_leaves_the_call_to_python(built):
     launch = RecordingLaunch()
     fast = make(built, lambda x, k, y: launch)
-    assert fast.call(*layer()) is None
+    assert fast(*layer()) is None
     assert launch.calls == [] and fast.entries() == 0
 
 
@@ -78,14 +78,14 @@ def test_a_layer_is_prepared_once_and_its_output_reused_when_nothing_holds_it(bu
 
     fast, (x, k) = make(built, prepare), layer()
     with outputs.pooled():
-        y = fast.call(x, k)
+        y = fast(x, k)
         assert y.shape == (2, 4, 8, 8) and y.dtype == torch.float32 and torch.isnan(y).all()  # new: NaN
         assert launch.calls == [(0, y.data_ptr(), x.data_ptr(), k.data_ptr())]
         address = y.data_ptr()
         del y
-        again = fast.call(x, k)
+        again = fast(x, k)
         assert again.data_ptr() == address and prepared == [(2, 4, 8, 8)]
-        other = fast.call(*layer(B=3))  # another shape: its own launch and output
+        other = fast(*layer(B=3))  # another shape: its own launch and output
         assert other.shape == (3, 4, 8, 8) and len(prepared) == 2 and fast.entries() == 2
 
 
@@ -104,11 +104,11 @@ HOLDS = {
 def test_an_output_still_held_is_never_handed_out(built, how):
     fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch()), layer()
     with outputs.pooled():
-        y = fast.call(x, k)
+        y = fast(x, k)
         address = y.data_ptr()
         held = HOLDS[how](y)
         del y
-        assert fast.call(x, k).data_ptr() != address, f"an output held by {how} was handed out again"
+        assert fast(x, k).data_ptr() != address, f"an output held by {how} was handed out again"
         assert held is not None
 
 
@@ -120,11 +120,11 @@ CHANGES = {"resize": lambda y: y.resize_(4, 4, 8, 8), "transpose": lambda y: y.t
 def test_an_output_changed_in_place_is_not_reused(built, change):
     fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch()), layer()
     with outputs.pooled():
-        y = fast.call(x, k)
+        y = fast(x, k)
         address = y.data_ptr()
         CHANGES[change](y)
         del y
-        again = fast.call(x, k)
+        again = fast(x, k)
         assert again.shape == (2, 4, 8, 8) and again.is_contiguous() and not again.requires_grad
         assert change == "resize" or again.data_ptr() != address
 
@@ -145,7 +145,7 @@ def test_anything_but_plain_float32_tensors_goes_to_the_python_path(built, what)
     launch = RecordingLaunch()
     fast = make(built, lambda x, k, y: launch)
     with outputs.pooled():
-        assert fast.call(*TENSORS[what](*layer())) is None
+        assert fast(*TENSORS[what](*layer())) is None
     assert launch.calls == [] and fast.entries() == 0
 
 
@@ -157,7 +157,7 @@ def test_a_layer_prepare_turns_down_stays_with_python_without_preparing_again(bu
 
     fast, (x, k) = make(built, prepare), layer()
     with outputs.pooled():
-        assert fast.call(x, k) is None and fast.call(x, k) is None
+        assert fast(x, k) is None and fast(x, k) is None
     assert prepared == [1]
 
 
@@ -167,14 +167,14 @@ def test_a_failing_prepare_raises_and_keeps_nothing(built):
 
     fast = make(built, prepare)
     with outputs.pooled(), pytest.raises(ValueError, match="bad layer"):
-        fast.call(*layer())
+        fast(*layer())
     assert fast.entries() == 0
 
 
 def test_a_new_output_that_is_not_the_layers_is_refused(built):
     fast = make(built, lambda *a: None, new_output=lambda x, k: torch.empty(1))
     with outputs.pooled(), pytest.raises(TypeError, match="not the layer's"):
-        fast.call(*layer())
+        fast(*layer())
 
 
 def test_entries_are_bounded_and_cleared(built):
@@ -183,21 +183,21 @@ def test_entries_are_bounded_and_cleared(built):
     k = torch.randn(4, 3, 3, 3)
     with outputs.pooled():
         for B in (1, 2, 3):
-            fast.call(torch.randn(B, 3, 10, 10), k)
+            fast(torch.randn(B, 3, 10, 10), k)
         assert fast.entries() == 2
         fast.clear()
         assert fast.entries() == 0
-        fast.call(torch.randn(1, 3, 10, 10), k)
+        fast(torch.randn(1, 3, 10, 10), k)
         assert fast.entries() == 1
 
 
 def test_an_output_beyond_max_bytes_is_not_kept(built):
     fast, (x, k) = make(built, lambda x, k, y: RecordingLaunch(), max_bytes=16), layer()
     with outputs.pooled():
-        y = fast.call(x, k)
+        y = fast(x, k)
         y.fill_(1.0)
         del y
-        assert torch.isnan(fast.call(x, k)).all()  # a new output each call (NaN until written), none kept
+        assert torch.isnan(fast(x, k)).all()  # a new output each call (NaN until written), none kept
         assert fast.entries() == 1  # the launch is kept
 
 
@@ -213,7 +213,7 @@ def test_bad_construction_is_refused(built):
                        None)
     unmade = built.FastConv.__new__(built.FastConv)
     with pytest.raises(TypeError, match="__init__"):
-        unmade.call(*layer())
+        unmade(*layer())
 
 
 C_LAUNCH_CHECK = r"""
@@ -350,12 +350,12 @@ def test_a_damaged_or_foreign_cache_file_is_not_loaded(built, tmp_path, monkeypa
     path = fastcall.cache_path()
     good = fastcall.HEADER + hashlib.sha256(BUILT_BYTES[0]).digest() + BUILT_BYTES[0]
     cachefile.write_bytes(path, good)
-    assert fastcall._cached() == BUILT_BYTES[0]
+    assert fastcall._cached(fastcall.cache_path()) == BUILT_BYTES[0]
     cachefile.write_bytes(path, good[: len(good) // 2])  # truncated: the digest does not match
-    assert fastcall._cached() is None
+    assert fastcall._cached(fastcall.cache_path()) is None
     cachefile.write_bytes(path, good)
     os.chmod(path, 0o666)  # anyone could have written it
-    assert fastcall._cached() is None
+    assert fastcall._cached(fastcall.cache_path()) is None
 
 
 def test_a_copy_of_an_implementation_has_no_compiled_path_of_its_own():

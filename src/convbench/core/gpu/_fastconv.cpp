@@ -16,7 +16,7 @@
 //                  raises on a bad layer
 //     probe        a tensor whose storage was handed to Python once (untyped_storage()) and dropped: how such a
 //                  storage's counts read when nothing holds it
-//   fast(x, k), or call(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a
+//   fast(x, k) -> y, or None: the caller takes its own path (outside pooled(), a tensor that is not a
 //                 plain contiguous float32 tensor on the device, a layer prepare() turned down)
 //   clear()     drops every prepared launch and kept output (a tuning plan was recorded)
 //   launches_from_cpp (module): whether C Launches are fired through _launch.c's launch_raw capsule (else through
@@ -54,7 +54,7 @@ struct Entry {
 
 struct FastConv {
     PyObject_HEAD
-    vectorcallfunc vectorcall;  // fast(x, k): the same as fast.call(x, k)
+    vectorcallfunc vectorcall;  // fast(x, k)
     PyObject *name, *pooled, *stream_of, *new_output, *prepare;
     std::vector<Entry> *entries;
     Py_ssize_t max_entries;
@@ -198,7 +198,7 @@ void release(std::vector<PyObject *> &gone) {
 PyObject *FastConv_call(FastConv *self, PyObject *const *args, Py_ssize_t nargs) {
     HANDLE_TH_ERRORS
     if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "call(x, k) takes two tensors");
+        PyErr_SetString(PyExc_TypeError, "a FastConv takes two tensors, x and k");
         return nullptr;
     }
     PyObject *x = args[0], *k = args[1];
@@ -327,6 +327,14 @@ PyObject *FastConv_len(FastConv *self, PyObject *) {
 
 PyObject *FastConv_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
+// callable from the start: an object __init__ did not make refuses the call with a message (call_checked)
+PyObject *FastConv_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *self = PyType_GenericNew(type, args, kwds);
+    if (self != nullptr)
+        reinterpret_cast<FastConv *>(self)->vectorcall = FastConv_vectorcall;
+    return self;
+}
+
 int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
     static const char *kwlist[] = {"name", "pooled", "stream_of", "new_output", "prepare", "max_entries",
                                    "max_bytes", "device_type", "probe", nullptr};
@@ -372,7 +380,6 @@ int FastConv_init(FastConv *self, PyObject *args, PyObject *kwds) {
     self->max_entries = max_entries;
     self->max_bytes = max_bytes;
     self->entries = new std::vector<Entry>();
-    self->vectorcall = FastConv_vectorcall;
     return 0;
 }
 
@@ -417,8 +424,6 @@ PyObject *FastConv_vectorcall(PyObject *callable, PyObject *const *args, size_t 
 }
 
 PyMethodDef FastConv_methods[] = {
-    {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(call_checked)), METH_FASTCALL,
-     "call(x, k) -> y, or None where the caller takes its own path"},
     {"clear", reinterpret_cast<PyCFunction>(clear_checked), METH_NOARGS, "drop every prepared launch and output"},
     {"entries", reinterpret_cast<PyCFunction>(len_checked), METH_NOARGS, "how many layers are kept"},
     {nullptr, nullptr, 0, nullptr},
@@ -441,7 +446,7 @@ PyMODINIT_FUNC PyInit__fastconv(void) {
     FastConvType.tp_doc = "y = impl(x, k) for prepared launches, in one call (see the source's header)";
     FastConvType.tp_methods = FastConv_methods;
     FastConvType.tp_init = reinterpret_cast<initproc>(FastConv_init);
-    FastConvType.tp_new = PyType_GenericNew;
+    FastConvType.tp_new = FastConv_new;
     if (PyType_Ready(&FastConvType) < 0)
         return nullptr;
     launch_name = PyUnicode_InternFromString("launch");

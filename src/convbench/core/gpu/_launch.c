@@ -216,6 +216,18 @@ static PyObject *launch_failed(Launch *self, int result) {
                         self->grid[1], self->grid[2], result);
 }
 
+/* the driver call with the slots as they stand: 0, or -1 with the error set */
+static int fire(Launch *self, unsigned long long stream) {
+    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
+                                  self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
+                                  self->param_ptrs, NULL);
+    if (result != 0) {
+        launch_failed(self, result);
+        return -1;
+    }
+    return 0;
+}
+
 /* launch(stream, *pointers): vectorcall-style, no argument tuple parsing */
 static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t nargs) {
     if (not_ready(self))
@@ -234,16 +246,14 @@ static PyObject *Launch_launch(Launch *self, PyObject *const *args, Py_ssize_t n
             return NULL;
         memcpy(self->params + self->slots[i], &p, 8);
     }
-    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
-                                  self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
-                                  self->param_ptrs, NULL);
-    if (result != 0)
-        return launch_failed(self, result);
+    if (fire(self, stream) < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
 /* The same launch for compiled callers (_fastconv.cpp), without a Python object per call; exported as the capsule
- * `launch_raw_v1`. 1: obj is not a Launch (the caller calls its launch method instead); -1: an error is set; 0: done. */
+ * `launch_raw_v1`. 1: obj is not a Launch (the caller calls its launch method instead); -1: an error is set;
+ * 0: done. */
 static int launch_raw(PyObject *obj, unsigned long long stream, const uint64_t *pointers, Py_ssize_t n) {
     if (!PyObject_TypeCheck(obj, &LaunchType))
         return 1;
@@ -256,14 +266,7 @@ static int launch_raw(PyObject *obj, unsigned long long stream, const uint64_t *
     }
     for (Py_ssize_t i = 0; i < n; i++)
         memcpy(self->params + self->slots[i], &pointers[i], 8);
-    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
-                                  self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
-                                  self->param_ptrs, NULL);
-    if (result != 0) {
-        launch_failed(self, result);
-        return -1;
-    }
-    return 0;
+    return fire(self, stream);
 }
 
 static PyObject *Launch_get_name(Launch *self, void *closure) {

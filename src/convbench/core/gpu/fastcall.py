@@ -6,8 +6,8 @@ at::Tensor has no stable ABI, so the extension is compiled against the installed
 convbench's cache, one file per source, torch, Python and compiler. It is read through core/cachefile.py (a
 regular file of convbench's 0700 folder, never through a symlink), only where this user owns it and no one else may
 write it, checked against the digest stored with it, and loaded from those bytes in memory (a memfd), so what runs
-is what was read. Sandboxed code never gets it (user/sandbox.py turns it off there). Where it cannot be built, a note says why once and calls take the Python path: the
-same results, a few microseconds slower a call.
+is what was read. Sandboxed code never gets it (user/sandbox.py turns it off there). Where it cannot be built, a
+note says why once and calls take the Python path: the same results, a few microseconds slower a call.
 
     conv_calls(name, prepare)   the FastConv of one implementation, or None (CPU machine, no compiler, disabled)
     disable()                   no compiled path from now on (scripts comparing the two paths)
@@ -117,17 +117,17 @@ def _load(data: bytes):
 HEADER = b"convbench-fastconv-1\n"  # then the library's sha256, then the library
 
 
-def _cached() -> bytes | None:
+def _cached(path: Path) -> bytes | None:
     """The library kept in the cache, or None (absent, damaged, or not written by this user: native code is loaded
     only from a regular file this user owns and no one else may write, whole, as its digest says)."""
     try:
-        with cachefile.open_read(cache_path()) as f:
+        with cachefile.open_read(path) as f:
             st = os.fstat(f.fileno())
             data = f.read()
     except OSError:
         return None
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        ui.note(f"note: {cache_path()} is not this user's own file: not loaded; built again")
+        ui.note(f"note: {path} is not this user's own file: not loaded; built again")
         return None
     if not data.startswith(HEADER) or len(data) < len(HEADER) + 32:
         return None
@@ -139,12 +139,13 @@ def _cached() -> bytes | None:
 def extension():
     """The loaded extension, built first where the cache has none; None where it cannot be (a note once)."""
     try:
-        data = _cached()
+        path = cache_path()  # (asks the compiler its version: once)
+        data = _cached(path)
         if data is None:
             ui.note("note: building convbench's compiled call path for this torch (once, about 15 s)")
             data = _build()
             try:
-                cachefile.write_bytes(cache_path(), HEADER + hashlib.sha256(data).digest() + data)
+                cachefile.write_bytes(path, HEADER + hashlib.sha256(data).digest() + data)
             except OSError as e:
                 ui.note(f"note: the compiled call path could not be kept in the cache ({e}); built again next run")
         return _load(data)
@@ -167,10 +168,6 @@ def new_output(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.full(output_shape(x.shape, k.shape), float("nan"), dtype=torch.float32, device=x.device)
 
 
-def stream_of(device: int) -> int:
-    return launcher.current_stream_handle(device)
-
-
 def conv_calls(name: str, prepare, device_type: str = "cuda"):
     """The FastConv of implementation `name`: `prepare(x, k, y)` gives a layer's prepared launch or None. None
     where the compiled path is off or unavailable, or no CUDA GPU is (device_type "cpu": tests on the CPU)."""
@@ -180,7 +177,8 @@ def conv_calls(name: str, prepare, device_type: str = "cuda"):
     if ext is None:
         return None
     # torch's own C function where this torch has it: no Python frame per call
-    streams = getattr(torch._C, "_cuda_getCurrentRawStream", stream_of) if device_type == "cuda" else (lambda d: 0)
+    streams = (getattr(torch._C, "_cuda_getCurrentRawStream", launcher.current_stream_handle) if device_type == "cuda"
+               else (lambda d: 0))
     fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES_PER_IMPL, MAX_BYTES, device_type,
                         touched_probe())
     _made.append(fast)
