@@ -37,12 +37,14 @@ def reference(x, k):
     return y
 
 
-def emulate(x, k, R, NN, TPW, NWG=2):
+def emulate(x, k, NR, NN, TPW, NWG=2):
     """y as gpu_wgmma.cu computes it, in float64 (the arithmetic's splitting is not this test's subject)."""
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     OH, OW = H - K + 1, W - K + 1
-    lay = _wgmma.layout(C, H, W, M, K, R, NN, FP16)
+    T = _wgmma.tiles(H, W, K)
+    QT = -(-T // NR)
+    lay = _wgmma.layout(C, H, W, M, K, QT, NN, FP16)
     E, G, P = lay.E, lay.G, lay.P
     Cg = min(C, 8)
     KWI = -(-K // E)
@@ -76,10 +78,14 @@ def emulate(x, k, R, NN, TPW, NWG=2):
     assert lay.NSTEP == len(steps) and all(lbo > 0 for _, lbo in steps)
 
     y = np.full((B, M, OH, OW), np.nan)
+    rawc = min(QT * 64 + (K - 1) * W + K - 1, H * W)  # the kernel's raw input per channel
     for b in range(B):
-        for r0 in range(0, OH, R):
-            rows = min(R, OH - r0)
-            lbeg, lend = r0 * W, min(H, r0 + rows + K - 1) * W
+        for r in range(NR):
+            t_first = r * T // NR
+            tiles = (r + 1) * T // NR - t_first
+            q0 = t_first * 64
+            lbeg, lend = q0, min(H * W, q0 + tiles * 64 + (K - 1) * W + K - 1)
+            assert 1 <= tiles <= QT and lend - lbeg <= rawc, "an item larger than the kernel's buffers"
             flat = x[b].reshape(C, H * W)
             Xs = np.zeros((G * P, 8))
             for plane in range(G):
@@ -90,7 +96,6 @@ def emulate(x, k, R, NN, TPW, NWG=2):
                     src = lbeg + np.arange(P) + slot_e[s]
                     ok = src < lend
                     Xs[plane * P + np.arange(P)[ok], s] = flat[c, src[ok]]
-            tiles = -(-(rows * W) // 64)
             computed = [t0 + t for wg in range(NWG) for t0 in range(wg * TPW, tiles, NWG * TPW)
                         for t in range(min(TPW, tiles - t0))]
             assert sorted(computed) == list(range(tiles)), "a tile is computed twice or not at all"
@@ -101,9 +106,10 @@ def emulate(x, k, R, NN, TPW, NWG=2):
                     rows_a, rows_b = first + q, first + q + lbo  # the two core-matrix columns of A
                     assert rows_b.max() < G * P, "a tile reads past the staged pixels"
                     acc += np.concatenate([Xs[rows_a], Xs[rows_b]], axis=1) @ wj.T
-                oh, ow = q // W, q % W
-                keep = (oh < rows) & (ow < OW)
-                y[b, :, r0 + oh[keep], ow[keep]] = acc[keep, :M]
+                oh, ow = (q0 + q) // W, (q0 + q) % W
+                keep = (oh < OH) & (ow < OW)
+                assert np.isnan(y[b, 0, oh[keep], ow[keep]]).all(), "an output is written twice"
+                y[b, :, oh[keep], ow[keep]] = acc[keep, :M]
     return y
 
 
@@ -120,16 +126,16 @@ def test_the_layout_computes_the_convolution(seed):
     s = random_layer(rng)
     x = np.random.default_rng(seed).standard_normal((s["B"], s["C"], s["H"], s["W"]))
     k = np.random.default_rng(seed + 100).standard_normal((s["M"], s["C"], s["K"], s["K"]))
-    OH = s["H"] - s["K"] + 1
+    T = _wgmma.tiles(s["H"], s["W"], s["K"])
     p = _wgmma.plan(s["B"], s["C"], s["H"], s["W"], s["M"], s["K"], FP16X3, sms=1)
-    for R, TPW in ((p.R, p.TPW), (rng.randint(1, OH), rng.choice([1, 2, 4]))):
-        y = emulate(x, k, R, p.NN, TPW)
+    for NR, TPW, NWG in ((p.NR, p.TPW, p.NWG), (rng.randint(1, T), rng.choice([1, 2, 4]), rng.choice([1, 2, 3]))):
+        y = emulate(x, k, NR, p.NN, TPW, NWG)
         ref = reference(x, k)
         assert not np.isnan(y).any(), "an output was never written"
         assert np.abs(y - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
 
 
-def test_the_course_layers_get_tall_bands_and_use_few_padded_slots():
+def test_the_course_layers_stage_whole_images_at_large_batches_and_use_few_padded_slots():
     for spec in NETWORKS.values():
         for info in spec.conv_layers:
             C, H, W = info.in_shape
@@ -137,7 +143,8 @@ def test_the_course_layers_get_tall_bands_and_use_few_padded_slots():
             for prec in (FP16X3, FP16):
                 p = _wgmma.plan(10000, C, H, W, M, K, prec)
                 assert p.lay.smem <= 227 * 1024, (spec.name, C, M, K, p)
-                assert p.R + K - 1 <= 1.5 * p.R, ("a band stages too many halo rows", spec.name, C, M, K, p)
+                halo = (K - 1) * W + K - 1
+                assert halo <= 0.5 * p.QT * 64, ("an item stages too many halo pixels", spec.name, C, M, K, p)
             # k16 steps carry at most 2x the layer's multiply-adds per map (C = 1, K = 5: 25 of 48 slots)
             lay = _wgmma.layout(C, H, W, M, K, 1, 8, FP16)
             assert lay.NSTEP * 16 <= 2 * C * K * K, (spec.name, C, K, lay)
@@ -155,19 +162,30 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
             assert _wgmma.layout(s["C"], s["H"], s["W"], s["M"], s["K"], 1, 8 * -(-min(s["M"], 64) // 8),
                                  prec).smem > 227 * 1024
             continue
-        OH = s["H"] - s["K"] + 1
-        assert 1 <= p.R <= OH and p.lay.smem <= 227 * 1024
-        assert p.items == B * -(-s["M"] // p.NN) * -(-OH // p.R)
-        steps_at = p.lay.smem - p.lay.slack - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw band
+        T = _wgmma.tiles(s["H"], s["W"], s["K"])
+        assert 1 <= p.NR <= T and p.QT == -(-T // p.NR) and p.lay.smem <= 227 * 1024
+        assert p.items == B * -(-s["M"] // p.NN) * p.NR
+        steps_at = p.lay.smem - p.lay.slack - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw input
         assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
-        planes_end = steps_at - -(-s["C"] * (p.R + s["K"] - 1) * s["W"] // 4) * 16
+        raw = -(-s["C"] * min(p.QT * 64 + (s["K"] - 1) * s["W"] + s["K"] - 1, s["H"] * s["W"]) // 4) * 16
+        parts = 2 if prec == FP16X3 else 1
+        planes = parts * p.lay.G * p.lay.P * 16
+        weights = parts * -(-s["M"] // p.NN) * p.lay.NSTEP * p.NN * 32
+        kext = steps_at - raw - weights - 2 * planes  # what buffer 1 is extended by for the raw weights
+        assert kext >= 0 and planes + kext >= -(-s["M"] * s["C"] * s["K"] ** 2 // 4) * 16 + 16 * p.lay.NSTEP
+        planes_end = weights + 2 * planes
         assert p.lay.smem - planes_end >= _wgmma.A_TILE_BYTES, ("memcheck would see the last A tile overrun", s, p)
 
 
 def compile_variants():
-    """(NN, TPW, NWG, prec) of every plan the rule or the tuned table can choose (BF16 has FP16's registers)."""
-    out = {(NN, _wgmma.tiles_per_warpgroup(NN), 2, prec) for NN in range(8, 72, 8) for prec in (FP16X3, FP16, BF16)}
-    for (C, H, W, M, K, prec), (R, TPW, NWG) in _wgmma.TABLE.items():
+    """(NN, TPW, NWG, prec) of the plans the rule or the tuned table can choose (BF16 has FP16's registers): TPW from
+    1 (no unrolled batch) to the most, with 2 warpgroups (the fewest registers a thread the rule takes) and 1."""
+    out = set()
+    for NN in range(8, 72, 8):
+        most = _wgmma.tiles_per_warpgroup(NN)
+        out |= {(NN, most, 2, prec) for prec in (FP16X3, FP16, BF16)}
+        out |= {(NN, TPW, NWG, prec) for TPW in {1, most} for NWG in (1, 2) for prec in (FP16X3, FP16)}
+    for (C, H, W, M, K, prec), (NR, TPW, NWG) in _wgmma.TABLE.items():
         out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec))
     return sorted(out)
 
@@ -189,7 +207,7 @@ def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, T
 def test_the_tuned_plans_are_taken_and_fit():
     for (C, H, W, M, K, prec), want in _wgmma.TABLE.items():
         p = _wgmma.plan(10000, C, H, W, M, K, prec)
-        assert (p.R, p.TPW, p.NWG) == want and p.lay.smem <= 227 * 1024
+        assert (p.NR, p.TPW, p.NWG) == want and p.lay.smem <= 227 * 1024
         assert C * K * K >= _wgmma.MIN_REDUCTION, "a tuned layer that launch() never sends to the kernel"
 
 

@@ -3,7 +3,7 @@ the fastest correct one, and record it in this GPU's tuning file (core/gpu/tunin
 
 Two kinds of sweep, one command:
 - an implementation with tunables (gpu-tc: tile sizes) sweeps every combination on random data (measure/sweep.py);
-- gpu-igemm-tc and gpu-wgmma (any of their variants) sweep their launch plans (LaunchPlan: rows per work item, warp
+- gpu-igemm-tc and gpu-wgmma (any of their variants) sweep their launch plans (LaunchPlan: work items per image, warp
   tiling, ...) on the network's real conv inputs, since 3xTF32 / 3xFP16 skip products whose low parts are zero and
   the images' pixels make them so. A plan is timed only where it fits shared memory and is correct (the arithmetic's
   tolerance, core/precision.py's table); the fastest per layer is recorded for each arithmetic under the layer's
@@ -56,9 +56,9 @@ IGEMM_WARPS = {
     ("epi2", "small"): [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)],
 }
 IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
-# gpu-wgmma's candidates: (TPW, NWG) for each of OH, OH / 2, OH / 3 rows per band (small batches: to OH / 8); 3xFP16
-# sets the plan
-WGMMA_WARPGROUPS = ((4, 2), (2, 2), (4, 1), (4, 3), (2, 3), (2, 4))
+# gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
+# every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
+WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
 WGMMA_SWEPT = "fp16x3"
 
 
@@ -178,16 +178,21 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     M, _, K, _ = k.shape
     if C * K * K < wgmma.MIN_REDUCTION:  # launch() sends the layer to gpu-igemm-tc's kernel: no plan is read
         return [Trial(layer.name, {"arithmetic": WGMMA_SWEPT}, None, "short reduction: runs gpu-igemm-tc's kernel")], {}
-    OH = H - K + 1
+    T = wgmma.tiles(H, W, K)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     prec = kernel_code(WGMMA_SWEPT)
     ref = F.conv2d(x.double(), k.double())
     y = torch.empty(ref.shape, dtype=torch.float32, device="cuda")
     trials, best = [], None
-    bands = range(1, 4) if tuning.batch_class(batch) == "large" else range(1, 9)  # small: work for every SM
-    for R in sorted({-(-OH // n) for n in bands} & set(range(1, OH + 1))):
+    if tuning.batch_class(batch) == "large":
+        splits = sorted({min(n, T) for n in (1, 2, 3)})
+    else:  # small: the fewest ranges for each largest range
+        splits = sorted({-(-T // qt) for qt in range(1, T + 1)})
+    for NR in splits:
         for TPW, NWG in WGMMA_WARPGROUPS:
-            plan = wgmma.LaunchPlan(R, TPW, NWG)
+            if NWG > -(-T // NR):  # a warpgroup with no tile
+                continue
+            plan = wgmma.LaunchPlan(NR, TPW, NWG)
             try:
                 wgmma.plan(B, C, H, W, M, K, prec, sms, plan)
             except wgmma.TooBig:

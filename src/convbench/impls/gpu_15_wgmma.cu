@@ -4,31 +4,31 @@
 //
 // What changes relative to gpu-igemm-tc-fp16x3 (mma.sync):
 //  * No gather. gpu-igemm-tc builds every A fragment from shared memory with scalar loads through an offset table,
-//    and that load pipe, not the tensor cores, sets its pace. Here the input is staged channels-last, 8 16-bit
-//    values (16 bytes) per pixel, and the output is computed on the input's own pixel grid ("virtual" outputs
-//    q = row * W + col; the W - OW columns past each row's end are computed and dropped). The A operand of filter
-//    tap (p, q) is then the staged band itself shifted by p * W + q pixels: a shared-memory descriptor whose start
-//    moves 16 bytes per pixel (no swizzle: 8 rows x 16 bytes per core matrix). wgmma reads A (64 pixels x 16) and
-//    B (16 x N maps) from shared memory itself: no load instructions and no registers for A.
+//    and that load pipe sets its pace. Here the input is staged channels-last, 8 16-bit values (16 bytes) a pixel,
+//    and the output is computed on the input's own pixel grid ("virtual" outputs q = row * W + col; the W - OW
+//    columns past each row's end are computed and dropped). The A operand of filter tap (p, q) is then the staged
+//    input shifted by p * W + q pixels: a shared-memory descriptor (no swizzle: 8 rows x 16 bytes per core matrix).
 //  * The reduction is a list of items (filter row p, column group, plane); a plane holds 8 (channel, column) slots
 //    per pixel (C >= 8: 8 channels; C < 8: C channels x E = min(8 / C, K) neighbouring columns). A k16 step is two
 //    items (the descriptor's K offset jumps from one to the other); B is laid out to match, zero in unused slots.
 //  * 3xFP16 as in gpu-igemm-tc-fp16x3: hi*hi, lo*hi, hi*lo into fp32 accumulators, skipped only when exactly zero.
-//  * Warp specialization: a producer warpgroup stages the next band (cp.async, then conversion into one of two
-//    plane buffers) while two consumer warpgroups run the GEMM on the other; named barriers hand them over.
+//  * A producer warpgroup stages the next item (cp.async, then conversion into one of two plane buffers) while the
+//    consumer warpgroups run the GEMM on the other (named barriers); it stages the first item while they lay out the
+//    weights (from a coalesced copy in plane buffer 1).
+//  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
+//    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
 // What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 2 products x 15 m64 tiles = 750 m64n24k16 an
-// image, each reading 2 KB of A and 768 B of B from shared memory for 49 kFLOP: at ~128 B per clock per SM that is
-// ~22 clocks an instruction (the tensor math needs ~12), 76 images an SM, ~0.7 ms at ~1.75 GHz, against a ~0.45 ms
-// memory floor at ~3 TB/s. Shared-memory operand bandwidth is the roof; issue around the wgmma (staging,
-// descriptors, epilogue) adds to it. The C = 1 layers are output-bound, and the dropped columns and scattered
-// scalar stores make them slower here: the launcher sends C*K*K < 192 (MIN_REDUCTION) to gpu-igemm-tc's kernel.
-// Tried: two blocks of two warpgroups per SM, no producer: slower on fa19 conv2, even on minidnn conv2, faster only
-// on fa18 conv2 (whose two plane buffers here hold only half images). Known limits: an Inf or NaN input (in FP16
-// mode also a finite |x| > 65504) poisons a few outputs outside its receptive field through products with zero
-// weights (up to E - 1 columns to the left, one more when the item count is odd). Accuracy is relative to each
-// block's largest value (gpu_14_igemm_tc.cu, split_fp16). Layers whose weights and one row band do not fit shared
-// memory run gpu-igemm-tc's kernel.
+// image (~12 clocks each at the tensor pipe's rate), 76 images an SM: ~0.4 ms at ~1.75 GHz, against a ~0.45 ms
+// memory floor. It runs well below that rate (issue 28), and reading A once for hi(w) and lo(w) (one n48 wgmma: a
+// quarter less shared-memory operand traffic) did not speed it up: operand bandwidth is not what holds it.
+// The C = 1 layers are output-bound and the dropped columns cost more there: C*K*K < 192 runs gpu-igemm-tc's kernel.
+// Tried: two blocks of two warpgroups per SM, no producer (slower but on fa18 conv2); row bands (rounded up to whole
+// rows and tiles, they never shrank the busiest SM's work); the n48 merge above (no gain). Known limits: an Inf or
+// NaN input (FP16 mode: also a finite |x| > 65504) poisons a few outputs outside its receptive field through products
+// with zero weights (up to E - 1 columns to the left, one more when the item count is odd). Accuracy is relative to
+// each item's largest value (gpu_14_igemm_tc.cu, split_fp16). Layers whose weights and one m64 tile's input do not
+// fit shared memory run gpu-igemm-tc's kernel.
 
 #include "precision.cuh"
 
@@ -158,10 +158,11 @@ __device__ __forceinline__ void split2(float a, float b, u32 &hi, u32 &lo) {
 }
 
 struct Geometry {
-    int OH, OW, Cg, G, KWI, NI, NSTEP, BANDS, MG;
+    int OH, OW, Cg, G, KWI, NI, NSTEP, T, QT, MG;
     u32 XPART, WSTEP, WPART;  // bytes: one part (hi or lo) of the staged input, one k16 step of weights, one part
 };
-__device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, int R, int E, int P) {
+// T: m64 tiles of an image's virtual outputs (OH * W); QT: the most an item holds (the image in NR even ranges)
+__device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, int NR, int E, int P) {
     Geometry g;
     g.OH = H - K + 1;
     g.OW = W - K + 1;
@@ -170,7 +171,8 @@ __device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, 
     g.KWI = (K + E - 1) / E;
     g.NI = K * g.KWI * g.G;
     g.NSTEP = (g.NI + 1) / 2;
-    g.BANDS = (g.OH + R - 1) / R;
+    g.T = (g.OH * W + 63) / 64;
+    g.QT = (g.T + NR - 1) / NR;
     g.MG = (M + NN - 1) / NN;
     g.XPART = static_cast<u32>(g.G) * P * 16;
     g.WSTEP = NN * 32;
@@ -233,19 +235,20 @@ __device__ __forceinline__ void k_loops(float (&acc)[TPW][NN / 2], const int2 *s
     else k_loop<NTILE, false, false>(acc, steps, g, xa, wbase);
 }
 
-// A work item: one image, one band of output rows, one group of NN maps, and the input the band reads
+// A work item: one image, one range of its m64 tiles (NR even ranges an image: no row alignment, as the taps are
+// pixel offsets), one group of NN maps, and the input pixels the range reads
 struct Item {
-    int b, mg, r0, rows, lbeg, lend;  // lbeg..lend: input positions (row * W + col) of rows r0 .. r0 + rows + K - 2
+    int b, mg, q0, nt, lbeg, lend;  // q0: the first virtual output (row * W + col); lbeg..lend: its input positions
 };
-__device__ __forceinline__ Item item_at(int item, const Geometry &g, int H, int W, int K, int R) {
+__device__ __forceinline__ Item item_at(int item, const Geometry &g, int H, int W, int K, int NR) {
     Item it;
     it.mg = item % g.MG;
-    const int band = (item / g.MG) % g.BANDS;
-    it.b = item / (g.MG * g.BANDS);
-    it.r0 = band * R;
-    it.rows = min(R, g.OH - it.r0);
-    it.lbeg = it.r0 * W;
-    it.lend = min(H, it.r0 + it.rows + K - 1) * W;
+    const int range = (item / g.MG) % NR, t0 = range * g.T / NR;
+    it.b = item / (g.MG * NR);
+    it.nt = (range + 1) * g.T / NR - t0;
+    it.q0 = t0 * 64;
+    it.lbeg = it.q0;  // the last tile's last virtual output reads (K - 1) * W + K - 1 pixels further
+    it.lend = min(H * W, it.q0 + it.nt * 64 + (K - 1) * W + K - 1);
     return it;
 }
 // the item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 4-byte cp.async:
@@ -259,46 +262,45 @@ __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x
 }
 
 // Named barriers between the producer warpgroup and the consumers (0 is __syncthreads): FULL + s = staged planes
-// s are ready, EMPTY + s = the consumers are done with them, PRODUCER = the producer's own warps
-constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5;
+// s are ready, EMPTY + s = the consumers are done with them (EMPTY + 1 first: with the raw weights they held),
+// PRODUCER = the producer's own warps, CONSUMER = the consumers' own
+constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5, BAR_CONSUMER = 6;
 constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128;
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                      const int C, const int H, const int W, const int M, const int K, const int R, const int E,
+                      const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
-    const Geometry g = geometry(C, H, W, M, K, R, E, P);
-    const int rawc = (R + K - 1) * W;          // raw floats per channel
-    const int rawn = (C * rawc + 3) / 4 * 4;   // the raw buffer, rounded to 16 bytes
+    const Geometry g = geometry(C, H, W, M, K, NR, E, P);
+    const int rawc = min(g.QT * 64 + (K - 1) * W + K - 1, H * W);  // raw floats per channel: the most an item reads
+    const int rawn = (C * rawc + 3) / 4 * 4;                        // the raw buffer, rounded to 16 bytes
+    const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
+    // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended
+    // where they need more)
+    const u32 kext = max(0, nk4 * 4 + 16 * g.NSTEP - static_cast<int>(PARTS * g.XPART));
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *Ws = smem;                                        // [PARTS][MG][NSTEP][NN / 8][2][8 rows][16 B]
     unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
-    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART);  // [C][rawc]: the next item's raw input band
+    float *kraw = reinterpret_cast<float *>(Xs + PARTS * g.XPART);   // [M][C][K][K] (plane buffer 1, + kext)
+    int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
+    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
     // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
-    // step, and racecheck saw that load race with the producer's reset of s_red[1]; the value is never used)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);       // [0] max |w|, [1] max |x| (float bits)
-    int *meta = reinterpret_cast<int *>(s_red + 4);                  // per buffer: [sx, some x has a lo part]
+    // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
+    int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
-    const int items = B * g.BANDS * g.MG;
+    const int items = B * NR * g.MG;
     if (static_cast<int>(blockIdx.x) >= items) return;
     const int mine = (items - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;  // this block's items
     const int tid = threadIdx.x, wg = tid >> 7;
     const bool producer = wg == NWG;
     const int ptid = tid - CONSUMERS;  // the producer's thread index (0..127)
-
-    // the first item's input, in flight while the weights are staged
-    if (producer) {
-        prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, R), C, H, W, rawc, ptid, 128);
-        cp_async_commit();
-    }
-
-    // ---- once per block, all warps: the step table and the weights, scaled (3xFP16) and laid out per step as B
-    // operands. The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg,
-    // packed 4 bits a slot; an unused slot has channel 15 (>= Cg)
+    // The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg, packed 4 bits a
+    // slot; an unused slot has channel 15 (>= Cg)
     u32 slot_c = 0u, slot_e = 0u;
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
@@ -307,75 +309,24 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         slot_e |= static_cast<u32>(used ? s / g.Cg : 0) << (4 * s);
     }
     if (tid < 4) s_red[tid] = 0u;
-    for (int j = tid; j <= g.NSTEP; j += blockDim.x) {
-        int off = 0, lbo = 0;
-        bool swap;
-        if (j < g.NSTEP) step_items(j, g, W, E, P, off, lbo, swap);
-        steps[j] = make_int2(off, lbo);
-    }
-    __syncthreads();
-    int sw = 0;
-#if PREC == PREC_FP16X3
-    {
-        float wm = 0.0f;
-        for (int i = tid; i < M * C * K * K; i += blockDim.x) {
-            const float v = k[i];
-            if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
-        }
-        block_max(wm, &s_red[0]);
-        __syncthreads();
-        sw = fp16_shift(s_red[0]);
-    }
-#endif
-    int wlo = 0;
-    {
-        const float scale = pow2(sw);
-        const int wrows = g.MG * g.NSTEP * NN * 2;  // 16-byte rows: (map group, step, map, k half)
-        for (int i = tid; i < wrows; i += blockDim.x) {
-            const int half = i & 1, n = (i >> 1) % NN, js = (i >> 1) / NN, j = js % g.NSTEP, mg = js / g.NSTEP;
-            const int m = mg * NN + n;
-            int off, lbo;
-            bool swap;
-            step_items(j, g, W, E, P, off, lbo, swap);
-            const int item = 2 * j + (half ^ static_cast<int>(swap));  // the reduction item this k half reads
-            float v[8];
-#pragma unroll
-            for (int s = 0; s < 8; ++s) v[s] = 0.0f;
-            if (m < M && item < g.NI) {
-                const int plane = item % g.G, t = item / g.G, group = t % g.KWI, p = t / g.KWI;
-#pragma unroll
-                for (int s = 0; s < 8; ++s) {
-                    const int sc = (slot_c >> (4 * s)) & 15, c = plane * g.Cg + sc, q = group * E + ((slot_e >> (4 * s)) & 15);
-                    if (sc < g.Cg && c < C && q < K) v[s] = k[((m * C + c) * K + p) * K + q] * scale;
-                }
-            }
-            uint4 hi, lo;
-            split2(v[0], v[1], hi.x, lo.x);
-            split2(v[2], v[3], hi.y, lo.y);
-            split2(v[4], v[5], hi.z, lo.z);
-            split2(v[6], v[7], hi.w, lo.w);
-            wlo |= (lo.x | lo.y | lo.z | lo.w) != 0u;
-            const u32 at = (mg * g.NSTEP + j) * g.WSTEP + ((n >> 3) * 2 + half) * 128 + (n & 7) * 16;
-            *reinterpret_cast<uint4 *>(Ws + at) = hi;
-            if (PARTS == 2) *reinterpret_cast<uint4 *>(Ws + g.WPART + at) = lo;
-        }
-    }
-    fence_async_smem();
-    const bool w_has_lo = __syncthreads_or(wlo);
+    __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
 
     if (producer) {
         // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1
+        // (item 0 while they lay out the weights)
+        prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, NR), C, H, W, rawc, ptid, 128);
+        cp_async_commit();
         for (int i = 0; i < mine; ++i) {
             const int s = i & 1, item = blockIdx.x + i * gridDim.x;
-            const Item cur = item_at(item, g, H, W, K, R);
+            const Item cur = item_at(item, g, H, W, K, NR);
             const int n = cur.lend - cur.lbeg;
             unsigned char *X = Xs + s * PARTS * g.XPART;
-            if (i >= 2) bar_sync(BAR_EMPTY + s, THREADS);  // the consumers are done with item i - 2's planes
+            if (i >= 1) bar_sync(BAR_EMPTY + s, THREADS);  // buffer 1: the raw weights laid out; then item i - 2 done
             cp_async_wait_0();
             if (ptid == 0) meta[2 * s + 1] = 0;
-            bar_sync(BAR_PRODUCER, 128);  // the raw buffer holds item i's band
+            bar_sync(BAR_PRODUCER, 128);  // the raw buffer holds item i's input
             // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
-            // band's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
+            // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
             // scale nor overflow)
             int sx = 0;
 #if PREC == PREC_FP16X3
@@ -417,8 +368,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             fence_async_smem();            // the planes, for wgmma's reads
             bar_sync(BAR_PRODUCER, 128);   // the raw buffer is converted, s_red[1] read by all
             if (ptid == 0) s_red[1] = 0u;  // (the next item's max comes after another producer barrier)
-            if (i + 1 < mine) {  // the next item's band is copied during the GEMM of this one
-                prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, R), C, H, W, rawc, ptid, 128);
+            if (i + 1 < mine) {  // the next item's input is copied during the GEMM of this one
+                prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, NR), C, H, W, rawc, ptid, 128);
                 cp_async_commit();
             }
             bar_arrive(BAR_FULL + s, THREADS);
@@ -426,12 +377,88 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         return;
     }
 
-    // ---- the consumer warpgroups: TPW tiles of 64 virtual outputs at a time, then unscale and store them
+    // ---- the consumer warpgroups, once per block: the step table and the weights, scaled (3xFP16) and laid out
+    // per step as B operands. The raw weights go to shared memory first in one coalesced pass (their largest |w|
+    // on the way): the layout gathers 8 of them a row, from all over k.
     const int warp = (tid >> 5) & 3, lane = tid & 31;
+    for (int j = tid; j <= g.NSTEP; j += CONSUMERS) {
+        int off = 0, lbo = 0;
+        bool swap = false;
+        if (j < g.NSTEP) step_items(j, g, W, E, P, off, lbo, swap);
+        steps[j] = make_int2(off, lbo);
+        if (j == g.NSTEP) continue;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row, group)
+            const int item = 2 * j + (half ^ static_cast<int>(swap));
+            const int plane = item % g.G, t = item / g.G, group = t % g.KWI, p = t / g.KWI;
+            wsrc[2 * j + half] = item < g.NI ? make_int2(plane * g.Cg * K * K + p * K + group * E,
+                                                         plane * g.Cg | group * E << 16)
+                                             : make_int2(-1, 0);
+        }
+    }
+    {
+        float wm = 0.0f;
+        int i = tid;
+        for (; i + 3 * CONSUMERS < nk; i += 4 * CONSUMERS) {  // four loads in flight a thread
+            float v[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) v[u] = __ldg(k + i + u * CONSUMERS);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                kraw[i + u * CONSUMERS] = v[u];
+                if (isfinite(v[u])) wm = fmaxf(wm, fabsf(v[u]));
+            }
+        }
+        for (; i < nk; i += CONSUMERS) {
+            const float v = __ldg(k + i);
+            kraw[i] = v;
+            if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
+        }
+        block_max(wm, &s_red[0]);
+    }
+    bar_sync(BAR_CONSUMER, CONSUMERS);  // the step tables, the raw weights and their max
+    const int sw = PREC == PREC_FP16X3 ? fp16_shift(s_red[0]) : 0;
+    int wlo = 0;
+    {
+        const float scale = pow2(sw);
+        const int wrows = g.MG * g.NSTEP * NN * 2;  // 16-byte rows: (map group, step, map, k half)
+        for (int i = tid; i < wrows; i += CONSUMERS) {
+            const int half = i & 1, n = (i >> 1) % NN, js = (i >> 1) / NN, j = js % g.NSTEP, mg = js / g.NSTEP;
+            const int m = mg * NN + n;
+            const int2 src = wsrc[2 * j + half];
+            float v[8];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) v[s] = 0.0f;
+            if (m < M && src.x >= 0) {
+                const float *km = kraw + m * C * K * K + src.x;
+                const int c0 = src.y & 0xFFFF, q0 = src.y >> 16;
+#pragma unroll
+                for (int s = 0; s < 8; ++s) {
+                    const int sc = (slot_c >> (4 * s)) & 15, se = (slot_e >> (4 * s)) & 15;
+                    if (sc < g.Cg && c0 + sc < C && q0 + se < K) v[s] = km[sc * K * K + se] * scale;
+                }
+            }
+            uint4 hi, lo;
+            split2(v[0], v[1], hi.x, lo.x);
+            split2(v[2], v[3], hi.y, lo.y);
+            split2(v[4], v[5], hi.z, lo.z);
+            split2(v[6], v[7], hi.w, lo.w);
+            wlo |= (lo.x | lo.y | lo.z | lo.w) != 0u;
+            const u32 at = (mg * g.NSTEP + j) * g.WSTEP + ((n >> 3) * 2 + half) * 128 + (n & 7) * 16;
+            *reinterpret_cast<uint4 *>(Ws + at) = hi;
+            if (PARTS == 2) *reinterpret_cast<uint4 *>(Ws + g.WPART + at) = lo;
+        }
+    }
+    fence_async_smem();
+    if (__any_sync(0xffffffffu, wlo) && lane == 0) atomicOr(&s_red[2], 1u);
+    bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
+    const bool w_has_lo = s_red[2] != 0u;
+    if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
+
+    // ---- the consumer warpgroups, per item: TPW tiles of 64 virtual outputs at a time, then unscale and store them
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1;
-        const Item cur = item_at(blockIdx.x + i * gridDim.x, g, H, W, K, R);
-        const int tiles = (cur.rows * W + 63) / 64;
+        const Item cur = item_at(blockIdx.x + i * gridDim.x, g, H, W, K, NR);
         bar_sync(BAR_FULL + s, THREADS);
         const bool lo_x = SKIP ? meta[2 * s + 1] != 0 : PARTS == 2, lo_w = SKIP ? w_has_lo : PARTS == 2;
 #if PREC == PREC_FP16X3
@@ -443,10 +470,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #endif
         const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP, xbase = xs_addr + s * PARTS * g.XPART;
         float *yb = y + static_cast<size_t>(cur.b) * M * g.OH * g.OW;
-        for (int t0 = wg * TPW; t0 < tiles; t0 += NWG * TPW) {
+        for (int t0 = wg * TPW; t0 < cur.nt; t0 += NWG * TPW) {
             float acc[TPW][NN / 2];
             const u32 xa = xbase + t0 * 1024;
-            const int nt = min(TPW, tiles - t0);
+            const int nt = min(TPW, cur.nt - t0);
             if (nt >= TPW) k_loops<TPW>(acc, steps, g, xa, wbase, lo_x, lo_w);
 #if TPW > 1
             else if (nt == 1) k_loops<1>(acc, steps, g, xa, wbase, lo_x, lo_w);
@@ -463,10 +490,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 if (t >= nt) continue;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int q = (t0 + t) * 64 + warp * 16 + (lane >> 2) + 8 * h;
+                    const int q = cur.q0 + (t0 + t) * 64 + warp * 16 + (lane >> 2) + 8 * h;
                     const int oh = q / W, ow = q - oh * W;
-                    if (oh >= cur.rows || ow >= g.OW) continue;
-                    float *yq = yb + static_cast<size_t>(cur.r0 + oh) * g.OW + ow;
+                    if (oh >= g.OH || ow >= g.OW) continue;
+                    float *yq = yb + static_cast<size_t>(oh) * g.OW + ow;
 #pragma unroll
                     for (int jb = 0; jb < NN / 8; ++jb)
 #pragma unroll

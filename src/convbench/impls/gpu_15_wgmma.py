@@ -1,5 +1,6 @@
 """gpu-wgmma (+ -fp16, -bf16) — the convolution as a sum of shifted GEMMs on Hopper's wgmma, fp32-accurate through
-3xFP16. This file works out the staged layout, the band height and the warpgroup tiling per layer, and sends layers
+3xFP16. This file works out the staged layout, the work items (ranges of an image's m64 tiles) and the warpgroup
+tiling per layer and batch, and sends layers
 the kernel should not or cannot run to gpu-igemm-tc's kernel at the same precision. The kernel and its notes:
 gpu_15_wgmma.cu.
 """
@@ -36,7 +37,7 @@ class Layout:
     G: int  # planes (8 slots each) per pixel
     NSTEP: int  # k16 steps: two reduction items (filter row, column group, plane) each
     P: int  # staged pixels per plane
-    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw band, step table, slack)
+    smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw input, step tables, slack)
     slack: int = 0  # bytes past the kernel's last buffer (A_TILE_BYTES)
 
 
@@ -46,28 +47,35 @@ class Layout:
 A_TILE_BYTES = 64 * 16 * 2
 
 
-def layout(C, H, W, M, K, R, NN, prec: int) -> Layout:
-    """Mirror of the kernel's geometry() and shared-memory carve-up."""
+def layout(C, H, W, M, K, QT, NN, prec: int) -> Layout:
+    """Mirror of the kernel's geometry() and shared-memory carve-up, for items of at most QT m64 tiles."""
     cg, G = min(C, 8), -(-C // 8)
     E = 1 if C >= 8 else min(8 // cg, K)
     kwi = -(-K // E)
     nstep = -(-(K * kwi * G) // 2)
     mg = -(-M // NN)
-    tiles = -(-(R * W) // 64)
     # the highest pixel a tile reads: its row + the largest item offset (+1 for the padding item of an odd count)
-    P = tiles * 64 + (K - 1) * W + (kwi - 1) * E + 2
+    P = QT * 64 + (K - 1) * W + (kwi - 1) * E + 2
     P = -(-P // 8) * 8
     parts = 2 if prec == FP16X3 else 1
-    raw = -(-C * (R + K - 1) * W // 4) * 16  # the raw fp32 input band (the next item's arrives during this GEMM)
+    planes = parts * G * P * 16  # one buffer of staged planes
+    kext = max(0, -(-M * C * K * K // 4) * 16 + nstep * 16 - planes)  # buffer 1 first holds the raw weights
+    raw = -(-C * min(QT * 64 + (K - 1) * W + K - 1, H * W) // 4) * 16  # the raw input (the next item's, in a GEMM)
     tail = raw + (nstep + 1) * 8 + 32
-    slack = max(0, A_TILE_BYTES - tail)
-    smem = parts * (mg * nstep * NN * 32 + 2 * G * P * 16) + tail + slack
+    slack = max(0, A_TILE_BYTES - kext - tail)
+    smem = parts * mg * nstep * NN * 32 + 2 * planes + kext + tail + slack
     return Layout(E, G, nstep, P, smem, slack)
+
+
+def tiles(H, W, K) -> int:
+    """m64 tiles of an image's virtual outputs (OH rows of W, the W - OW past each row's end computed and dropped)."""
+    return -(-((H - K + 1) * W) // 64)
 
 
 @dataclass(frozen=True)
 class Plan:
-    R: int  # output rows per work item
+    NR: int  # work items per image and map group: even ranges of its m64 tiles
+    QT: int  # the most m64 tiles an item holds
     NN: int  # maps per wgmma (n)
     TPW: int  # m64 tiles per warpgroup and batch
     NWG: int  # consumer warpgroups per block (plus the producer)
@@ -99,7 +107,7 @@ class LaunchPlan(tuning.LaunchPlan):
     """The tuned part of a plan, as `convbench sweep` records it per GPU, layer, arithmetic and batch class in
     convbench/tuning/*.json (core/gpu/tuning.py). Other layers: plan()'s rule."""
 
-    R: int  # output rows per work item
+    NR: int  # work items per image and map group: even ranges of its m64 tiles
     TPW: int  # m64 tiles per warpgroup and batch
     NWG: int  # consumer warpgroups per block
 
@@ -110,7 +118,7 @@ def plan_key(C, H, W, M, K, prec: int, B: int) -> str:
 
 
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
-    """The generic default's plans as (C, H, W, M, K, prec) -> (R, TPW, NWG), 1000 images or more (tests read it;
+    """The generic default's plans as (C, H, W, M, K, prec) -> (NR, TPW, NWG), 1000 images or more (tests read it;
     plan() reads the files through tuning)."""
     codes = {name: code for code, name in igemm.ARITHMETIC_OF.items()}
     out = {}
@@ -124,34 +132,50 @@ def _shipped_table() -> dict[tuple, tuple[int, ...]]:
 TABLE = _shipped_table()
 
 
+# plan()'s rule for the ranges an image is split into at small batches: the busiest block's m64 tiles, plus what a
+# block cannot hide behind them, in tiles: the first item's staging (~half a tile's GEMM per tile staged) and a pause
+# per item (the next item's input arriving, the wait for the last batch, the stores). A fit to the H200 sweep at 100
+# images (results/2026-11-28-0800-h200-tile-ranges).
+STAGING_PER_TILE, PAUSE_PER_ITEM = 0.5, 2.0
+
+
 def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tuple[int, ...] | None = None,
          card: str | None = None) -> Plan:
-    """A block of two consumer warpgroups and a producer (the planes double-buffered), sized for one block per SM
-    (a small layer may fit two): rows per band, the
-    most that fit its shared memory, no more than gives every SM work at small batches. NN covers all maps up to 64
-    (more: map groups)."""
-    OH = H - K + 1
+    """A block of consumer warpgroups and a producer (the planes double-buffered), one block per SM: each image
+    split into NR even ranges of its m64 tiles, each range an item: the fewest that fit shared memory and, at small
+    batches, as many as the rule above finds best. NN covers all maps up to 64 (more: map groups)."""
+    T = tiles(H, W, K)
     NN = 8 * -(-min(M, 64) // 8)
-    TPW, NWG = tiles_per_warpgroup(NN), 2
     mg = -(-M // NN)
     if override is None:
         override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
     if override is not None:
-        R, TPW, NWG = LaunchPlan.of(override)
-        R = min(R, OH)
-        lay = layout(C, H, W, M, K, R, NN, prec)
+        NR, TPW, NWG = LaunchPlan.of(override)
+        NR = min(NR, T)
+        QT = -(-T // NR)
+        lay = layout(C, H, W, M, K, QT, NN, prec)
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
-        return Plan(R, NN, TPW, NWG, lay, B * mg * -(-OH // R))
-    fits = [r for r in range(OH, 0, -1) if layout(C, H, W, M, K, r, NN, prec).smem <= gpu.SMEM_PER_BLOCK]
+        return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR)
+    fits = next((q for q in range(T, 0, -1) if layout(C, H, W, M, K, q, NN, prec).smem <= gpu.SMEM_PER_BLOCK), 0)
     if not fits:
         raise TooBig(f"gpu-wgmma: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
-    R = fits[0]
-    bands_wanted = -(-sms // (B * mg))  # small batches: bands enough for every SM
-    if bands_wanted > 1:
-        R = min(R, max(1, -(-OH // bands_wanted)))
-    R = -(-OH // -(-OH // R))  # the same number of bands, rows spread evenly
-    return Plan(R, NN, TPW, NWG, layout(C, H, W, M, K, R, NN, prec), B * mg * -(-OH // R))
+
+    def cost(nr):
+        per_block = -(-B * mg * nr // min(B * mg * nr, sms))
+        qt = -(-T // nr)
+        return per_block * qt + STAGING_PER_TILE * qt + PAUSE_PER_ITEM * per_block
+
+    fewest = -(-T // fits)
+    if tuning.batch_class(B) == "large":  # every SM many times over: the fewest ranges (the least halo staged twice)
+        NR, NWG = fewest, 2
+        TPW = tiles_per_warpgroup(NN)
+    else:  # small items in one batch of one warpgroup (the sweep's winners), larger ones over a few
+        NR = min(range(fewest, T + 1), key=cost)  # ties: fewer ranges
+        TPW = min(tiles_per_warpgroup(NN), -(-T // NR))
+        NWG = 1 if -(-T // NR) <= 5 else 2
+    QT = -(-T // NR)
+    return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec), B * mg * NR)
 
 
 def _kernel(NN, TPW, NWG, prec, skip):
@@ -177,7 +201,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
-    args = (y, x, k, B, C, H, W, M, K, p.R, p.lay.E, p.lay.P)
+    args = (y, x, k, B, C, H, W, M, K, p.NR, p.lay.E, p.lay.P)
     return gpu.prepare(fn, grid, (threads, 1, 1), args, p.lay.smem, "wgmma_conv_kernel", igemm.SLOTS)
 
 
