@@ -191,3 +191,18 @@ def test_gpu_fp32_impl_on_wide_range_inputs(name):
     results = list(verify_impl(get_impl(name), "cuda", shapes, seed=23, wide_shapes=len(shapes)))
     worst = max(results, key=lambda r: r.wide)
     assert not worst.wide_failed, f"{name}: {worst.wide:.3g} units on {worst.shape}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [n for n in GPU_IMPLS if get_impl(n).precision == "fp32"])
+def test_gpu_fp32_impl_on_wide_range_inputs_of_one_or_two_products_an_output(name):
+    """A reduction of one or two products (C = 1 or 2, K = 1): one product can be the whole output, so an fp32
+    emulation's per-product error is all there is (core/precision.py, TF32X3_MIN_REDUCTION); 20 draws each."""
+    impl = get_impl(name)
+    for shape in (problem.ConvShape(B=5, C=1, M=16, H=11, W=40, K=1), problem.ConvShape(B=4, C=2, M=8, H=9, W=13, K=1)):
+        for seed in range(20):
+            x, k = problem.generate_wide(shape, 1000 + seed)
+            y = problem.poisoned_output(shape, "cuda")
+            impl(x.cuda(), k.cuda(), y)
+            units = problem.bound_ratio(y, x, k)
+            assert units <= problem.WIDE_LIMIT, f"{name}: {units:.3g} units on {shape}, draw {seed}"

@@ -85,11 +85,33 @@ def test_the_pool_is_bounded():
     assert len(pool) == outputs.ENTRIES and first.shape == (1, 1, 1, 1)
 
 
-def test_a_large_output_is_not_kept(monkeypatch):
+def test_a_large_output_is_not_kept_and_a_note_says_so_once(monkeypatch, capsys):
     monkeypatch.setattr(outputs, "MAX_BYTES", 1000)
     pool, (x, k) = OutputPool(), layer()  # 2*4*8*8 floats: 2048 bytes
     pool.take("impl", x, k)
+    pool.take("impl", x, k)
     assert len(pool) == 0
+    said = capsys.readouterr().err
+    assert said.count("impl's output") == 1 and "each timed call includes making it" in said
+
+
+def test_the_kept_outputs_together_are_bounded(monkeypatch):
+    monkeypatch.setattr(outputs, "MAX_BYTES", 3000)  # each output is kept, 4 x 3000 bytes of them in all
+    pool = OutputPool()
+    layers = [(torch.zeros(1, c, 9, 27), torch.zeros(4, c, 3, 3)) for c in range(1, 7)]  # outputs of 2800 bytes
+    for x, k in layers:
+        y = pool.take("impl", x, k)
+        assert pool.kept_bytes() <= outputs.KEPT_LIMITS * 3000
+    assert len(pool) == 4
+    del y
+    first = pool.take("impl", *layers[-1]).data_ptr()  # (not inside the assert: pytest keeps what it shows)
+    assert pool.take("impl", *layers[-1]).data_ptr() == first  # the newest output stays
+
+
+def test_a_gpu_keeps_what_a_course_layer_at_10000_images_needs():
+    # fa19's conv1 at 10000 images: 10000 x 12 x 66 x 66 floats, ~2.1 GB (a GPU of 64 GiB or more keeps it)
+    assert outputs.MAX_BYTES >= 10000 * 12 * 66 * 66 * 4
+    assert outputs.keep_limit(-1) == outputs.MAX_BYTES
 
 
 def test_only_a_timed_region_on_the_gpu_takes_from_the_pool(monkeypatch):

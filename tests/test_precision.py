@@ -276,3 +276,14 @@ def test_cudnn_tf32_variant_on_gpu(capsys):
     assert doc["impl"] == "cudnn-tf32" and doc["fp32_impl"] == "cudnn"
     assert abs(doc["correctness_delta"]) <= 0.02
     assert torch.cuda.is_available()
+
+
+def test_bench_records_the_conv_call_path_its_calls_took(monkeypatch, family):
+    """environment() is read before the implementations are prepared (and their compiled call path made): the
+    document's conv_calls is what fastcall says once the calls have run."""
+    fam, _ = family
+    monkeypatch.setattr(bench, "environment", lambda: {"cpu": "test", "conv_calls": "Python"})
+    monkeypatch.setattr(bench.fastcall, "status", lambda: "compiled (as the calls found it)")
+    doc = bench.run_bench(bench.with_reference([fam], "cpu"), ["sp19"], [2], "cpu", 1, 1,
+                          Ceilings("m", "cpu", 1e10, 1e11, None, ""))
+    assert doc["environment"]["conv_calls"] == "compiled (as the calls found it)"

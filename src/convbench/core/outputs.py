@@ -14,9 +14,10 @@ convbench's own code makes the calls: a caller of `impl(x, k)` elsewhere gets a 
 handed an output with `record_stream` never sees its memory reused early. No CUDA graph is captured through it
 (whole/graph.py launches its kernels on buffers of its own).
 
-Bounded: outputs up to MAX_BYTES each, at most ENTRIES of them (the oldest dropped); a large batch's allocation is
-small against its kernel anyway. Importing this module loads no torch (the CLI enters pooled() before it knows
-whether a command needs torch).
+Bounded: at most ENTRIES outputs, of at most keep_limit() bytes each and KEPT_LIMITS of those in all (the oldest
+dropped). A course layer's output at 10000 images is up to ~2 GB, and its NaN fill would take a sizeable part of its
+Op Time: an output too large to keep is made anew (and filled) in every call, which a note says once. Importing this
+module loads no torch (the CLI enters pooled() before it knows whether a command needs torch).
 """
 
 from __future__ import annotations
@@ -28,15 +29,35 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from convbench.core import ui
 from convbench.core.shapes import output_shape
 
 if TYPE_CHECKING:
     import torch
 
-MAX_BYTES = 256 << 20
+MAX_BYTES = 4 << 30  # the largest output kept (keep_limit: less on a GPU with less than 64 GiB)
+KEPT_LIMITS = 4  # all kept outputs together: at most this many times keep_limit()
 ENTRIES = 16
 
 _ON = contextvars.ContextVar("convbench_pooled_outputs", default=False)
+
+
+def keep_limit(device: int) -> int:
+    """The largest output kept on this device (-1: the CPU, tests): MAX_BYTES, or a sixteenth of the GPU's memory
+    where that is less."""
+    if device < 0:
+        return MAX_BYTES
+    import torch
+
+    return min(MAX_BYTES, torch.cuda.get_device_properties(device).total_memory // 16)
+
+
+def note_not_kept(impl: str, y, limit: int, said: set) -> None:
+    """Say once per implementation and shape that its output is made anew in every timed call."""
+    if (impl, tuple(y.shape)) not in said:
+        said.add((impl, tuple(y.shape)))
+        ui.note(f"note: {impl}'s output ({y.numel() * y.element_size() / 1e9:.1f} GB) is larger than convbench keeps "
+                f"on this device ({limit / 1e9:.1f} GB): each timed call includes making it and filling it with NaN")
 
 
 class OutputPool:
@@ -50,6 +71,8 @@ class OutputPool:
         self._stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # absent from CPU builds
         self._storage_use_count = torch._C._storage_Use_Count
         self._kept: dict[tuple, torch.Tensor] = {}
+        self._limits: dict[int, int] = {}
+        self._said: set = set()
         probe = {None: torch.empty(1)}  # held as a kept output is in take(): by a dict and one name
         y = probe[None]
         self._free_counts = self._counts(y)  # what a tensor held by nothing but this pool reads
@@ -70,12 +93,19 @@ class OutputPool:
         if y is not None and self._counts(y) == self._free_counts:
             return y
         y = self._full(output_shape(x.shape, k.shape), float("nan"), dtype=x.dtype, device=x.device)
-        if y.numel() * y.element_size() <= MAX_BYTES:
-            self._kept.pop(key, None)
-            if len(self._kept) >= ENTRIES:  # the oldest output goes
-                del self._kept[next(iter(self._kept))]
-            self._kept[key] = y
+        size = y.numel() * y.element_size()
+        limit = self._limits.get(device) or self._limits.setdefault(device, keep_limit(device))
+        if size > limit:
+            note_not_kept(impl, y, limit, self._said)
+            return y
+        self._kept.pop(key, None)
+        while self._kept and (len(self._kept) >= ENTRIES or self.kept_bytes() + size > KEPT_LIMITS * limit):
+            del self._kept[next(iter(self._kept))]  # the oldest output goes
+        self._kept[key] = y
         return y
+
+    def kept_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._kept.values())
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -45,6 +45,12 @@ ARITHMETICS: dict[str, Arithmetic] = {a.name: a for a in (
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")  # what --precision chooses among
 
+# 3xTF32 leaves out lo*lo and rounds each lo part to tf32: a product can be off by up to ~12 units of fp32's rounding,
+# against a per-element limit of 8 sqrt(n) units (measure/problem.py, WIDE_LIMIT) for an n-product sum. Where fewer
+# products than this make an output, one product can be all of it: the 3xTF32 implementations compute such layers in
+# plain fp32.
+TF32X3_MIN_REDUCTION = 3
+
 
 def arithmetic(name: str) -> Arithmetic:
     try:

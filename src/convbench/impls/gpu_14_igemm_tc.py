@@ -14,7 +14,7 @@ from convbench.core import gpu
 from convbench.core.contract import conv_impl
 from convbench.core.errors import UsageError
 from convbench.core.gpu import tuning
-from convbench.core.precision import ARITHMETICS, kernel_code
+from convbench.core.precision import ARITHMETICS, TF32X3_MIN_REDUCTION, kernel_code
 from convbench.core.reference import activation
 from convbench.core.reference import pool as pool_layer
 from convbench.core.shapes import fused_output_shape, output_shape
@@ -219,9 +219,12 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
         if job is None:
             prec = kernel_code(precision)
-            if prec == FP16X3 and x.shape[1] * k.shape[2] * k.shape[3] < FP16X3_MIN_REDUCTION and override is None:
+            n = x.shape[1] * k.shape[2] * k.shape[3]
+            if prec == FP16X3 and n < FP16X3_MIN_REDUCTION and override is None:
                 prec = TF32X3  # a short reduction: see FP16X3_MIN_REDUCTION
             try:
+                if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None:
+                    raise TooBig("too few products an output for 3xTF32: fp32 FMA (precision.TF32X3_MIN_REDUCTION)")
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
             except TooBig:
                 job = FALLBACK
@@ -230,9 +233,9 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
 
 
 def fallback(x, k, y, act=None, pool=None, epi: bool = False) -> None:
-    """A layer too large for one block's shared memory, or a pool whose stride is not its size: gpu-per-layer's fp32
-    kernels (at least as accurate as any mode here), then the network's activation and pooling (PyTorch) for the
-    fused op. No course layer comes near this."""
+    """A layer too large for one block's shared memory, a pool whose stride is not its size, or an fp32-accurate
+    layer of one or two products an output: gpu-per-layer's fp32 kernels (at least as accurate as any mode here), then
+    the network's activation and pooling (PyTorch) for the fused op. No course layer comes near this."""
     if not epi:
         per_layer_conv(x, k, y)
         return

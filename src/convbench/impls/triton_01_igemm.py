@@ -26,6 +26,7 @@ import os
 import torch
 
 from convbench.core.contract import conv_impl
+from convbench.core.precision import TF32X3_MIN_REDUCTION
 
 
 def _interpreting() -> bool:
@@ -79,4 +80,7 @@ def _launch(x: torch.Tensor, k: torch.Tensor, y: torch.Tensor, precision: str) -
     summaries={"tf32x3": "Triton implicit GEMM on tensor cores, 3xTF32 (error-compensated): fp32-level accuracy"},
 )
 def conv_forward(x, k, y, *, arithmetic):
-    _launch(x, k, y, "ieee" if arithmetic == "fp32" else arithmetic)
+    if arithmetic == "fp32" or x.shape[1] * k.shape[2] * k.shape[3] < TF32X3_MIN_REDUCTION:  # (precision.py)
+        _launch(x, k, y, "ieee")
+    else:
+        _launch(x, k, y, arithmetic)

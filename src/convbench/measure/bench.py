@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from convbench.core.contract import ConvImpl
+from convbench.core.gpu import fastcall
 from convbench.core.spec import get_network
 from convbench.core.timing import median, rotation_count, run_times
 from convbench.data.fashion_mnist import load_dataset
@@ -216,6 +217,8 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
             del inputs
             if device == "cuda":
                 torch.cuda.empty_cache()
+    if "conv_calls" in env:  # the path the calls took, known once the implementations are prepared
+        env["conv_calls"] = fastcall.status()
 
     return {
         "format": BENCH_FORMAT,

@@ -31,7 +31,7 @@ import torch
 
 from convbench.core import cachefile, ui
 from convbench.core.gpu import launcher, tuning
-from convbench.core.outputs import MAX_BYTES, pooled_flag
+from convbench.core.outputs import keep_limit, note_not_kept, pooled_flag
 from convbench.core.paths import cache_dir
 from convbench.core.shapes import output_shape
 
@@ -168,6 +168,20 @@ def new_output(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return torch.full(output_shape(x.shape, k.shape), float("nan"), dtype=torch.float32, device=x.device)
 
 
+def outputs_of(name: str, limit: int):
+    """new_output for implementation `name`'s FastConv, which keeps outputs up to `limit` bytes: one it will not keep
+    is said once (core/outputs.py)."""
+    said: set = set()
+
+    def made(x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        y = new_output(x, k)
+        if y.numel() * y.element_size() > limit:
+            note_not_kept(name, y, limit, said)
+        return y
+
+    return made
+
+
 def conv_calls(name: str, prepare, device_type: str = "cuda"):
     """The FastConv of implementation `name`: `prepare(x, k, y)` gives a layer's prepared launch or None. None
     where the compiled path is off or unavailable, or no CUDA GPU is (device_type "cpu": tests on the CPU)."""
@@ -179,8 +193,9 @@ def conv_calls(name: str, prepare, device_type: str = "cuda"):
     # torch's own C function where this torch has it: no Python frame per call
     streams = (getattr(torch._C, "_cuda_getCurrentRawStream", launcher.current_stream_handle) if device_type == "cuda"
                else (lambda d: 0))
-    fast = ext.FastConv(name, pooled_flag(), streams, new_output, prepare, ENTRIES_PER_IMPL, MAX_BYTES, device_type,
-                        touched_probe())
+    limit = keep_limit(torch.cuda.current_device() if device_type == "cuda" else -1)
+    fast = ext.FastConv(name, pooled_flag(), streams, outputs_of(name, limit), prepare, ENTRIES_PER_IMPL, limit,
+                        device_type, touched_probe())
     _made.append(fast)
     return fast
 
