@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -280,3 +281,25 @@ def test_short_reductions_run_igemm_tc_3xtf32_launch_looked_up_once(monkeypatch)
     _wgmma.launch(*big, "fp16x3")
     _wgmma.launch(*big, "fp16x3")
     assert asked.count("big") == 1 and len(fell_back) == 2 and fell_back[0][:3] == big
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("N, chains, nwg, swizzle", [(16, 4, 3, 0), (24, 1, 1, 1), (64, 2, 2, 0), (128, 2, 3, 1)])
+@pytest.mark.slow
+def test_the_wgmma_rate_benchmark_compiles_unserialized(N, chains, nwg, swizzle, tmp_path):
+    """scripts/wgmma_rate.py generates its kernels: each must build with its wgmma in one pipeline stage (a
+    serialized loop would time something else)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("wgmma_rate", Path(__file__).parents[1] / "scripts" / "wgmma_rate.py")
+    rate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rate)
+    defines = "".join(f"#define {name} {value}\n" for name, value in
+                      (("N", N), ("CHAINS", chains), ("NWG", nwg), ("SWIZZLE", swizzle), ("A_STEP", 1024)))
+    source = tmp_path / "rate.cu"
+    source.write_text(defines + rate.SOURCE.replace("WGMMA", rate.wgmma_asm(N)))
+    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v", "-c",
+                        str(source), "-o", str(tmp_path / "rate.o")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "Potential Performance Loss" not in p.stderr, p.stderr
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr

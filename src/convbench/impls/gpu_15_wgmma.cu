@@ -18,10 +18,11 @@
 //  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
 //    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
-// What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 2 products x 15 m64 tiles = 750 m64n24k16 an
-// image (~12 clocks each at the tensor pipe's rate), 76 images an SM: ~0.4 ms at ~1.75 GHz, against a ~0.45 ms
-// memory floor. It runs well below that rate (issue 28), and reading A once for hi(w) and lo(w) (one n48 wgmma: a
-// quarter less shared-memory operand traffic) did not speed it up: operand bandwidth is not what holds it.
+// What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 3 products x 15 m64 tiles = 1125 m64n24k16
+// an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks whatever the accumulator chains or warpgroups
+// (~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~1.1 ms at ~1.75 GHz,
+// against a ~0.45 ms memory floor. Reading A once for hi(w) and lo(w) (one n48 wgmma at ~28 clocks for two n24)
+// did not speed the kernel up: the wgmma rate is not yet what holds it (issue 28).
 // The C = 1 layers are output-bound and the dropped columns cost more there: C*K*K < 192 runs gpu-igemm-tc's kernel.
 // Tried: two blocks of two warpgroups per SM, no producer (slower but on fa18 conv2); row bands (rounded up to whole
 // rows and tiles, they never shrank the busiest SM's work); the n48 merge above (no gain). Known limits: an Inf or
