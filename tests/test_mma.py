@@ -141,6 +141,76 @@ def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
     assert stores and max(stores) <= budget, p.stderr
 
 
+C1_VARIANTS = [dict(KS=k, PREC=prec, NW=nw, TT=tt, MINB=minb) for k in (1, 3, 5, 7, 8) for prec in (0, 1)
+               for nw, tt, minb in {_mma.C1_BLOCK[k * k <= 32], (4, 2, 4)}]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("defines", C1_VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+@pytest.mark.slow
+def test_single_channel_kernel_variants_compile_without_spills(defines, tmp_path):
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c",
+                        str(_mma.SOURCE_C1), "-o", str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.findall(r"(\d+) bytes spill stores", p.stderr) == ["0"], p.stderr
+
+
+def c1_items(H, W, K, NR):
+    """The single-channel kernel's item_at, per range: (first tile, end tile, first staged row, staged rows)."""
+    OW, NP = W - K + 1, (H - K + 1) * (W - K + 1)
+    T8 = -(-NP // 8)
+    for r in range(NR):
+        tbeg, tend = r * T8 // NR, (r + 1) * T8 // NR
+        r0, last = tbeg * 8 // OW, (min(tend * 8, NP) - 1) // OW
+        yield tbeg, tend, r0, min(last + K, H) - r0
+
+
+def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_reads():
+    rng = random.Random(5)
+    shapes = [(H, W, K) for C, H, W, M, K in course_layers() if C == 1]
+    shapes += [(rng.randint(K, 90), rng.randint(K, 90), K) for K in (1, 2, 3, 5, 7, 8) for _ in range(6)]
+    for H, W, K in shapes:
+        OW, NP = W - K + 1, (H - K + 1) * (W - K + 1)
+        for B in (1, 7, 100, 10000):
+            p = _mma.c1_plan(B, H, W, 12, K)
+            assert 1 <= p.NR <= -(-NP // 8) and p.items == B * p.NR
+            for NR in {p.NR, 1, 3, -(-NP // 8)}:
+                band = _mma.c1_band(H, W, K, NR)
+                assert band % 4 == 0 and 2 * band * 4 <= _mma.SMEM_PER_BLOCK
+                seen = []
+                for tbeg, tend, r0, rows in c1_items(H, W, K, NR):
+                    assert tbeg < tend and rows * W <= band, (H, W, K, NR)
+                    for q in range(tbeg * 8, min(tend * 8, NP)):
+                        oh = q // OW
+                        assert r0 <= oh and oh + K <= r0 + rows <= H  # the window's rows are staged
+                        seen.append(q)
+                assert seen == list(range(NP))
+
+
+def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu, monkeypatch):
+    c1 = {}
+    monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
+    x, k, y = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((10000, 12, 66, 66), 3)
+    got = _mma._prepare(x, k, y, _mma.TF32X3, True, 0, None, None)
+    assert list(c1) == [(5, *_mma.C1_BLOCK[True], _mma.TF32X3, True)]
+    NR = _mma.c1_plan(10000, 70, 70, 12, 5).NR
+    assert got.args[3:] == (10000, 70, 70, 12, NR, _mma.c1_band(70, 70, 5, NR))
+    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 8 * got.args[-1] + 16 * 40 * 4 * 8
+    small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
+                          None, None)
+    assert small.args[7] > 1 and small.grid[0] <= small.args[3] * small.args[7]  # images split in ranges
+    before = len(fake_gpu)
+    six = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), FakeTensor((6, 1, 5, 5), 2), FakeTensor((100, 6, 66, 66), 3),
+                        _mma.TF32X3, True, 0, None, None)
+    assert six.args[6] == 6 and len(c1) == 2  # 6 maps: the single-channel kernel at a small batch
+    for prec, epi, M, override in ((_mma.FP16, 0, 12, None), (_mma.TF32X3, 2, 12, None), (_mma.TF32X3, 0, 24, None),
+                                   (_mma.TF32X3, 0, 6, None), (_mma.TF32X3, 0, 12, _mma.LaunchPlan(66, 4, 8))):
+        _mma._prepare(x, FakeTensor((M, 1, 5, 5), 2), FakeTensor((10000, M, 66, 66), 3), prec, True, epi,
+                      "tanh" if epi else None, Pool(2, 2) if epi else None, override)
+    assert len(fake_gpu) > before and len(c1) == 2  # the general kernel for each; no other single-channel one
+
+
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
     assert all(isinstance(i.layer, Conv) for s in NETWORKS.values() for i in s.conv_layers)
     assert (12, 33, 33, 24, 5) in set(course_layers())
@@ -368,3 +438,42 @@ def test_a_negated_view_is_a_one_line_error():
     gpu.check_tensors(x, x, x, (1, 1, 1, 1), "gpu-igemm-tc")
     with pytest.raises(UsageError, match="k is a negated view; pass k.resolve_neg()"):
         gpu.check_tensors(x, negated, x, (1, 1, 1, 1), "gpu-igemm-tc")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("arith", ["tf32x3", "tf32"])
+def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith):
+    """The single-channel kernel on its own (its plan's ranges, one range, every tile its own range), random
+    shapes with odd and even output sizes, maps 1..16, taps 1..64, outputs poisoned with NaN first; pixel-valued
+    inputs (exact in TF32: the skipped products) and real-valued ones. One image holds an Inf: it may poison only
+    the outputs whose window holds it."""
+    import torch
+
+    from convbench.core.precision import ARITHMETICS
+
+    rng = random.Random(11)
+    prec = _mma.kernel_code(arith)
+    for case in range(24):
+        K = rng.choice((1, 2, 3, 5, 7, 8))
+        H, W, M, B = rng.randint(K, 80), rng.randint(K, 80), rng.randint(1, 16), rng.choice((1, 3, 64, 257))
+        g = torch.Generator().manual_seed(case)
+        x = torch.randint(0, 256, (B, 1, H, W), generator=g).float() if case % 2 else torch.randn(B, 1, H, W,
+                                                                                                 generator=g)
+        k = torch.randn(M, 1, K, K, generator=g)
+        if case % 3 == 0 and B > 1:
+            x[1, 0, H // 2, W // 2] = float("inf")
+        ref = torch.nn.functional.conv2d(x.double(), k.double())
+        xd, kd = x.cuda(), k.cuda()
+        T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+        for override in (None, (1, 4, 2, 4), (T8, 8, 4, 2), (min(3, T8), 4, 1, 4)):
+            y = torch.full(ref.shape, float("nan"), device="cuda")
+            _mma._prepare_c1(xd, kd, y, prec, True, override).launch(gpu.current_stream_handle(0), y.data_ptr(),
+                                                                     xd.data_ptr(), kd.data_ptr())
+            got = y.double().cpu()
+            hit = torch.zeros_like(ref, dtype=torch.bool)
+            if case % 3 == 0 and B > 1:  # the outputs whose window holds the Inf
+                hit[1, :, max(0, H // 2 - K + 1):H // 2 + 1, max(0, W // 2 - K + 1):W // 2 + 1] = True
+            ok = got[~hit]
+            err = float((ok - ref[~hit]).norm() / ref[~hit].norm())
+            assert torch.isfinite(ok).all() and err <= ARITHMETICS[arith].tolerance, (case, B, H, W, M, K, override,
+                                                                                       err)

@@ -1,6 +1,7 @@
 """gpu-igemm-tc (+ -tf32, -fp16, -bf16, -fp16x3) — implicit GEMM on mma.sync tensor cores, fp32-accurate in 3xTF32,
 with a fused conv + activation + pooling path that the whole-network graph (convbench.whole) uses. This file plans
-and launches; the kernel and its notes: gpu_14_igemm_tc.cu.
+and launches; the kernel and its notes: gpu_14_igemm_tc.cu, and for single-channel layers (conv1, no epilogue,
+TF32 operands) gpu_14_igemm_tc_c1.cu.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from convbench.impls.gpu_08_per_layer import conv_forward as per_layer_conv
 
 NAME = "gpu-igemm-tc"
 SOURCE = Path(__file__).with_suffix(".cu")
+SOURCE_C1 = Path(__file__).with_name("gpu_14_igemm_tc_c1.cu")
 
 ACTS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 SMEM_PER_BLOCK = gpu.SMEM_PER_BLOCK
@@ -162,6 +164,84 @@ def plan(B, C, H, W, M, K, prec: int, epi: bool, pool_size: int = 1, sms: int = 
     return Plan(TH, NT, MT, NW, 1, 0, 0, 0, 4 * smem_floats(C, H, W, M, K, TH, NT, prec, epi), B * -(-OH // TH))
 
 
+# ------------------------------------------------------------------ single-channel layers (gpu_14_igemm_tc_c1.cu)
+
+
+@dataclass(frozen=True)
+class C1Plan:
+    NR: int  # work items per image: even ranges of its 8-pixel output tiles
+    NW: int  # warps per block
+    TT: int  # 8-pixel tiles a warp multiplies at once
+    MINB: int  # __launch_bounds__ minimum resident blocks per SM
+    band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
+    items: int
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory, bytes: two input buffers, then each warp's staging rows (16 maps x TT * 8 + 8)."""
+        return 4 * (2 * self.band + self.NW * 16 * (self.TT * 8 + 8))
+
+
+# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1200-h200-conv1):
+# (warps, tiles a warp multiplies at once, blocks an SM) by the taps (7x7 filters need the registers of 3 blocks of 4
+# warps), and the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles
+# waste less, except at small batches, where 6 maps still gain)
+C1_BLOCK = {True: (8, 4, 2), False: (4, 4, 3)}  # K*K <= 32: (NW, TT, MINB)
+C1_MIN_MAPS = {"large": 9, "small": 5}
+
+
+def single_channel(B: int, C: int, M: int, K: int, prec: int, epi) -> bool:
+    """Layers the single-channel kernel serves: one input channel, its map range, at most 64 taps, the plain conv,
+    TF32 operands (3xTF32 or TF32)."""
+    return (C == 1 and not epi and prec in (TF32X3, TF32) and C1_MIN_MAPS[tuning.batch_class(B)] <= M <= 16
+            and K * K <= 64)
+
+
+def c1_band(H, W, K, NR) -> int:
+    """The largest item's input rows x W (the kernel's item_at): its staging buffer, in floats."""
+    OW, NP = W - K + 1, (H - K + 1) * (W - K + 1)
+    T8 = -(-NP // 8)
+    rows = 0
+    for r in range(NR):
+        tbeg, tend = r * T8 // NR, (r + 1) * T8 // NR
+        r0, last = tbeg * 8 // OW, (min(tend * 8, NP) - 1) // OW
+        rows = max(rows, min(last + K, H) - r0)
+    return _round4(rows * W)
+
+
+def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
+    """(NR, NW, TT, MINB): the override, else the rule's block and about half an item per block slot of the card
+    (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item."""
+    T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+    if override is not None:
+        NR, NW, TT, MINB = override
+    else:
+        NW, TT, MINB = C1_BLOCK[K * K <= 32]
+        NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
+    NR = max(1, min(NR, T8))
+    return C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+
+
+def _c1_kernel(K, NW, TT, MINB, prec, skip):
+    return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip))
+
+
+def _prepare_c1(x, k, y, prec, skip, override=None):
+    B, _, H, W = x.shape
+    M, _, K, _ = k.shape
+    sms = gpu.sm_count(x.device.index or 0)
+    p = c1_plan(B, H, W, M, K, sms, override)
+    fn = _c1_kernel(K, p.NW, p.TT, p.MINB, prec, skip)
+    gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
+    threads = 32 * p.NW
+    grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.smem)), 1, 1)
+    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, W, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
+                       SLOTS)
+
+
+# ------------------------------------------------------------------ the general kernel (gpu_14_igemm_tc.cu)
+
+
 def _kernel(NT, MT, NW, prec, skip, epi, act, avg, MINB=1, STAGE=0, SPLITX=0):
     defines = dict(NT=NT, MT=MT, NW=NW, MINB=MINB, STAGE=STAGE, SPLITX=SPLITX, PREC=prec, SKIP=int(skip),
                    EPI=int(epi), ACT=act, POOLAVG=int(avg))
@@ -183,6 +263,8 @@ SLOTS = (0, 1, 2)  # the kernel's arguments given per call: y, x, k
 def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
+    if override is None and single_channel(B, C, M, K, prec, epi):
+        return _prepare_c1(x, k, y, prec, skip)
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
     if pool is not None and pool.size != pool.stride:  # overlapping or gapped windows: not this kernel's tiling
         raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
