@@ -175,14 +175,12 @@ def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_read
         for B in (1, 7, 100, 10000):
             p = _mma.c1_plan(B, H, W, 12, K)
             assert 1 <= p.NR <= -(-NP // 8) and p.items == B * p.NR
-            WS = _mma.c1_stride(W, K, True)
-            assert WS == W or (W < WS < W + 32 and 6 + K < WS % 32 < 26 - K)  # the next row's taps: other banks
             for NR in {p.NR, 1, 3, -(-NP // 8)}:
-                band = _mma.c1_band(H, W, K, NR, WS)
+                band = _mma.c1_band(H, W, K, NR)
                 assert band % 4 == 0 and 2 * band * 4 <= _mma.SMEM_PER_BLOCK
                 seen = []
                 for tbeg, tend, r0, rows in c1_items(H, W, K, NR):
-                    assert tbeg < tend and rows * WS <= band, (H, W, K, NR)
+                    assert tbeg < tend and rows * W <= band, (H, W, K, NR)
                     for q in range(tbeg * 8, min(tend * 8, NP)):
                         oh = q // OW
                         assert r0 <= oh and oh + K <= r0 + rows <= H  # the window's rows are staged
@@ -196,9 +194,9 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     x, k, y = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((10000, 12, 66, 66), 3)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 0, None, None)
     assert list(c1) == [(5, *_mma.C1_BLOCK[True], _mma.TF32X3, True)]
-    p = _mma.c1_plan(10000, 70, 70, 12, 5)
-    assert got.args[3:] == (10000, 70, 70, 12, p.NR, _mma.c1_band(70, 70, 5, p.NR, p.WS), p.WS) and p.WS > 70
-    assert got.smem == p.smem >= 8 * got.args[-2] + 16 * 40 * 4 * 8
+    NR = _mma.c1_plan(10000, 70, 70, 12, 5).NR
+    assert got.args[3:] == (10000, 70, 70, 12, NR, _mma.c1_band(70, 70, 5, NR))
+    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 8 * got.args[-1] + 16 * 40 * 4 * 8
     small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
                           None, None)
     assert small.args[7] > 1 and small.grid[0] <= small.args[3] * small.args[7]  # images split in ranges
@@ -467,7 +465,7 @@ def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith)
         ref = torch.nn.functional.conv2d(x.double(), k.double())
         xd, kd = x.cuda(), k.cuda()
         T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
-        for override in (None, (1, 4, 2, 4), (T8, 8, 4, 2), (min(3, T8), 4, 1, 4, 0)):
+        for override in (None, (1, 4, 2, 4), (T8, 8, 4, 2), (min(3, T8), 4, 1, 4)):
             y = torch.full(ref.shape, float("nan"), device="cuda")
             _mma._prepare_c1(xd, kd, y, prec, True, override).launch(gpu.current_stream_handle(0), y.data_ptr(),
                                                                      xd.data_ptr(), kd.data_ptr())

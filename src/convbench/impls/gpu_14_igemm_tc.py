@@ -173,8 +173,7 @@ class C1Plan:
     NW: int  # warps per block
     TT: int  # 8-pixel tiles a warp multiplies at once
     MINB: int  # __launch_bounds__ minimum resident blocks per SM
-    WS: int  # row stride of a staged band (>= W: padded against bank conflicts, c1_stride)
-    band: int  # floats per staging buffer: the largest item's input rows x WS, rounded up to 4
+    band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
 
     @property
@@ -183,13 +182,12 @@ class C1Plan:
         return 4 * (2 * self.band + self.NW * 16 * (self.TT * 8 + 8))
 
 
-# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1100-h200-conv1):
+# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1200-h200-conv1):
 # (warps, tiles a warp multiplies at once, blocks an SM) by the taps (7x7 filters need the registers of 3 blocks of 4
 # warps), and the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles
 # waste less, except at small batches, where 6 maps still gain)
 C1_BLOCK = {True: (8, 4, 2), False: (4, 4, 3)}  # K*K <= 32: (NW, TT, MINB)
 C1_MIN_MAPS = {"large": 9, "small": 5}
-C1_PAD = True  # staged rows padded (c1_stride)
 
 
 def single_channel(B: int, C: int, M: int, K: int, prec: int, epi) -> bool:
@@ -199,18 +197,8 @@ def single_channel(B: int, C: int, M: int, K: int, prec: int, epi) -> bool:
             and K * K <= 64)
 
 
-def c1_stride(W: int, K: int, pad: bool) -> int:
-    """The staged row stride: W, or padded to the nearest stride whose residue mod 32 puts the next filter row's taps
-    of a k8 step on other banks than this row's (a warp's B loads span 8 pixels + K - 1 taps: the residue must keep
-    that far from 0 and 32). Filters under 3 wide span more rows a step: unpadded."""
-    if not pad or K < 3:
-        return W
-    spread = 7 + K - 1
-    return next(ws for ws in range(W, W + 32) if spread < ws % 32 < 32 - spread)
-
-
-def c1_band(H, W, K, NR, WS) -> int:
-    """The largest item's input rows x WS (the kernel's item_at): its staging buffer, in floats."""
+def c1_band(H, W, K, NR) -> int:
+    """The largest item's input rows x W (the kernel's item_at): its staging buffer, in floats."""
     OW, NP = W - K + 1, (H - K + 1) * (W - K + 1)
     T8 = -(-NP // 8)
     rows = 0
@@ -218,24 +206,20 @@ def c1_band(H, W, K, NR, WS) -> int:
         tbeg, tend = r * T8 // NR, (r + 1) * T8 // NR
         r0, last = tbeg * 8 // OW, (min(tend * 8, NP) - 1) // OW
         rows = max(rows, min(last + K, H) - r0)
-    return _round4(rows * WS)
+    return _round4(rows * W)
 
 
-def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, ...] | None = None) -> C1Plan:
-    """(NR, NW, TT, MINB[, PAD]): the override, else the rule's block and about half an item per block slot of the
-    card (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item; padded
-    rows unless the override says PAD 0."""
+def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
+    """(NR, NW, TT, MINB): the override, else the rule's block and about half an item per block slot of the card
+    (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item."""
     T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
-    pad = C1_PAD
     if override is not None:
-        NR, NW, TT, MINB, *rest = override
-        pad = bool(rest[0]) if rest else pad
+        NR, NW, TT, MINB = override
     else:
         NW, TT, MINB = C1_BLOCK[K * K <= 32]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
     NR = max(1, min(NR, T8))
-    WS = c1_stride(W, K, pad)
-    return C1Plan(NR, NW, TT, MINB, WS, c1_band(H, W, K, NR, WS), B * NR)
+    return C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
 
 
 def _c1_kernel(K, NW, TT, MINB, prec, skip):
@@ -251,8 +235,8 @@ def _prepare_c1(x, k, y, prec, skip, override=None):
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.smem)), 1, 1)
-    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, W, M, p.NR, p.band, p.WS), p.smem,
-                       "igemm_c1_kernel", SLOTS)
+    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, W, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
+                       SLOTS)
 
 
 # ------------------------------------------------------------------ the general kernel (gpu_14_igemm_tc.cu)

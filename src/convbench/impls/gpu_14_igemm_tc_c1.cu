@@ -75,19 +75,11 @@ __device__ __forceinline__ Item item_at(int item, int NR, int H, int OW, int NP)
     return it;
 }
 
-// Stage the item's input rows (contiguous in x: one channel) into dst by cp.async, row r at r * WS: 16-byte copies
-// where the rows are unpadded and the band starts on 16 bytes, else 4-byte ones
-__device__ __forceinline__ void load_band(float *dst, const float *__restrict__ x, const Item &it, int H, int W,
-                                          int WS) {
+// Stage the item's input rows (contiguous in x: one channel) into dst by cp.async: 16-byte copies where the band
+// starts on 16 bytes, else 4-byte ones
+__device__ __forceinline__ void load_band(float *dst, const float *__restrict__ x, const Item &it, int H, int W) {
     const float *src = x + (static_cast<size_t>(it.b) * H + it.r0) * W;
     const int n = it.rows * W;
-    if (WS != W) {
-        for (int i = threadIdx.x; i < n; i += blockDim.x) {
-            const int r = i / W;
-            cp_async4(dst + r * WS + (i - r * W), src + i);
-        }
-        return;
-    }
     int done = 0;
     if ((reinterpret_cast<size_t>(src) & 15) == 0) {
         done = n / 4 * 4;
@@ -104,7 +96,7 @@ constexpr int SROW = TT * 8 + 8;  // staging row stride (== 8 mod 32: the fragme
 template <bool XLO, bool WLO>
 __device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, float *stage, const Item &it,
                                          const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
-                                         const int (&koff)[KSTEPS][2], int M, int WS, int OW, int NP, int warp,
+                                         const int (&koff)[KSTEPS][2], int M, int W, int OW, int NP, int warp,
                                          int lane) {
     const int gq = lane >> 2, t = lane & 3;
     float *yb = y + static_cast<size_t>(it.b) * M * NP;
@@ -119,7 +111,7 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, 
             // B column gq: this pixel; past the item's end (the group's last tiles), its last pixel: in the band
             const int p = min((j0 + u) * 8 + gq, pend - 1);
             const int oh = p / OW;
-            off[u] = (oh - it.r0) * WS + (p - oh * OW);
+            off[u] = (oh - it.r0) * W + (p - oh * OW);
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
         }
@@ -175,12 +167,10 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, 
 }
 
 // grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory: 2 x BAND floats (BAND: the
-// largest item's input rows x WS, rounded up to 4), then NW x 16 x SROW floats of staging rows. WS >= W: the staged
-// row stride; the launcher pads it so that a k8 step's taps in the next filter row fall on other banks than the
-// current row's (the B loads of a warp: 8 pixels x 4 taps)
+// largest item's input rows x W, rounded up to 4), then NW x 16 x SROW floats of staging rows
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                    const int H, const int W, const int M, const int NR, const int BAND, const int WS) {
+                    const int H, const int W, const int M, const int NR, const int BAND) {
     extern __shared__ float4 smem4[];
     float *buf = reinterpret_cast<float *>(smem4);
     float *stage = buf + 2 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
@@ -189,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     int item = blockIdx.x;
     if (item >= items) return;
     Item cur = item_at(item, NR, H, OW, NP);
-    load_band(buf, x, cur, H, W, WS);  // the first item's input, in flight while the weights are read
+    load_band(buf, x, cur, H, W);  // the first item's input, in flight while the weights are read
     cp_async_commit();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3;
@@ -209,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int tap = min(8 * s + t + 4 * h, KK - 1);
-            koff[s][h] = tap / KS * WS + tap % KS;
+            koff[s][h] = tap / KS * W + tap % KS;
         }
     }
     const bool w_has_lo = PREC == PREC_TF32X3 && __syncthreads_or(wlo);
@@ -217,7 +207,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     for (int it = 0; item < items; item += gridDim.x, ++it) {
         const int next = item + gridDim.x;
         float *X = buf + (it & 1) * BAND;
-        if (next < items) load_band(buf + ((it + 1) & 1) * BAND, x, item_at(next, NR, H, OW, NP), H, W, WS);
+        if (next < items) load_band(buf + ((it + 1) & 1) * BAND, x, item_at(next, NR, H, OW, NP), H, W);
         cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current band")
         cp_async_wait_1();
         __syncthreads();  // every thread's copies of this band have landed
@@ -226,17 +216,16 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         {
             int xlo = 0;
             for (int i = threadIdx.x; i < cur.rows * W; i += blockDim.x) {
-                const int r = i / W;
-                const float v = X[r * WS + (i - r * W)];  // (not the padding: its stale values are never read)
+                const float v = X[i];
                 xlo |= v != __uint_as_float(tf32_round(v));
             }
             x_has_lo = __syncthreads_or(xlo);
         }
 #endif
-        if (x_has_lo && w_has_lo) multiply<true, true>(y, X, stage, cur, ah, al, koff, M, WS, OW, NP, warp, lane);
-        else if (x_has_lo) multiply<true, false>(y, X, stage, cur, ah, al, koff, M, WS, OW, NP, warp, lane);
-        else if (w_has_lo) multiply<false, true>(y, X, stage, cur, ah, al, koff, M, WS, OW, NP, warp, lane);
-        else multiply<false, false>(y, X, stage, cur, ah, al, koff, M, WS, OW, NP, warp, lane);
+        if (x_has_lo && w_has_lo) multiply<true, true>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
+        else if (x_has_lo) multiply<true, false>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
+        else if (w_has_lo) multiply<false, true>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
+        else multiply<false, false>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
         __syncthreads();  // the band is read: the next iteration's copy may overwrite it
         if (next < items) cur = item_at(next, NR, H, OW, NP);
     }
