@@ -182,7 +182,7 @@ class C1Plan:
         return 4 * (2 * self.band + self.NW * 16 * (self.TT * 8 + 8))
 
 
-# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1200-h200-conv1):
+# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1100-h200-conv1):
 # (warps, tiles a warp multiplies at once, blocks an SM) by the taps (7x7 filters need the registers of 3 blocks of 4
 # warps), and the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles
 # waste less, except at small batches, where 6 maps still gain)

@@ -5,19 +5,19 @@
 //  * Transposed GEMM: A = the weights (16 maps x K*K taps), B = the input (taps x 8 output pixels), D = 16 maps x
 //    8 pixels. The weights never change, so their A fragments (hi and lo parts, K*K <= 64 taps) live in registers
 //    for the whole kernel; a B fragment is two scalar shared-memory loads, and one k8 step costs 2 loads for 2 or 3
-//    mma (gpu_14 loads 4 values per m16 tile and step and keeps the weights in shared memory).
-//  * Pixels are the flattened output (OH * OW per map, contiguous in y): each thread's accumulators hold two
-//    neighbouring pixels of maps g and g + 8, written as one 8-byte store per map: a warp writes whole 32-byte
-//    sectors, 8 maps x 8 pixels, with no staging through shared memory and no epilogue barrier.
-//  * Small blocks (NW warps), several per SM, each staging one item (an image, or a band of its rows, into one of
-//    two buffers by cp.async) while it multiplies the previous one: an item's barriers are covered by the other
-//    blocks of the SM instead of stalling it.
-// Why faster: a C = 1 layer does K*K multiply-adds per output value, so it has to run at the speed its output is
-// written. gpu_14 spends ~4x the instructions per output (the gather of A, the staging of stores), issue-bound with
-// one eligible warp a scheduler; here an output pair costs about one load, one mma and a quarter of a store.
-// What bounds it: the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, ~0.5 ms on an
-// H200); the math is ~10 % of the tensor pipe. Limits: M <= 16 maps and K*K <= 64 taps (fa17's 50 maps run gpu_14);
-// an Inf or NaN input poisons only its receptive field (padded taps take 0, not a loaded value).
+//    mma (gpu_14 loads 4 values per m16 tile and step, and the weights from shared memory).
+//  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
+//    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
+//  * Small blocks (NW warps), several per SM, each staging one item (an image, or a range of its tiles with their
+//    input rows, into one of two buffers by cp.async) while it multiplies the previous one: an item's barriers are
+//    covered by the other blocks of the SM instead of stalling it.
+// Why faster: a C = 1 layer does only K*K multiply-adds per output value, so it should run at the speed its output
+// is written; gpu_14's one persistent block per SM stalls the SM at every item's barriers and its A gather.
+// What bounds it: ideally the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about
+// 0.5 ms on an H200), the math being a few % of the tensor pipe. In practice the issue slots: an 8-pixel tile costs
+// per k8 step two loads, two mma and their tap predicates, plus its offsets and stores, about as many instructions
+// an output as gpu_14. Limits: 9..16 maps at large batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste
+// less), K*K <= 64 taps; an Inf or NaN input poisons only its receptive field (padded taps take 0, not a load).
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
 
 #include "precision.cuh"
