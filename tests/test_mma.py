@@ -188,6 +188,20 @@ def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_read
                 assert seen == list(range(NP))
 
 
+def test_single_channel_bands_fit_shared_memory_or_leave_the_layer_to_the_general_kernel(fake_gpu, monkeypatch):
+    for B, H, W, K in ((1, 300, 300, 5), (10000, 512, 512, 7), (3, 2000, 64, 3), (2, 40, 2000, 5)):
+        p = _mma.c1_plan(B, H, W, 12, K)
+        assert p.smem <= _mma.SMEM_PER_BLOCK and p.NR >= 1, (B, H, W, K, p)
+    with pytest.raises(_mma.TooBig):
+        _mma.c1_plan(2, 8, 5000, 12, 5)  # two bands of one tile's rows: 2 x 6 rows of 5000 pixels
+    c1 = {}
+    monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
+    before = len(fake_gpu)
+    _mma._prepare(FakeTensor((2, 1, 8, 5000), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((2, 12, 4, 4996), 3),
+                  _mma.TF32X3, True, 0, None, None)
+    assert len(fake_gpu) == before + 1  # the general kernel took it
+
+
 def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu, monkeypatch):
     c1 = {}
     monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))

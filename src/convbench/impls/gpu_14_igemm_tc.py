@@ -211,7 +211,8 @@ def c1_band(H, W, K, NR) -> int:
 
 def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
     """(NR, NW, TT, MINB): the override, else the rule's block and about half an item per block slot of the card
-    (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item."""
+    (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item; then more
+    ranges (smaller bands) until two bands fit a block's shared memory. TooBig: they never do (very wide rows)."""
     T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
     if override is not None:
         NR, NW, TT, MINB = override
@@ -219,7 +220,14 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] |
         NW, TT, MINB = C1_BLOCK[K * K <= 32]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
     NR = max(1, min(NR, T8))
-    return C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+    while p.smem > SMEM_PER_BLOCK and override is None and p.NR < T8:
+        NR = min(T8, 2 * p.NR)
+        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+    if p.smem > SMEM_PER_BLOCK:
+        raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
+                     "kernel")
+    return p
 
 
 def _c1_kernel(K, NW, TT, MINB, prec, skip):
@@ -264,7 +272,10 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     if override is None and single_channel(B, C, M, K, prec, epi):
-        return _prepare_c1(x, k, y, prec, skip)
+        try:
+            return _prepare_c1(x, k, y, prec, skip)
+        except TooBig:  # rows too wide for its bands: the general kernel stages slabs of rows
+            pass
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)
     if pool is not None and pool.size != pool.stride:  # overlapping or gapped windows: not this kernel's tiling
         raise TooBig("gpu-igemm-tc fuses pooling with stride = size only")
