@@ -23,7 +23,7 @@
 // floor (1.3 GB), but the A gather from shared memory sets the pace: each staged x value is loaded once per filter
 // tap (K*K times) and feeds only M multiply-adds, 4 scalar loads per 16x8 TF32 fragment; Nsight Compute shows the
 // shared-memory pipe (bank-conflict replays, MIO throttle) ahead of the tensor pipe. C = 1 layers with M = 4 use
-// half of each n8 tile. gpu-wgmma removes the gather.
+// half of each n8 tile. gpu-wgmma removes the gather; gpu_14_igemm_tc_c1.cu turns the GEMM around for C = 1.
 // Tried and dropped, slower on the course's layers: channels-last staging with ldmatrix A fragments (conflict-free,
 // but the scattered staging copies cost more than the conflicts saved), slabs of a few rows instead of whole
 // images, and 3xTF32's hi and lo interleaved for one 64-bit load per value.

@@ -168,13 +168,13 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
 
     fewest = -(-T // fits)
     if tuning.batch_class(B) == "large":  # every SM many times over: the fewest ranges (the least halo staged twice)
-        NR, NWG = fewest, 2
-        TPW = tiles_per_warpgroup(NN)
+        NR = fewest
+        QT = -(-T // NR)
+        NWG, TPW = 2, tiles_per_warpgroup(NN)
     else:  # small items in one batch of one warpgroup (the sweep's winners), larger ones over a few
         NR = min(range(fewest, T + 1), key=cost)  # ties: fewer ranges
-        TPW = min(tiles_per_warpgroup(NN), -(-T // NR))
-        NWG = 1 if -(-T // NR) <= 5 else 2
-    QT = -(-T // NR)
+        QT = -(-T // NR)
+        NWG, TPW = (1 if QT <= 5 else 2), min(tiles_per_warpgroup(NN), QT)
     return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec), B * mg * NR)
 
 
