@@ -130,15 +130,20 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
 def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
     """The 512-thread plans (NW = 16, 128 registers a thread) spill a few bytes; the sweep measured them fastest
     anyway. More than that would be a regression."""
-    source = _mma.SOURCE
     defines = dict(defines)
     budget = defines.pop("SPILLS", 32 if defines.get("NW") == 16 else 0)
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c", str(source), "-o",
-                        str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
+    stores, report = spill_stores(_mma.SOURCE, defines, tmp_path)
+    assert stores and max(stores) <= budget, report
+
+
+def spill_stores(source, defines: dict, tmp_path) -> tuple[list[int], str]:
+    """Compile a kernel source for sm_90 with these -D defines: the spill-store bytes of each function, and the
+    compiler's report (the compile must succeed)."""
+    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c",
+                        str(source), "-o", str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    stores = [int(n) for n in re.findall(r"(\d+) bytes spill stores", p.stderr)]
-    assert stores and max(stores) <= budget, p.stderr
+    return [int(n) for n in re.findall(r"(\d+) bytes spill stores", p.stderr)], p.stderr
 
 
 C1_VARIANTS = [dict(KS=k, PREC=prec, NW=nw, TT=tt, MINB=minb) for k in (1, 3, 5, 7, 8) for prec in (0, 1)
@@ -149,11 +154,8 @@ C1_VARIANTS = [dict(KS=k, PREC=prec, NW=nw, TT=tt, MINB=minb) for k in (1, 3, 5,
 @pytest.mark.parametrize("defines", C1_VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.slow
 def test_single_channel_kernel_variants_compile_without_spills(defines, tmp_path):
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c",
-                        str(_mma.SOURCE_C1), "-o", str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    assert re.findall(r"(\d+) bytes spill stores", p.stderr) == ["0"], p.stderr
+    stores, report = spill_stores(_mma.SOURCE_C1, defines, tmp_path)
+    assert stores == [0], report
 
 
 def c1_items(H, W, K, NR):
