@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from convbench.core import gpu
+from convbench.core.errors import UsageError
 from convbench.core.precision import kernel_code
 from convbench.core.spec import NETWORKS
 from convbench.impls import gpu_14_igemm_tc as igemm
@@ -241,6 +242,14 @@ def test_the_kernel_file_asks_for_sm_90a_and_the_others_for_nothing():
 def test_an_override_that_does_not_fit_is_refused():
     with pytest.raises(_wgmma.TooBig):
         _wgmma.plan(10000, 20, 90, 90, 64, 7, FP16X3, override=(84, 4, 2))  # ~400 KB of staged planes
+
+
+def test_a_plan_batching_more_tiles_than_the_kernel_has_loops_for_is_refused():
+    """TPW 5 on 11 tiles leaves a batch of 4, a count the kernel has no k-loop for (its output would be garbage)."""
+    for tpw in (0, _wgmma.MAX_TPW + 1, 8):
+        with pytest.raises(UsageError, match=f"has TPW {tpw}; the kernel batches 1 to {_wgmma.MAX_TPW}"):
+            _wgmma.plan(10000, 4, 40, 40, 16, 7, FP16X3, override=(2, tpw, 1))
+    assert _wgmma.plan(10000, 4, 40, 40, 16, 7, FP16X3, override=(2, _wgmma.MAX_TPW, 1)).TPW == _wgmma.MAX_TPW
 
 
 class FakeTensor:

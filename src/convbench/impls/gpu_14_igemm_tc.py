@@ -172,21 +172,24 @@ class C1Plan:
     NR: int  # work items per image: even ranges of its 8-pixel output tiles
     NW: int  # warps per block
     TT: int  # 8-pixel tiles a warp multiplies at once
-    MINB: int  # __launch_bounds__ minimum resident blocks per SM
+    MINB: int  # blocks an SM: __launch_bounds__' minimum, and the most the grid places on an SM
     band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
 
     @property
     def smem(self) -> int:
-        """Dynamic shared memory, bytes: two input buffers, then each warp's staging rows (16 maps x TT * 8 + 8)."""
-        return 4 * (2 * self.band + self.NW * 16 * (self.TT * 8 + 8))
+        """Dynamic shared memory, bytes: the input buffer, the converted band (hi and lo words: twice the input's),
+        then each warp's staging rows (16 maps x TT * 8 + 8)."""
+        return 4 * (3 * self.band + self.NW * 16 * (self.TT * 8 + 8))
 
 
-# The single-channel kernel's rule, fit to the H200 sweep at 100 and 10000 images (results/2026-11-28-1100-h200-conv1):
-# (warps, tiles a warp multiplies at once, blocks an SM) by the taps (7x7 filters need the registers of 3 blocks of 4
-# warps), and the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles
-# waste less, except at small batches, where 6 maps still gain)
-C1_BLOCK = {True: (8, 4, 2), False: (4, 4, 3)}  # K*K <= 32: (NW, TT, MINB)
+# The single-channel kernel's rule, fit to the H200 sweeps at 100 and 10000 images (results/2026-11-28-1100-h200-conv1,
+# results/2026-11-28-1415-h200-c1-operands): (warps, tiles a warp multiplies at once, blocks an SM) by the taps and
+# the batch (at large batches 2 blocks of 4 warps an SM: with more in flight the output is written more slowly), and
+# the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles waste less,
+# except at small batches, where 6 maps gain)
+C1_BLOCK = {(True, "large"): (4, 4, 2), (True, "small"): (8, 4, 2),  # (K*K <= 32, batch class): (NW, TT, MINB)
+            (False, "large"): (4, 4, 2), (False, "small"): (4, 4, 3)}
 C1_MIN_MAPS = {"large": 9, "small": 5}
 
 
@@ -212,12 +215,13 @@ def c1_band(H, W, K, NR) -> int:
 def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
     """(NR, NW, TT, MINB): the override, else the rule's block and about half an item per block slot of the card
     (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item; then more
-    ranges (smaller bands) until two bands fit a block's shared memory. TooBig: they never do (very wide rows)."""
+    ranges (smaller bands) until its bands (the copy in flight, the converted one) fit a block's shared memory.
+    TooBig: they never do (very wide rows)."""
     T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
     if override is not None:
         NR, NW, TT, MINB = override
     else:
-        NW, TT, MINB = C1_BLOCK[K * K <= 32]
+        NW, TT, MINB = C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
     NR = max(1, min(NR, T8))
     p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
@@ -230,8 +234,8 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] |
     return p
 
 
-def _c1_kernel(K, NW, TT, MINB, prec, skip):
-    return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip))
+def _c1_kernel(K, W, NW, TT, MINB, prec, skip):
+    return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, IW=W, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip))
 
 
 def _prepare_c1(x, k, y, prec, skip, override=None):
@@ -239,11 +243,11 @@ def _prepare_c1(x, k, y, prec, skip, override=None):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = c1_plan(B, H, W, M, K, sms, override)
-    fn = _c1_kernel(K, p.NW, p.TT, p.MINB, prec, skip)
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
-    grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.smem)), 1, 1)
-    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, W, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
+    grid = (min(p.items, sms * min(p.MINB, gpu.blocks_per_sm(fn, threads, p.smem))), 1, 1)
+    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
                        SLOTS)
 
 

@@ -4,26 +4,31 @@
 // What changes relative to gpu_14_igemm_tc.cu's kernel on a C = 1 layer:
 //  * Transposed GEMM: A = the weights (16 maps x K*K taps), B = the input (taps x 8 output pixels), D = 16 maps x
 //    8 pixels. The weights never change, so their A fragments (hi and lo parts, K*K <= 64 taps) live in registers
-//    for the whole kernel; a B fragment is two scalar shared-memory loads, and one k8 step costs 2 loads for 2 or 3
-//    mma (gpu_14 loads 4 values per m16 tile and step, and the weights from shared memory).
+//    for the whole kernel.
+//  * A staged band is converted once into B operands, each row's hi parts then its lo parts, so a value is split
+//    once, not once for each of the K*K taps that read it; the row width IW is compiled in, so a tap's operands sit
+//    at fixed offsets from its pixel's and a k8 step costs 4 loads with immediate offsets for 3 mma.
 //  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
 //    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
-//  * Small blocks (NW warps), several per SM, each staging one item (an image, or a range of its tiles with their
-//    input rows, into one of two buffers by cp.async) while it multiplies the previous one: an item's barriers are
-//    covered by the other blocks of the SM instead of stalling it.
+//  * Small blocks (NW warps), a few per SM, each staging one item (an image, or a range of its tiles with their
+//    input rows, by cp.async) while it multiplies the previous one. At large batches the grid places 2 blocks of 4
+//    warps on an SM: more in flight at once write the output more slowly.
 // Why faster: a C = 1 layer does only K*K multiply-adds per output value, so it should run at the speed its output
 // is written; gpu_14's one persistent block per SM stalls the SM at every item's barriers and its A gather.
-// What bounds it: ideally the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about
-// 0.5 ms on an H200), the math being a few % of the tensor pipe. In practice the issue slots: an 8-pixel tile costs
-// per k8 step two loads, two mma and their tap predicates, plus its offsets and stores, about as many instructions
-// an output as gpu_14. Limits: 9..16 maps at large batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste
-// less), K*K <= 64 taps; an Inf or NaN input poisons only its receptive field (padded taps take 0, not a load).
+// What bounds it: the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about 0.5 ms
+// on an H200), the math being a few % of the tensor pipe, if the issue slots keep up: an 8-pixel tile costs 7
+// instructions a k8 step (4 loads, 3 mma) plus about 10 for its offsets and stores. Limits: 9..16 maps at large
+// batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64 taps; an Inf or NaN input
+// poisons only its receptive field (padded taps take 0, not a load). One compile per input width.
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
 
 #include "precision.cuh"
 
 #ifndef KS
 #define KS 5  // filter size K (compile-time: the tap offsets and the k8 steps unroll)
+#endif
+#ifndef IW
+#define IW 70  // input width W (compile-time: the taps' operand offsets are load immediates)
 #endif
 #ifndef NW
 #define NW 4  // warps per block
@@ -46,8 +51,13 @@
 #if PREC != PREC_TF32X3 && PREC != PREC_TF32
 #error "the single-channel kernel takes TF32 operands only (PREC_TF32X3 or PREC_TF32)"
 #endif
+#if IW < KS
+#error "the input is narrower than the filter"
+#endif
 
 constexpr int KK = KS * KS, KSTEPS = (KK + 7) / 8;
+constexpr int OW = IW - KS + 1;  // output width
+constexpr int PITCH = 2 * IW;    // a converted row: IW hi parts, then IW lo parts
 
 // One fp32 value as TF32 operand(s): 3xTF32 splits it into hi + lo, TF32 rounds it (the tensor core truncates)
 __device__ __forceinline__ void operand(float v, u32 &hi, u32 &lo) {
@@ -63,7 +73,7 @@ __device__ __forceinline__ void operand(float v, u32 &hi, u32 &lo) {
 struct Item {
     int b, tbeg, tend, r0, rows;
 };
-__device__ __forceinline__ Item item_at(int item, int NR, int H, int OW, int NP) {
+__device__ __forceinline__ Item item_at(int item, int NR, int H, int NP) {
     Item it;
     const int T8 = (NP + 7) / 8, r = item % NR;
     it.b = item / NR;
@@ -77,9 +87,9 @@ __device__ __forceinline__ Item item_at(int item, int NR, int H, int OW, int NP)
 
 // Stage the item's input rows (contiguous in x: one channel) into dst by cp.async: 16-byte copies where the band
 // starts on 16 bytes, else 4-byte ones
-__device__ __forceinline__ void load_band(float *dst, const float *__restrict__ x, const Item &it, int H, int W) {
-    const float *src = x + (static_cast<size_t>(it.b) * H + it.r0) * W;
-    const int n = it.rows * W;
+__device__ __forceinline__ void load_band(float *dst, const float *__restrict__ x, const Item &it, int H) {
+    const float *src = x + (static_cast<size_t>(it.b) * H + it.r0) * IW;
+    const int n = it.rows * IW;
     int done = 0;
     if ((reinterpret_cast<size_t>(src) & 15) == 0) {
         done = n / 4 * 4;
@@ -88,30 +98,58 @@ __device__ __forceinline__ void load_band(float *dst, const float *__restrict__ 
     for (int i = done + threadIdx.x; i < n; i += blockDim.x) cp_async4(dst + i, src + i);
 }
 
+// A landed band (n values) as B operands, rows of PITCH words: element (r, c)'s hi part at r * PITCH + c, its lo
+// part IW words further (0 in TF32). Returns whether any value has a lo part (3xTF32 with SKIP; else whether 3xTF32).
+__device__ __forceinline__ bool convert_band(u32 *ops, const float *raw, int n) {
+    int xlo = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = raw[i];
+        u32 hi, lo;
+        operand(v, hi, lo);
+        const int at = i + i / IW * IW;
+        ops[at] = hi;
+        ops[at + IW] = lo;
+        xlo |= v != __uint_as_float(hi);
+    }
+#if PREC == PREC_TF32X3 && SKIP
+    return __syncthreads_or(xlo);
+#else
+    __syncthreads();
+    return PREC == PREC_TF32X3;
+#endif
+}
+
+// B operand word at shared byte address `at` (the converted band)
+__device__ __forceinline__ u32 lds(u32 at) {
+    u32 v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(at));
+    return v;
+}
+
 // The item's tiles, TT at a time per warp: D[16 maps x 8 pixels] += A[maps x taps] * B[taps x pixels] over the k8
 // steps, the products that are not exactly zero (XLO: the input's lo parts; WLO: the weights'), then the stores:
 // through the warp's staging rows (stage: [16 maps][SROW]) so that each map's TT * 8 pixels leave as 16-byte
 // stores of whole 32-byte sectors, 128 bytes a map and instruction at TT = 4.
 constexpr int SROW = TT * 8 + 8;  // staging row stride (== 8 mod 32: the fragment writes hit 2 rows of banks)
 template <bool XLO, bool WLO>
-__device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, float *stage, const Item &it,
+__device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *stage, const Item &it,
                                          const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
-                                         const int (&koff)[KSTEPS][2], int M, int W, int OW, int NP, int warp,
-                                         int lane) {
+                                         const u32 (&koff)[KSTEPS][2], int M, int NP, int warp, int lane) {
     const int gq = lane >> 2, t = lane & 3;
     float *yb = y + static_cast<size_t>(it.b) * M * NP;
     const int pend = min(it.tend * 8, NP);  // the item's pixels end here
-    const bool quads = NP % 4 == 0;         // 16-byte stores need every map's plane on 16 bytes
-    constexpr int Q = TT * 2;               // 16-byte pieces a staged row
+    const u32 band0 = ops - 4u * (it.r0 * PITCH);  // the converted band's byte address of row 0
+    const bool quads = NP % 4 == 0;                // 16-byte stores need every map's plane on 16 bytes
+    constexpr int Q = TT * 2;                      // 16-byte pieces a staged row
+    constexpr int MPASS = 32 / Q, PASSES = (16 + MPASS - 1) / MPASS;  // maps a store instruction, passes for 16
     for (int j0 = it.tbeg + warp * TT; j0 < it.tend; j0 += NW * TT) {
         float acc[TT][4];
-        int off[TT];
+        u32 at[TT];  // the tile's pixel gq: its hi part's byte address in the band (tap 0)
 #pragma unroll
         for (int u = 0; u < TT; ++u) {
             // B column gq: this pixel; past the item's end (the group's last tiles), its last pixel: in the band
-            const int p = min((j0 + u) * 8 + gq, pend - 1);
-            const int oh = p / OW;
-            off[u] = (oh - it.r0) * W + (p - oh * OW);
+            const u32 p = min((j0 + u) * 8 + gq, pend - 1);
+            at[u] = band0 + 4u * (p + p / OW * (PITCH - OW));
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
         }
@@ -120,21 +158,14 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, 
 #pragma unroll
             for (int u = 0; u < TT; ++u) {
                 // taps past K*K (the last step's padding) take 0: an Inf elsewhere in the band must not reach them
-                const float v0 = 8 * s + t < KK ? X[off[u] + koff[s][0]] : 0.0f;
-                const float v1 = 8 * s + t + 4 < KK ? X[off[u] + koff[s][1]] : 0.0f;
-                u32 bh0, bl0, bh1, bl1;
-                if (XLO) {
-                    operand(v0, bh0, bl0);
-                    operand(v1, bh1, bl1);
-                } else {  // 3xTF32: exact in TF32, the bits are the operand; TF32: rounded
-#if PREC == PREC_TF32X3
-                    bh0 = __float_as_uint(v0);
-                    bh1 = __float_as_uint(v1);
-#else
-                    bh0 = tf32_operand(v0);
-                    bh1 = tf32_operand(v1);
-#endif
-                    bl0 = bl1 = 0u;
+                u32 bh0 = 0u, bl0 = 0u, bh1 = 0u, bl1 = 0u;
+                if (8 * s + t < KK) {
+                    bh0 = lds(at[u] + koff[s][0]);
+                    if (XLO) bl0 = lds(at[u] + koff[s][0] + 4 * IW);
+                }
+                if (8 * s + t + 4 < KK) {
+                    bh1 = lds(at[u] + koff[s][1]);
+                    if (XLO) bl1 = lds(at[u] + koff[s][1] + 4 * IW);
                 }
                 if (WLO) mma_tf32(acc[u], al[s], bh0, bh1);  // small terms first
                 if (XLO) mma_tf32(acc[u], ah[s], bl0, bl1);
@@ -149,43 +180,53 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, const float *X, 
                 *reinterpret_cast<float2 *>(stage + (gq + 8 * h) * SROW + u * 8 + 2 * t) =
                     make_float2(acc[u][2 * h], acc[u][2 * h + 1]);
         __syncwarp();
-        const int c = lane % Q, p = j0 * 8 + 4 * c;
-        for (int m = lane / Q; m < M; m += 32 / Q) {
-            const float4 v = *reinterpret_cast<const float4 *>(stage + m * SROW + 4 * c);
-            float *dst = yb + static_cast<size_t>(m) * NP + p;
-            if (quads && p + 3 < pend) {
-                *reinterpret_cast<float4 *>(dst) = v;
-            } else {
-                if (p < pend) dst[0] = v.x;
-                if (p + 1 < pend) dst[1] = v.y;
-                if (p + 2 < pend) dst[2] = v.z;
-                if (p + 3 < pend) dst[3] = v.w;
+        const int c = lane % Q, p = j0 * 8 + 4 * c, m0 = lane / Q;
+        float *dst = yb + static_cast<size_t>(m0) * NP + p;
+        const float *src = stage + m0 * SROW + 4 * c;
+        if (quads && p + 3 < pend) {  // (the common case: whole 16-byte pieces)
+#pragma unroll
+            for (int i = 0; i < PASSES; ++i)
+                if (m0 + i * MPASS < M)
+                    *reinterpret_cast<float4 *>(dst + static_cast<size_t>(i * MPASS) * NP) =
+                        *reinterpret_cast<const float4 *>(src + i * MPASS * SROW);
+        } else {
+#pragma unroll
+            for (int i = 0; i < PASSES; ++i) {
+                if (m0 + i * MPASS >= M) break;
+                const float4 v = *reinterpret_cast<const float4 *>(src + i * MPASS * SROW);
+                float *d = dst + static_cast<size_t>(i * MPASS) * NP;
+                if (p < pend) d[0] = v.x;
+                if (p + 1 < pend) d[1] = v.y;
+                if (p + 2 < pend) d[2] = v.z;
+                if (p + 3 < pend) d[3] = v.w;
             }
         }
         __syncwarp();  // the staging rows are read before the next group's writes
     }
 }
 
-// grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory: 2 x BAND floats (BAND: the
-// largest item's input rows x W, rounded up to 4), then NW x 16 x SROW floats of staging rows
+// grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory, in floats: BAND (the largest
+// item's input rows x IW, rounded up to 4) for the copy in flight, 2 x BAND for the converted band, then NW x 16 x
+// SROW of staging rows. The input is B x 1 x H x IW.
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                    const int H, const int W, const int M, const int NR, const int BAND) {
+                    const int H, const int M, const int NR, const int BAND) {
     extern __shared__ float4 smem4[];
-    float *buf = reinterpret_cast<float *>(smem4);
-    float *stage = buf + 2 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
-    const int OH = H - KS + 1, OW = W - KS + 1, NP = OH * OW;
+    float *raw = reinterpret_cast<float *>(smem4);
+    u32 *ops = reinterpret_cast<u32 *>(raw + BAND);
+    float *stage = raw + 3 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
+    const int NP = (H - KS + 1) * OW;
     const int items = B * NR;
     int item = blockIdx.x;
     if (item >= items) return;
-    Item cur = item_at(item, NR, H, OW, NP);
-    load_band(buf, x, cur, H, W);  // the first item's input, in flight while the weights are read
+    Item cur = item_at(item, NR, H, NP);
+    load_band(raw, x, cur, H);  // the first item's input, in flight while the weights are read
     cp_async_commit();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3;
     // A fragments of every k8 step: rows gq, gq + 8 (maps) x columns t, t + 4 (taps); maps >= M and taps >= K*K are 0
     u32 ah[KSTEPS][4], al[KSTEPS][4];
-    int koff[KSTEPS][2];  // the taps' offsets in a staged band: kh * W + kw
+    u32 koff[KSTEPS][2];  // this lane's taps' byte offsets from their pixel's operand: 4 (kh * PITCH + kw)
     int wlo = 0;
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) {
@@ -199,34 +240,29 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int tap = min(8 * s + t + 4 * h, KK - 1);
-            koff[s][h] = tap / KS * W + tap % KS;
+            koff[s][h] = 4u * (tap / KS * PITCH + tap % KS);
         }
     }
+    const u32 ops_at = static_cast<u32>(__cvta_generic_to_shared(ops));
     const bool w_has_lo = PREC == PREC_TF32X3 && __syncthreads_or(wlo);
 
-    for (int it = 0; item < items; item += gridDim.x, ++it) {
+    for (;;) {
+        cp_async_wait_0();
+        __syncthreads();  // every thread's copies of this item's band have landed
+        const bool x_has_lo = convert_band(ops, raw, cur.rows * IW);  // (a barrier: the raw band is read)
         const int next = item + gridDim.x;
-        float *X = buf + (it & 1) * BAND;
-        if (next < items) load_band(buf + ((it + 1) & 1) * BAND, x, item_at(next, NR, H, OW, NP), H, W);
-        cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current band")
-        cp_async_wait_1();
-        __syncthreads();  // every thread's copies of this band have landed
-        bool x_has_lo = PREC == PREC_TF32X3;
-#if PREC == PREC_TF32X3 && SKIP
-        {
-            int xlo = 0;
-            for (int i = threadIdx.x; i < cur.rows * W; i += blockDim.x) {
-                const float v = X[i];
-                xlo |= v != __uint_as_float(tf32_round(v));
-            }
-            x_has_lo = __syncthreads_or(xlo);
+        const Item nxt = item_at(next, NR, H, NP);
+        if (next < items) {  // the next item's rows are copied while this one is multiplied
+            load_band(raw, x, nxt, H);
+            cp_async_commit();
         }
-#endif
-        if (x_has_lo && w_has_lo) multiply<true, true>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
-        else if (x_has_lo) multiply<true, false>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
-        else if (w_has_lo) multiply<false, true>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
-        else multiply<false, false>(y, X, stage, cur, ah, al, koff, M, W, OW, NP, warp, lane);
-        __syncthreads();  // the band is read: the next iteration's copy may overwrite it
-        if (next < items) cur = item_at(next, NR, H, OW, NP);
+        if (x_has_lo && w_has_lo) multiply<true, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
+        else if (x_has_lo) multiply<true, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
+        else if (w_has_lo) multiply<false, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
+        else multiply<false, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
+        if (next >= items) break;
+        __syncthreads();  // the converted band is read: the next conversion may overwrite it
+        item = next;
+        cur = nxt;
     }
 }

@@ -54,6 +54,10 @@
 
 #include "common.cuh"  // u32, fp16_shift, pow2, block_max, cp.async
 
+#if TPW < 1 || TPW > 4
+#error "TPW: 1..4 (a batch of fewer tiles runs the k-loop compiled for 1, 2 or 3)"
+#endif
+
 #if PREC == PREC_BF16
 #define AB "bf16"
 #else

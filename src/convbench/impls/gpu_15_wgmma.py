@@ -83,6 +83,9 @@ class Plan:
     items: int
 
 
+MAX_TPW = 4  # gpu_15_wgmma.cu's k-loop is compiled for a batch of TPW tiles and for the remainders 1 .. 3
+
+
 def tiles_per_warpgroup(NN: int) -> int:
     """m64 tiles a consumer warpgroup keeps in flight: TPW * NN / 2 accumulator registers a thread, as many as keep
     the kernel without spills at 3 warpgroups a block (tests/test_wgmma.py)."""
@@ -151,6 +154,9 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
     if override is not None:
         NR, TPW, NWG = LaunchPlan.of(override)
+        if not 1 <= TPW <= MAX_TPW:  # the kernel's batches of fewer tiles than TPW go up to MAX_TPW - 1
+            raise UsageError(f"gpu-wgmma: plan {tuple(LaunchPlan.of(override))} has TPW {TPW}; the kernel batches "
+                             f"1 to {MAX_TPW} m64 tiles a warpgroup")
         NR = min(NR, T)
         QT = -(-T // NR)
         lay = layout(C, H, W, M, K, QT, NN, prec)
