@@ -147,7 +147,7 @@ def spill_stores(source, defines: dict, tmp_path) -> tuple[list[int], str]:
 
 
 C1_VARIANTS = [dict(KS=k, IW=70 if prec == 0 else k, PREC=prec, NW=nw, TT=tt, MINB=minb) for k in (1, 3, 5, 7, 8)
-               for prec in (0, 1) for nw, tt, minb in {*(b for (small, _), b in _mma.C1_BLOCK.items()
+               for prec in (0, 1) for nw, tt, minb in {*(b[:3] for (small, _), b in _mma.C1_BLOCK.items()
                                                             if small == (k * k <= 32)), (4, 2, 4)}]
 
 
@@ -180,7 +180,7 @@ def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_read
             assert 1 <= p.NR <= -(-NP // 8) and p.items == B * p.NR
             for NR in {p.NR, 1, 3, -(-NP // 8)}:
                 band = _mma.c1_band(H, W, K, NR)
-                assert band % 4 == 0 and 3 * band * 4 <= _mma.SMEM_PER_BLOCK
+                assert band % 4 == 0 and 4 * band * 4 <= _mma.SMEM_PER_BLOCK
                 seen = []
                 for tbeg, tend, r0, rows in c1_items(H, W, K, NR):
                     assert tbeg < tend and rows * W <= band, (H, W, K, NR)
@@ -210,23 +210,24 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
     x, k, y = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((10000, 12, 66, 66), 3)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 0, None, None)
-    assert list(c1) == [(5, 70, *_mma.C1_BLOCK[True, "large"], _mma.TF32X3, True)]
+    NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "large"]
+    assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True)]
     NR = _mma.c1_plan(10000, 70, 70, 12, 5).NR
     assert got.args[3:] == (10000, 70, 12, NR, _mma.c1_band(70, 70, 5, NR))
-    NW, TT = _mma.C1_BLOCK[True, "large"][:2]
-    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 12 * got.args[-1] + 16 * (TT * 8 + 8) * 4 * NW
+    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 16 * got.args[-1] + 16 * (TT * 8 + 8) * 4 * NW
+    assert got.grid[0] == 132 * CAP  # the plan's blocks an SM, not as many as fit
     small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
                           None, None)
     assert small.args[6] > 1 and small.grid[0] <= small.args[3] * small.args[6]  # images split in ranges
     before = len(fake_gpu)
     six = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), FakeTensor((6, 1, 5, 5), 2), FakeTensor((100, 6, 66, 66), 3),
                         _mma.TF32X3, True, 0, None, None)
-    assert six.args[5] == 6 and len(c1) == 3  # 6 maps: the single-channel kernel at a small batch (its own block)
+    assert six.args[5] == 6 and len(c1) == 2  # 6 maps: the single-channel kernel at a small batch
     for prec, epi, M, override in ((_mma.FP16, 0, 12, None), (_mma.TF32X3, 2, 12, None), (_mma.TF32X3, 0, 24, None),
                                    (_mma.TF32X3, 0, 6, None), (_mma.TF32X3, 0, 12, _mma.LaunchPlan(66, 4, 8))):
         _mma._prepare(x, FakeTensor((M, 1, 5, 5), 2), FakeTensor((10000, M, 66, 66), 3), prec, True, epi,
                       "tanh" if epi else None, Pool(2, 2) if epi else None, override)
-    assert len(fake_gpu) > before and len(c1) == 3  # the general kernel for each; no other single-channel one
+    assert len(fake_gpu) > before and len(c1) == 2  # the general kernel for each; no other single-channel one
 
 
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right

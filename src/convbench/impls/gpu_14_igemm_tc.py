@@ -172,24 +172,25 @@ class C1Plan:
     NR: int  # work items per image: even ranges of its 8-pixel output tiles
     NW: int  # warps per block
     TT: int  # 8-pixel tiles a warp multiplies at once
-    MINB: int  # blocks an SM: __launch_bounds__' minimum, and the most the grid places on an SM
+    MINB: int  # __launch_bounds__' minimum resident blocks per SM
     band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
+    CAP: int | None = None  # the most blocks the grid places on an SM (None: as many as fit)
 
     @property
     def smem(self) -> int:
-        """Dynamic shared memory, bytes: the input buffer, the converted band (hi and lo words: twice the input's),
+        """Dynamic shared memory, bytes: two input buffers, the converted band (hi and lo words: two buffers' worth),
         then each warp's staging rows (16 maps x TT * 8 + 8)."""
-        return 4 * (3 * self.band + self.NW * 16 * (self.TT * 8 + 8))
+        return 4 * (4 * self.band + self.NW * 16 * (self.TT * 8 + 8))
 
 
 # The single-channel kernel's rule, fit to the H200 sweeps at 100 and 10000 images (results/2026-11-28-1100-h200-conv1,
 # results/2026-11-28-1415-h200-c1-operands): (warps, tiles a warp multiplies at once, blocks an SM) by the taps and
-# the batch (at large batches 2 blocks of 4 warps an SM: with more in flight the output is written more slowly), and
-# the fewest maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles waste less,
+# the batch (at large batches 8 warps an SM: with more in flight the output is written more slowly), and the fewest
+# maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles waste less,
 # except at small batches, where 6 maps gain)
-C1_BLOCK = {(True, "large"): (4, 4, 2), (True, "small"): (8, 4, 2),  # (K*K <= 32, batch class): (NW, TT, MINB)
-            (False, "large"): (4, 4, 2), (False, "small"): (4, 4, 3)}
+C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, None),  # (K*K <= 32, batch class):
+            (False, "large"): (4, 4, 3, 2), (False, "small"): (4, 4, 3, None)}  # (NW, TT, MINB, CAP)
 C1_MIN_MAPS = {"large": 9, "small": 5}
 
 
@@ -213,21 +214,23 @@ def c1_band(H, W, K, NR) -> int:
 
 
 def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
-    """(NR, NW, TT, MINB): the override, else the rule's block and about half an item per block slot of the card
+    """(NR, NW, TT, MINB): the override (as many blocks an SM as fit), else the rule's block and blocks an SM and
+    about half an item per block slot of the card
     (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item; then more
     ranges (smaller bands) until its bands (the copy in flight, the converted one) fit a block's shared memory.
     TooBig: they never do (very wide rows)."""
     T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+    CAP = None
     if override is not None:
         NR, NW, TT, MINB = override
     else:
-        NW, TT, MINB = C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
+        NW, TT, MINB, CAP = C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
     NR = max(1, min(NR, T8))
-    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
     while p.smem > SMEM_PER_BLOCK and override is None and p.NR < T8:
         NR = min(T8, 2 * p.NR)
-        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR)
+        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
                      "kernel")
@@ -246,7 +249,8 @@ def _prepare_c1(x, k, y, prec, skip, override=None):
     fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
-    grid = (min(p.items, sms * min(p.MINB, gpu.blocks_per_sm(fn, threads, p.smem))), 1, 1)
+    fit = gpu.blocks_per_sm(fn, threads, p.smem)
+    grid = (min(p.items, sms * min(p.CAP or fit, fit)), 1, 1)
     return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
                        SLOTS)
 

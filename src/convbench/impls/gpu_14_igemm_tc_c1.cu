@@ -10,9 +10,9 @@
 //    at fixed offsets from its pixel's and a k8 step costs 4 loads with immediate offsets for 3 mma.
 //  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
 //    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
-//  * Small blocks (NW warps), a few per SM, each staging one item (an image, or a range of its tiles with their
-//    input rows, by cp.async) while it multiplies the previous one. At large batches the grid places 2 blocks of 4
-//    warps on an SM: more in flight at once write the output more slowly.
+//  * Small blocks (NW warps), one or a few per SM, each staging one item (an image, or a range of its tiles with
+//    their input rows, into one of two buffers by cp.async) while it multiplies the previous one. The plan sets how
+//    many an SM holds: at large batches 8 warps an SM (more in flight at once write the output more slowly).
 // Why faster: a C = 1 layer does only K*K multiply-adds per output value, so it should run at the speed its output
 // is written; gpu_14's one persistent block per SM stalls the SM at every item's barriers and its A gather.
 // What bounds it: the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about 0.5 ms
@@ -205,16 +205,16 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
     }
 }
 
-// grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory, in floats: BAND (the largest
-// item's input rows x IW, rounded up to 4) for the copy in flight, 2 x BAND for the converted band, then NW x 16 x
-// SROW of staging rows. The input is B x 1 x H x IW.
+// grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory, in floats: 2 x BAND (BAND: the
+// largest item's input rows x IW, rounded up to 4) for the copies in flight, 2 x BAND for the converted band, then
+// NW x 16 x SROW of staging rows. The input is B x 1 x H x IW.
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                     const int H, const int M, const int NR, const int BAND) {
     extern __shared__ float4 smem4[];
     float *raw = reinterpret_cast<float *>(smem4);
-    u32 *ops = reinterpret_cast<u32 *>(raw + BAND);
-    float *stage = raw + 3 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
+    u32 *ops = reinterpret_cast<u32 *>(raw + 2 * BAND);
+    float *stage = raw + 4 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
     const int NP = (H - KS + 1) * OW;
     const int items = B * NR;
     int item = blockIdx.x;
@@ -246,22 +246,20 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     const u32 ops_at = static_cast<u32>(__cvta_generic_to_shared(ops));
     const bool w_has_lo = PREC == PREC_TF32X3 && __syncthreads_or(wlo);
 
-    for (;;) {
-        cp_async_wait_0();
-        __syncthreads();  // every thread's copies of this item's band have landed
-        const bool x_has_lo = convert_band(ops, raw, cur.rows * IW);  // (a barrier: the raw band is read)
+    for (int it = 0;; ++it) {
         const int next = item + gridDim.x;
         const Item nxt = item_at(next, NR, H, NP);
-        if (next < items) {  // the next item's rows are copied while this one is multiplied
-            load_band(raw, x, nxt, H);
-            cp_async_commit();
-        }
+        if (next < items) load_band(raw + ((it + 1) & 1) * BAND, x, nxt, H);
+        cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current band")
+        cp_async_wait_1();
+        __syncthreads();  // every thread's copies of this band have landed
+        const bool x_has_lo = convert_band(ops, raw + (it & 1) * BAND, cur.rows * IW);  // (a barrier)
         if (x_has_lo && w_has_lo) multiply<true, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
         else if (x_has_lo) multiply<true, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
         else if (w_has_lo) multiply<false, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
         else multiply<false, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
         if (next >= items) break;
-        __syncthreads();  // the converted band is read: the next conversion may overwrite it
+        __syncthreads();  // the bands are read: the next conversion and the copy after it may overwrite them
         item = next;
         cur = nxt;
     }
