@@ -105,7 +105,7 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
     folder = resources.files("convbench") / "tuning"
     files = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
     assert "default.json" in files and "NVIDIA-H100-80GB-HBM3.json" in files and "NVIDIA-H200.json" in files
-    classes = {"gpu-igemm-tc": igemm.LaunchPlan, "gpu-wgmma": wgmma.LaunchPlan}
+    classes = {"gpu-igemm-tc": igemm.LaunchPlan, "gpu-wgmma": wgmma.LaunchPlan, "c1": igemm.C1LaunchPlan}
     default = tuning.shipped(tuning.DEFAULT)
     for name in files:
         text = (folder / name).read_text()
@@ -113,7 +113,7 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
         assert text == tuning.dumps(doc), f"{name} is not in the format `convbench sweep` writes"
         for impl, table in tuning.shipped(name[:-5]).items():
             for key, fields in table.items():
-                plan = classes[impl].of(fields)  # every field named, nothing unknown
+                plan = classes["c1" if "/c1/" in key else impl].of(fields)  # every field named, nothing unknown
                 assert plan.fields() == fields
                 tuning.parse_plan_key(key)
                 if name != "default.json":  # the default is what a card without a file gets: today's plans
@@ -156,3 +156,29 @@ def test_recording_a_plan_forgets_the_launches_prepared_from_the_old_one():
         module.LAUNCHES.put(("a layer",), "a launch prepared from the old plan")
     tuning.record("gpu-igemm-tc", "C1M4K7H86W86/tf32x3/epi0/small", igemm.LaunchPlan(8, 4, 4))
     assert len(igemm.LAUNCHES) == 0 and len(wgmma.LAUNCHES) == 0
+
+
+def test_the_single_channel_kernel_takes_a_recorded_plan_on_its_card_else_its_rule(monkeypatch):
+    monkeypatch.setattr(tuning, "gpu_name", lambda: "NVIDIA-H200")
+    rule = igemm.c1_plan(10000, 70, 70, 12, 5)
+    assert (rule.NW, rule.TT, rule.MINB, rule.CAP or 0) == igemm.C1_BLOCK[True, "large"]
+    general = igemm.plan(10000, 1, 70, 70, 12, 5, kernel_code("tf32x3"), 0)
+    key = igemm.c1_plan_key(70, 70, 12, 5, 10000)
+    assert key == "C1M12K5H70W70/c1/large"
+    tuning.record("gpu-igemm-tc", key, igemm.C1LaunchPlan(NR=3, NW=4, TT=2, MINB=3, CAP=2))
+    p = igemm.c1_plan(10000, 70, 70, 12, 5)
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP, p.items) == (3, 4, 2, 3, 2, 30000)
+    assert igemm.c1_plan(10000, 70, 70, 12, 5, card="NVIDIA-H100-80GB-HBM3") == rule  # another card: the rule
+    assert igemm.c1_plan(100, 70, 70, 12, 5).NW == igemm.C1_BLOCK[True, "small"][0]  # another batch class
+    assert igemm.plan(10000, 1, 70, 70, 12, 5, kernel_code("tf32x3"), 0) == general  # the general kernel's own key
+    assert igemm.C1LaunchPlan.of((2, 8, 4, 2)).CAP == 0  # 0: as many blocks an SM as fit
+    assert igemm.c1_plan(10000, 70, 70, 12, 5, override=(2, 8, 4, 2)).CAP is None
+
+
+def test_a_malformed_single_channel_plan_is_one_line(monkeypatch):
+    from convbench.core.errors import UsageError
+
+    monkeypatch.setattr(tuning, "gpu_name", lambda: "NVIDIA-H200")
+    tuning.record("gpu-igemm-tc", igemm.c1_plan_key(70, 70, 12, 5, 10000), {"NR": 2, "TH": 8})
+    with pytest.raises(UsageError, match="not a C1LaunchPlan"):
+        igemm.c1_plan(10000, 70, 70, 12, 5)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from convbench.core import gpu
+from convbench.core.errors import UsageError
 from convbench.core.shapes import fused_output_shape
 from convbench.core.spec import NETWORKS, Conv, Pool
 from convbench.impls import gpu_14_igemm_tc as _mma
@@ -215,7 +216,7 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     NR = _mma.c1_plan(10000, 70, 70, 12, 5).NR
     assert got.args[3:] == (10000, 70, 12, NR, _mma.c1_band(70, 70, 5, NR))
     assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 16 * got.args[-1] + 16 * (TT * 8 + 8) * 4 * NW
-    assert got.grid[0] == 132 * CAP  # the plan's blocks an SM, not as many as fit
+    assert got.grid[0] == 132 * CAP  # the rule's blocks an SM, not as many as fit
     small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
                           None, None)
     assert small.args[6] > 1 and small.grid[0] <= small.args[3] * small.args[6]  # images split in ranges
@@ -228,6 +229,20 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
         _mma._prepare(x, FakeTensor((M, 1, 5, 5), 2), FakeTensor((10000, M, 66, 66), 3), prec, True, epi,
                       "tanh" if epi else None, Pool(2, 2) if epi else None, override)
     assert len(fake_gpu) > before and len(c1) == 2  # the general kernel for each; no other single-channel one
+
+
+def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refused(fake_gpu, monkeypatch):
+    c1 = {}
+    monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
+    x, k, y = FakeTensor((1000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((1000, 12, 66, 66), 3)
+    for cap, grid in ((1, 132), (0, 132 * 2)):  # FakeKernel: 128 registers, so two 8-warp blocks fit an SM
+        got = _mma._prepare(x, k, y, _mma.TF32, True, 0, None, None, _mma.C1LaunchPlan(4, 8, 4, 2, cap))
+        assert got.args[6] == 4 and got.grid[0] == grid and list(c1) == [(5, 70, 8, 4, 2, _mma.TF32, True)]
+    for prec, epi, shape in ((_mma.FP16, 0, (1000, 1, 70, 70)), (_mma.TF32X3, 2, (1000, 1, 70, 70)),
+                             (_mma.TF32X3, 0, (1000, 2, 70, 70))):
+        with pytest.raises(UsageError, match="a single-channel plan"):
+            _mma._prepare(FakeTensor(shape, 1), FakeTensor((12, shape[1], 5, 5), 2), y, prec, True, epi, None, None,
+                          _mma.C1LaunchPlan(4, 8, 4, 2))
 
 
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
@@ -321,7 +336,6 @@ def test_a_strided_or_other_dtype_tensor_of_a_prepared_shape_is_checked_again(fa
     """A launch is kept per shape: a later tensor of that shape but not plain float32 (x.transpose(2, 3) of a square
     image has x's address and shape; a negated view; k on another GPU) goes through check_tensors, which refuses it,
     never into the kernel."""
-    from convbench.core.errors import UsageError
     from convbench.core.gpu import launcher
 
     monkeypatch.setattr(_mma, "_prepare", lambda *a, **kw: SimpleNamespace(launch=lambda *a: None))
@@ -496,3 +510,33 @@ def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith)
             err = float((ok - ref[~hit]).norm() / ref[~hit].norm())
             assert torch.isfinite(ok).all() and err <= ARITHMETICS[arith].tolerance, (case, B, H, W, M, K, override,
                                                                                        err)
+
+
+@pytest.mark.gpu
+def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(tmp_path, monkeypatch):
+    """convbench sweep's single-channel part on a small layer: every candidate that fits is checked (NaN-poisoned,
+    against float64) and timed, the fastest is the one recorded, and c1_plan then reads it; a layer the kernel does
+    not serve gets no trials."""
+    import torch
+
+    from convbench.cli import sweep as sweep_cli
+    from convbench.core.gpu import tuning
+
+    monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path))
+    tuning._table.cache_clear()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(64, 1, 30, 30, generator=g).cuda()
+    k = torch.randn(12, 1, 5, 5, generator=g).cuda()
+    layer = sweep_cli.Layer("conv1", x, k, [x, x.clone()], None, None)
+    trials, chosen = sweep_cli.c1_sweep(layer, 64, 3)
+    timed = [t for t in trials if t.seconds is not None]
+    assert len(timed) >= len(sweep_cli.C1_BLOCKS) and all(t.config["kind"] == "c1" for t in trials)
+    key = _mma.c1_plan_key(30, 30, 12, 5, 64)
+    fastest = min(timed, key=lambda t: t.seconds)
+    assert list(chosen) == [key] and chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
+    tuning.record("gpu-igemm-tc", key, chosen[key])
+    p = _mma.c1_plan(64, 30, 30, 12, 5)
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP or 0) == tuple(chosen[key])
+    four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x], None, None)  # 4 maps: the general kernel's layer
+    assert sweep_cli.c1_sweep(four, 64, 3) == ([], {})
+    tuning._table.cache_clear()

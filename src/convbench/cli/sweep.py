@@ -4,11 +4,11 @@ the fastest correct one, and record it in this GPU's tuning file (core/gpu/tunin
 Two kinds of sweep, one command:
 - an implementation with tunables (gpu-tc: tile sizes) sweeps every combination on random data (measure/sweep.py);
 - gpu-igemm-tc and gpu-wgmma (any of their variants) sweep their launch plans (LaunchPlan: work items per image, warp
-  tiling, ...) on the network's real conv inputs, since 3xTF32 / 3xFP16 skip products whose low parts are zero and
-  the images' pixels make them so. A plan is timed only where it fits shared memory and is correct (the arithmetic's
-  tolerance, core/precision.py's table); the fastest per layer is recorded for each arithmetic under the layer's
-  plan key (its batch class: 1000 images or more, or fewer), for the arithmetics that take their plan from a swept
-  one as well (PLAN_SOURCES).
+  tiling, ...; C1LaunchPlan for gpu-igemm-tc's single-channel kernel) on the network's real conv inputs, since
+  3xTF32 / 3xFP16 skip products whose low parts are zero and the images' pixels make them so. A plan is timed only
+  where it fits shared memory and is correct (the arithmetic's tolerance, core/precision.py's table); the fastest per
+  layer is recorded for each arithmetic under the layer's plan key (its batch class: 1000 images or more, or fewer),
+  for the arithmetics that take their plan from a swept one as well (PLAN_SOURCES).
 
 The user's file is in the format of the shipped ones (convbench/tuning/<GPU>.json): copy it there to ship the plans.
 """
@@ -56,6 +56,12 @@ IGEMM_WARPS = {
     ("epi2", "small"): [(1, 4, 4), (2, 4, 4), (4, 4, 2), (2, 8, 2), (1, 8, 2)],
 }
 IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
+# gpu-igemm-tc's single-channel kernel (the layers igemm.single_channel picks): (NW, TT, MINB, CAP) candidates (CAP:
+# the grid's blocks an SM, 0 as many as fit); work items an image: 1, 2, 4 at large batches, at small ones about 1, 2,
+# 4, 8 a block slot. 3xTF32 sets the plan of both TF32 arithmetics.
+C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2), (4, 4, 3, 0), (4, 4, 4, 0),
+             (2, 4, 4, 0), (4, 2, 4, 0)]
+C1_SWEPT = "tf32x3"
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
@@ -168,7 +174,43 @@ def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
                 if source != target:
                     plan = replace(plan, SPLITX=0, PAD=0)
                 chosen[igemm.plan_key(C, H, W, M, K, kernel_code(target), epi, batch)] = plan
-    return trials, chosen
+    c1_trials, c1_chosen = c1_sweep(layer, batch, reps)
+    return trials + c1_trials, {**chosen, **c1_chosen}
+
+
+def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str, object]]:
+    """Trials of the single-channel kernel's plans on a layer it serves, and the best under its plan key ({}: the
+    layer is not one it serves)."""
+    x, k = layer.x, layer.k
+    B, C, H, W = x.shape
+    M, _, K, _ = k.shape
+    if not igemm.single_channel(B, C, M, K, kernel_code(C1_SWEPT), 0):
+        return [], {}
+    T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if tuning.batch_class(batch) == "large":
+        nrs = sorted({min(n, T8) for n in (1, 2, 4)})
+    else:
+        nrs = sorted({max(1, min(T8, -(-sms * m // B))) for m in (1, 2, 4, 8)})
+    ref = F.conv2d(x.double(), k.double())
+    y = torch.empty(ref.shape, dtype=torch.float32, device="cuda")
+    trials, best = [], None
+    for NR, block in itertools.product(nrs, C1_BLOCKS):
+        plan = igemm.C1LaunchPlan(NR, *block)
+        try:
+            igemm.c1_plan(B, H, W, M, K, sms, plan)
+        except igemm.TooBig:
+            continue
+
+        def call(i, plan=plan):
+            igemm.launch(layer.sets[i], k, y, C1_SWEPT, True, override=plan)
+
+        trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1", **plan.fields()}, call, y, ref, C1_SWEPT,
+                              reps)
+        trials.append(trial)
+        if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+            best = (trial.seconds, plan)
+    return trials, ({igemm.c1_plan_key(H, W, M, K, batch): best[1]} if best else {})
 
 
 def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:

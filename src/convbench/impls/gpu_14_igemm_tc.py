@@ -109,11 +109,14 @@ def plan_key(C, H, W, M, K, prec: int, epi: int, B: int) -> str:
 
 
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
-    """The generic default's plans as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's fields in order (tests
-    read it; plan() reads the files through tuning)."""
+    """The generic default's plans of the general kernel as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's
+    fields in order (tests read it; plan() reads the files through tuning). The single-channel kernel's (c1_plan_key)
+    are left out."""
     codes = {name: code for code, name in ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
+        if tuning.parse_plan_key(key)[5] == "c1":
+            continue
         C, H, W, M, K, arith, epi, batch = tuning.parse_plan_key(key)
         out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
     return out
@@ -184,13 +187,30 @@ class C1Plan:
         return 4 * (4 * self.band + self.NW * 16 * (self.TT * 8 + 8))
 
 
-# The single-channel kernel's rule, fit to the H200 sweeps at 100 and 10000 images (results/2026-11-28-1100-h200-conv1,
-# results/2026-11-28-1415-h200-c1-operands): (warps, tiles a warp multiplies at once, blocks an SM) by the taps and
-# the batch (at large batches 8 warps an SM: with more in flight the output is written more slowly), and the fewest
-# maps it serves (16 A rows a map group: with 4 or 6 maps the general kernel's n8 map tiles waste less,
-# except at small batches, where 6 maps gain)
-C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, None),  # (K*K <= 32, batch class):
-            (False, "large"): (4, 4, 3, 2), (False, "small"): (4, 4, 3, None)}  # (NW, TT, MINB, CAP)
+@dataclass(frozen=True)
+class C1LaunchPlan(tuning.LaunchPlan):
+    """The single-channel kernel's tuned plan, as `convbench sweep` records it per GPU, layer and batch class under
+    c1_plan_key (both TF32 arithmetics read it). Other layers: c1_plan()'s rule."""
+
+    NR: int  # work items per image
+    NW: int  # warps per block
+    TT: int  # 8-pixel tiles a warp multiplies at once
+    MINB: int  # __launch_bounds__' minimum resident blocks per SM
+    CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
+
+
+def c1_plan_key(H, W, M, K, B: int) -> str:
+    """The tuning files' key of a single-channel layer's plan: "C1M12K5H70W70/c1/large"."""
+    return tuning.plan_key(1, H, W, M, K, "c1", tuning.batch_class(B))
+
+
+# The single-channel kernel's rule where no plan is recorded, fit to the H200 sweeps at 100 and 10000 images
+# (results/2026-11-28-1100-h200-conv1, results/2026-11-28-1415-h200-c1-operands): (warps, tiles a warp multiplies at
+# once, blocks an SM, the grid's cap on them) by the taps and the batch (at large batches 8 warps an SM: with more in
+# flight the output is written more slowly), and the fewest maps it serves (16 A rows a map group: with 4 or 6 maps
+# the general kernel's n8 map tiles waste less, except at small batches, where 6 maps gain)
+C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, 0),  # (K*K <= 32, batch class):
+            (False, "large"): (4, 4, 3, 2), (False, "small"): (4, 4, 3, 0)}  # (NW, TT, MINB, CAP)
 C1_MIN_MAPS = {"large": 9, "small": 5}
 
 
@@ -213,24 +233,28 @@ def c1_band(H, W, K, NR) -> int:
     return _round4(rows * W)
 
 
-def c1_plan(B, H, W, M, K, sms: int = 132, override: tuple[int, int, int, int] | None = None) -> C1Plan:
-    """(NR, NW, TT, MINB): the override (as many blocks an SM as fit), else the rule's block and blocks an SM and
-    about half an item per block slot of the card
-    (at least two ranges an image for the 8-warp block), at least a pass of every warp's tiles an item; then more
-    ranges (smaller bands) until its bands (the copy in flight, the converted one) fit a block's shared memory.
-    TooBig: they never do (very wide rows)."""
+def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, ...] | None = None,
+            card: str | None = None) -> C1Plan:
+    """The override (a plan or its fields in order), else the plan recorded for this layer on GPU `card` (None: this
+    machine's), else the rule: its block, and about half an item per block slot of the card (at least two ranges an
+    image for the 8-warp block) but at least a pass of every warp's tiles an item, then more ranges (smaller bands)
+    until its bands (two copies in flight, the converted one) fit a block's shared memory. TooBig: they never do
+    (very wide rows), or a given plan's bands do not fit."""
     T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
-    CAP = None
+    if override is None:
+        override = tuning.launch_plan(NAME, c1_plan_key(H, W, M, K, B), C1LaunchPlan, card)
     if override is not None:
-        NR, NW, TT, MINB = override
+        NR, NW, TT, MINB, CAP = C1LaunchPlan.of(override)
+        fixed = True
     else:
         NW, TT, MINB, CAP = C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
+        fixed = False
     NR = max(1, min(NR, T8))
-    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
-    while p.smem > SMEM_PER_BLOCK and override is None and p.NR < T8:
+    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP or None)
+    while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
         NR = min(T8, 2 * p.NR)
-        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
+        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP or None)
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
                      "kernel")
@@ -279,6 +303,11 @@ SLOTS = (0, 1, 2)  # the kernel's arguments given per call: y, x, k
 def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
+    if isinstance(override, C1LaunchPlan):  # (sweeps, tests) the single-channel kernel on this plan, or an error
+        if C != 1 or epi or prec not in (TF32X3, TF32):
+            raise UsageError(f"gpu-igemm-tc: a single-channel plan ({override}) for a layer of {C} input channels, "
+                             f"epilogue {epi}, arithmetic {ARITHMETIC_OF[prec]}: it takes C = 1, the plain conv, TF32")
+        return _prepare_c1(x, k, y, prec, skip, override)
     if override is None and single_channel(B, C, M, K, prec, epi):
         try:
             return _prepare_c1(x, k, y, prec, skip)
