@@ -6,8 +6,8 @@
 //    8 pixels. The weights never change, so their A fragments (hi and lo parts, K*K <= 64 taps) live in registers
 //    for the whole kernel.
 //  * A staged band is converted once into B operands, each row's hi parts then its lo parts, so a value is split
-//    once, not once for each of the K*K taps that read it; the row width IW is compiled in, so a tap's operands sit
-//    at fixed offsets from its pixel's and a k8 step costs 4 loads with immediate offsets for 3 mma.
+//    once, not once for each of the K*K taps that read it; the row width IW is compiled in, so a value's lo part
+//    is a load immediate away from its hi part, and a k8 step costs 2 address adds and 4 loads for 3 mma.
 //  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
 //    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
 //  * Small blocks (NW warps), one or a few per SM, each staging one item (an image, or a range of its tiles with
@@ -16,8 +16,9 @@
 // Why faster: a C = 1 layer does only K*K multiply-adds per output value, so it should run at the speed its output
 // is written; gpu_14's one persistent block per SM stalls the SM at every item's barriers and its A gather.
 // What bounds it: the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about 0.5 ms
-// on an H200), the math being a few % of the tensor pipe, if the issue slots keep up: an 8-pixel tile costs 7
-// instructions a k8 step (4 loads, 3 mma) plus about 10 for its offsets and stores. Limits: 9..16 maps at large
+// on an H200), if the SM keeps up: an 8-pixel tile costs 9 instructions a k8 step (2 adds, 4 loads, 3 mma in
+// 3xTF32, 12 of whose 16 A rows are maps on the course layers) plus about 12 for its offsets and stores, the
+// loads and mma a chain of fixed latencies that the few warps an SM must cover. Limits: 9..16 maps at large
 // batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64 taps; an Inf or NaN input
 // poisons only its receptive field (padded taps take 0, not a load). One compile per input width.
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
