@@ -161,7 +161,7 @@ def test_recording_a_plan_forgets_the_launches_prepared_from_the_old_one():
 def test_the_single_channel_kernel_takes_a_recorded_plan_on_its_card_else_its_rule(monkeypatch):
     monkeypatch.setattr(tuning, "gpu_name", lambda: "NVIDIA-H200")
     rule = igemm.c1_plan(10000, 70, 70, 12, 5)
-    assert (rule.NW, rule.TT, rule.MINB, rule.CAP or 0) == igemm.C1_BLOCK[True, "large"]
+    assert (rule.NW, rule.TT, rule.MINB, rule.CAP) == igemm.C1_BLOCK[True, "large"]
     general = igemm.plan(10000, 1, 70, 70, 12, 5, kernel_code("tf32x3"), 0)
     key = igemm.c1_plan_key(70, 70, 12, 5, 10000)
     assert key == "C1M12K5H70W70/c1/large"
@@ -172,7 +172,7 @@ def test_the_single_channel_kernel_takes_a_recorded_plan_on_its_card_else_its_ru
     assert igemm.c1_plan(100, 70, 70, 12, 5).NW == igemm.C1_BLOCK[True, "small"][0]  # another batch class
     assert igemm.plan(10000, 1, 70, 70, 12, 5, kernel_code("tf32x3"), 0) == general  # the general kernel's own key
     assert igemm.C1LaunchPlan.of((2, 8, 4, 2)).CAP == 0  # 0: as many blocks an SM as fit
-    assert igemm.c1_plan(10000, 70, 70, 12, 5, override=(2, 8, 4, 2)).CAP is None
+    assert igemm.c1_plan(10000, 70, 70, 12, 5, override=(2, 8, 4, 2)).CAP == 0
 
 
 def test_a_malformed_single_channel_plan_is_one_line(monkeypatch):

@@ -536,7 +536,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     assert list(chosen) == [key] and chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5)
-    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP or 0) == tuple(chosen[key])
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
     four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x], None, None)  # 4 maps: the general kernel's layer
     assert sweep_cli.c1_sweep(four, 64, 3) == ([], {})
     tuning._table.cache_clear()

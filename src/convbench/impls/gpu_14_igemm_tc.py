@@ -115,9 +115,10 @@ def _shipped_table() -> dict[tuple, tuple[int, ...]]:
     codes = {name: code for code, name in ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
-        if tuning.parse_plan_key(key)[5] == "c1":
+        parts = tuning.parse_plan_key(key)
+        if parts[5] == "c1":
             continue
-        C, H, W, M, K, arith, epi, batch = tuning.parse_plan_key(key)
+        C, H, W, M, K, arith, epi, batch = parts
         out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
     return out
 
@@ -178,7 +179,7 @@ class C1Plan:
     MINB: int  # __launch_bounds__' minimum resident blocks per SM
     band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
-    CAP: int | None = None  # the most blocks the grid places on an SM (None: as many as fit)
+    CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
 
     @property
     def smem(self) -> int:
@@ -251,10 +252,10 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
         fixed = False
     NR = max(1, min(NR, T8))
-    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP or None)
+    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
     while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
         NR = min(T8, 2 * p.NR)
-        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP or None)
+        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
                      "kernel")

@@ -155,7 +155,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     if override is not None:
         NR, TPW, NWG = LaunchPlan.of(override)
         if not 1 <= TPW <= MAX_TPW:  # the kernel's batches of fewer tiles than TPW go up to MAX_TPW - 1
-            raise UsageError(f"gpu-wgmma: plan {tuple(LaunchPlan.of(override))} has TPW {TPW}; the kernel batches "
+            raise UsageError(f"gpu-wgmma: plan {(NR, TPW, NWG)} has TPW {TPW}; the kernel batches "
                              f"1 to {MAX_TPW} m64 tiles a warpgroup")
         NR = min(NR, T)
         QT = -(-T // NR)
