@@ -14,22 +14,23 @@
 //  * 3xFP16 as in gpu-igemm-tc-fp16x3: hi*hi, lo*hi, hi*lo into fp32 accumulators, skipped only when exactly zero.
 //  * A producer warpgroup stages the next item (cp.async, then conversion into one of two plane buffers) while the
 //    consumer warpgroups run the GEMM on the other (named barriers); it stages the first item while they lay out the
-//    weights (from a coalesced copy in plane buffer 1).
+//    weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its item takes longer than theirs,
+//    so it is kept short: 16-byte loads for the largest |x|, no slot table for C >= 8, the consumers released before
+//    the next copy is issued. The epilogue stores through per-map pointers set once an item (one multiply-add each).
 //  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
 //    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
 // What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 3 products x 15 m64 tiles = 1125 m64n24k16
 // an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks whatever the accumulator chains or warpgroups
 // (~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~1.1 ms at ~1.75 GHz,
-// against a ~0.45 ms memory floor. Reading A once for hi(w) and lo(w) (one n48 wgmma at ~28 clocks for two n24)
-// did not speed the kernel up: the wgmma rate is not yet what holds it (issue 28).
+// against a ~0.45 ms memory floor. Below that rate the producer's staging, the epilogue and the step table's load
+// before each k16 step (its shared-memory latency, behind the wgmma operand reads) are what the warps wait on; reading
+// A once for hi(w) and lo(w) (one n48 wgmma at ~28 clocks for two n24) did not speed the kernel up for that reason.
 // The C = 1 layers are output-bound and the dropped columns cost more there: C*K*K < 192 runs gpu-igemm-tc's kernel.
-// Tried: two blocks of two warpgroups per SM, no producer (slower but on fa18 conv2); row bands (rounded up to whole
-// rows and tiles, they never shrank the busiest SM's work); the n48 merge above (no gain). Known limits: an Inf or
-// NaN input (FP16 mode: also a finite |x| > 65504) poisons a few outputs outside its receptive field through products
-// with zero weights (up to E - 1 columns to the left, one more when the item count is odd). Accuracy is relative to
-// each item's largest value (gpu_14_igemm_tc.cu, split_fp16). Layers whose weights and one m64 tile's input do not
-// fit shared memory run gpu-igemm-tc's kernel.
+// Tried: two blocks a SM without a producer; row bands; the n48 merge; two producer warpgroups (none faster). Limits:
+// an Inf or NaN input (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights
+// (up to E - 1 columns left, one more for an odd item count); accuracy is relative to each item's largest value
+// (split_fp16); layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
 
 #include "precision.cuh"
 
@@ -162,6 +163,18 @@ __device__ __forceinline__ void split2(float a, float b, u32 &hi, u32 &lo) {
 #endif
 }
 
+// one pixel's 8 slots of a plane as 16 bytes of hi (at) and of lo (XPART further, 3xFP16); whether a lo is not 0
+__device__ __forceinline__ bool stage_pixel(unsigned char *X, u32 at, u32 xpart, const float (&v)[8]) {
+    uint4 hi, lo;
+    split2(v[0], v[1], hi.x, lo.x);
+    split2(v[2], v[3], hi.y, lo.y);
+    split2(v[4], v[5], hi.z, lo.z);
+    split2(v[6], v[7], hi.w, lo.w);
+    *reinterpret_cast<uint4 *>(X + at) = hi;
+    if (PARTS == 2) *reinterpret_cast<uint4 *>(X + xpart + at) = lo;
+    return (lo.x | lo.y | lo.z | lo.w) != 0u;
+}
+
 struct Geometry {
     int OH, OW, Cg, G, KWI, NI, NSTEP, T, QT, MG;
     u32 XPART, WSTEP, WPART;  // bytes: one part (hi or lo) of the staged input, one k16 step of weights, one part
@@ -257,20 +270,24 @@ __device__ __forceinline__ Item item_at(int item, const Geometry &g, int H, int 
     return it;
 }
 // the item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 4-byte cp.async:
-// hundreds of loads in flight per thread, none through registers, while the previous item is multiplied
+// hundreds of loads in flight per thread, none through registers, while the previous item is multiplied. A row's
+// positions past the item's input are zeroed: the largest |x| is then taken over the whole buffer, 16 bytes a load.
 __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x, const Item &it, int C, int H, int W,
                                          int rawc, int t, int nt) {
     const float *xb = x + (static_cast<size_t>(it.b) * C * H * W + it.lbeg);
     const int n = it.lend - it.lbeg;
     for (int c = 0; c < C; ++c)
-        for (int i = t; i < n; i += nt) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
+        for (int i = t; i < rawc; i += nt) {
+            if (i < n) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
+            else raw[c * rawc + i] = 0.0f;
+        }
 }
 
 // Named barriers between the producer warpgroup and the consumers (0 is __syncthreads): FULL + s = staged planes
 // s are ready, EMPTY + s = the consumers are done with them (EMPTY + 1 first: with the raw weights they held),
 // PRODUCER = the producer's own warps, CONSUMER = the consumers' own
 constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5, BAR_CONSUMER = 6;
-constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128;
+constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128, PRODUCERS = 128;
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 
@@ -279,8 +296,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
     const Geometry g = geometry(C, H, W, M, K, NR, E, P);
-    const int rawc = min(g.QT * 64 + (K - 1) * W + K - 1, H * W);  // raw floats per channel: the most an item reads
-    const int rawn = (C * rawc + 3) / 4 * 4;                        // the raw buffer, rounded to 16 bytes
+    // raw floats per channel: the most an item reads, rounded up to whole 16-byte rows (read 4 values a load)
+    const int rawc = (min(g.QT * 64 + (K - 1) * W + K - 1, H * W) + 3) / 4 * 4;
+    const int rawn = C * rawc;
     const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
     // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended
     // where they need more)
@@ -319,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (producer) {
         // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1
         // (item 0 while they lay out the weights)
-        prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, NR), C, H, W, rawc, ptid, 128);
+        prefetch(raw, x, item_at(blockIdx.x, g, H, W, K, NR), C, H, W, rawc, ptid, PRODUCERS);
         cp_async_commit();
         for (int i = 0; i < mine; ++i) {
             const int s = i & 1, item = blockIdx.x + i * gridDim.x;
@@ -329,55 +347,65 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             if (i >= 1) bar_sync(BAR_EMPTY + s, THREADS);  // buffer 1: the raw weights laid out; then item i - 2 done
             cp_async_wait_0();
             if (ptid == 0) meta[2 * s + 1] = 0;
-            bar_sync(BAR_PRODUCER, 128);  // the raw buffer holds item i's input
+            bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer holds item i's input
             // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
             // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
             // scale nor overflow)
             int sx = 0;
 #if PREC == PREC_FP16X3
-            {
+            {  // 16-byte loads over the raw buffer (zero past each row's input: prefetch)
                 float xm = 0.0f;
-                for (int c = 0; c < C; ++c)
-                    for (int j = ptid; j < n; j += 128) {
-                        const float v = raw[c * rawc + j];
-                        if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
-                    }
+                const float4 *r4 = reinterpret_cast<const float4 *>(raw);
+#pragma unroll 4
+                for (int j = ptid; j < rawn / 4; j += PRODUCERS) {
+                    const float4 v = r4[j];
+                    if (isfinite(v.x)) xm = fmaxf(xm, fabsf(v.x));
+                    if (isfinite(v.y)) xm = fmaxf(xm, fabsf(v.y));
+                    if (isfinite(v.z)) xm = fmaxf(xm, fabsf(v.z));
+                    if (isfinite(v.w)) xm = fmaxf(xm, fabsf(v.w));
+                }
                 block_max(xm, &s_red[1]);
-                bar_sync(BAR_PRODUCER, 128);
+                bar_sync(BAR_PRODUCER, PRODUCERS);
                 sx = fp16_shift(s_red[1]);
             }
 #endif
             int xlo = 0;
             const float scale = pow2(sx);
-            for (int plane = 0; plane < g.G; ++plane)
+            for (int plane = 0; plane < g.G; ++plane) {
+                if (C >= 8) {  // E = 1: slot e is channel 8 plane + e at the pixel itself (no slot table)
+                    const float *rp = raw + plane * 8 * rawc;
+                    const int nc = min(8, C - plane * 8);
 #pragma unroll 1
-                for (int p = ptid; p < P; p += 128) {
-                    float v[8];
+                    for (int p = ptid; p < P; p += PRODUCERS) {
+                        float v[8];
 #pragma unroll
-                    for (int e = 0; e < 8; ++e) {
-                        const int sc = (slot_c >> (4 * e)) & 15, c = plane * g.Cg + sc, j = p + ((slot_e >> (4 * e)) & 15);
-                        v[e] = (sc < g.Cg && c < C && j < n) ? raw[c * rawc + j] * scale : 0.0f;
+                        for (int e = 0; e < 8; ++e) v[e] = (e < nc && p < n) ? rp[e * rawc + p] * scale : 0.0f;
+                        xlo |= stage_pixel(X, (plane * P + p) * 16, g.XPART, v);
                     }
-                    uint4 hi, lo;
-                    split2(v[0], v[1], hi.x, lo.x);
-                    split2(v[2], v[3], hi.y, lo.y);
-                    split2(v[4], v[5], hi.z, lo.z);
-                    split2(v[6], v[7], hi.w, lo.w);
-                    xlo |= (lo.x | lo.y | lo.z | lo.w) != 0u;
-                    const u32 at = (plane * P + p) * 16;
-                    *reinterpret_cast<uint4 *>(X + at) = hi;
-                    if (PARTS == 2) *reinterpret_cast<uint4 *>(X + g.XPART + at) = lo;
+                } else {
+#pragma unroll 1
+                    for (int p = ptid; p < P; p += PRODUCERS) {
+                        float v[8];
+#pragma unroll
+                        for (int e = 0; e < 8; ++e) {
+                            const int sc = (slot_c >> (4 * e)) & 15, c = plane * g.Cg + sc;
+                            const int j = p + ((slot_e >> (4 * e)) & 15);
+                            v[e] = (sc < g.Cg && c < C && j < n) ? raw[c * rawc + j] * scale : 0.0f;
+                        }
+                        xlo |= stage_pixel(X, (plane * P + p) * 16, g.XPART, v);
+                    }
                 }
+            }
             if (__any_sync(0xffffffffu, xlo) && (ptid & 31) == 0) atomicOr(&meta[2 * s + 1], 1);
             if (ptid == 0) meta[2 * s] = sx;
-            fence_async_smem();            // the planes, for wgmma's reads
-            bar_sync(BAR_PRODUCER, 128);   // the raw buffer is converted, s_red[1] read by all
-            if (ptid == 0) s_red[1] = 0u;  // (the next item's max comes after another producer barrier)
+            fence_async_smem();                 // the planes, for wgmma's reads
+            bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer is converted, s_red[1] read by all
+            bar_arrive(BAR_FULL + s, THREADS);  // the consumers may start; then the next item's copy is issued
+            if (ptid == 0) s_red[1] = 0u;       // (the next item's max comes after another producer barrier)
             if (i + 1 < mine) {  // the next item's input is copied during the GEMM of this one
-                prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, NR), C, H, W, rawc, ptid, 128);
+                prefetch(raw, x, item_at(item + gridDim.x, g, H, W, K, NR), C, H, W, rawc, ptid, PRODUCERS);
                 cp_async_commit();
             }
-            bar_arrive(BAR_FULL + s, THREADS);
         }
         return;
     }
@@ -386,6 +414,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // per step as B operands. The raw weights go to shared memory first in one coalesced pass (their largest |w|
     // on the way): the layout gathers 8 of them a row, from all over k.
     const int warp = (tid >> 5) & 3, lane = tid & 31;
+    // an output's row q / W by a multiply: (q + 1/2) / W is at least 1/(2W) from an integer, and the product's
+    // error stays below that for q < 2^22 (an image's virtual outputs are far fewer)
+    const float inv_w = 1.0f / static_cast<float>(W);
     for (int j = tid; j <= g.NSTEP; j += CONSUMERS) {
         int off = 0, lbo = 0;
         bool swap = false;
@@ -474,7 +505,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         constexpr float f1 = 1.0f, f2 = 1.0f;
 #endif
         const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP, xbase = xs_addr + s * PARTS * g.XPART;
-        float *yb = y + static_cast<size_t>(cur.b) * M * g.OH * g.OW;
+        // the output planes of this thread's maps m0 + 8 (e / 2) + e % 2, once an item (a store is then one
+        // multiply-add of the pixel index); maps past M stay null and are not stored
+        const int m0 = cur.mg * NN + (lane & 3) * 2;
+        float *ym[NN / 4];
+#pragma unroll
+        for (int e = 0; e < NN / 4; ++e) {
+            const int m = m0 + (e >> 1) * 8 + (e & 1);
+            ym[e] = m < M ? y + (static_cast<size_t>(cur.b) * M + m) * g.OH * g.OW : nullptr;
+        }
         for (int t0 = wg * TPW; t0 < cur.nt; t0 += NWG * TPW) {
             float acc[TPW][NN / 2];
             const u32 xa = xbase + t0 * 1024;
@@ -496,16 +535,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int q = cur.q0 + (t0 + t) * 64 + warp * 16 + (lane >> 2) + 8 * h;
-                    const int oh = q / W, ow = q - oh * W;
+                    const int oh = static_cast<int>((static_cast<float>(q) + 0.5f) * inv_w), ow = q - oh * W;
                     if (oh >= g.OH || ow >= g.OW) continue;
-                    float *yq = yb + static_cast<size_t>(oh) * g.OW + ow;
+                    const int pix = oh * g.OW + ow;
 #pragma unroll
-                    for (int jb = 0; jb < NN / 8; ++jb)
-#pragma unroll
-                        for (int c = 0; c < 2; ++c) {
-                            const int m = cur.mg * NN + jb * 8 + (lane & 3) * 2 + c;
-                            if (m < M) yq[static_cast<size_t>(m) * g.OH * g.OW] = acc[t][jb * 4 + h * 2 + c] * f1 * f2;
-                        }
+                    for (int e = 0; e < NN / 4; ++e)
+                        if (ym[e] != nullptr) ym[e][pix] = acc[t][(e >> 1) * 4 + h * 2 + (e & 1)] * f1 * f2;
                 }
             }
         }
