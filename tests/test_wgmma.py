@@ -312,3 +312,15 @@ def test_the_wgmma_rate_benchmark_compiles_unserialized(N, chains, nwg, swizzle,
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr
+
+
+def test_an_image_past_the_float_row_index_goes_to_gpu_igemm_tc():
+    """The epilogue's row index q / W is a float multiply, exact for q < 2^22: a larger image (a tall one: a wide
+    one's halo does not fit shared memory anyway) is refused by plan() (TooBig, so launch() runs gpu-igemm-tc's
+    kernel) instead of storing a few outputs in the wrong row."""
+    assert _wgmma.tiles(110000, 40, 5) * 64 > _wgmma.MAX_VIRTUAL_OUTPUTS
+    with pytest.raises(_wgmma.TooBig, match="virtual outputs"):
+        _wgmma.plan(1, 12, 110000, 40, 24, 5, FP16X3)
+    with pytest.raises(_wgmma.TooBig, match="virtual outputs"):
+        _wgmma.plan(1, 12, 110000, 40, 24, 5, FP16X3, override=(4096, 1, 1))
+    assert _wgmma.plan(1, 12, 100000, 40, 24, 5, FP16X3).NR > 1  # below the bound: ranges of a tall image

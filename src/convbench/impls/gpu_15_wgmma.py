@@ -83,6 +83,8 @@ class Plan:
     items: int
 
 
+# the epilogue takes an output's row as (q + 1/2) * fl(1/W), exact while q + 1/2 < 2^22 (gpu_15_wgmma.cu, inv_w)
+MAX_VIRTUAL_OUTPUTS = 1 << 22
 MAX_TPW = 4  # gpu_15_wgmma.cu's k-loop is compiled for a batch of TPW tiles and for the remainders 1 .. 3
 
 
@@ -148,6 +150,9 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     split into NR even ranges of its m64 tiles, each range an item: the fewest that fit shared memory and, at small
     batches, as many as the rule above finds best. NN covers all maps up to 64 (more: map groups)."""
     T = tiles(H, W, K)
+    if T * 64 > MAX_VIRTUAL_OUTPUTS:
+        raise TooBig(f"gpu-wgmma: an image of {T * 64} virtual outputs; the kernel's row index by a float multiply is "
+                     f"exact below {MAX_VIRTUAL_OUTPUTS}")
     NN = 8 * -(-min(M, 64) // 8)
     mg = -(-M // NN)
     if override is None:
