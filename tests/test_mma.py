@@ -152,6 +152,11 @@ C1_VARIANTS = [dict(KS=k, IW=70 if prec == 0 else k, PREC=prec, NW=nw, TT=tt, MI
                                                             if small == (k * k <= 32)), (4, 2, 4)}]
 
 
+C1_VARIANTS += [dict(KS=k, IW=70, PREC=prec, NW=nw, TT=tt, MINB=minb, POOL=1, ACT=act) for k in (5, 7)
+                for prec in (0, 1) for act in (1, 2)
+                for (small, _), (nw, tt, minb, _cap) in _mma.C1_BLOCK.items() if small == (k * k <= 32)]
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("defines", C1_VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.slow
@@ -192,6 +197,46 @@ def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_read
                 assert seen == list(range(NP))
 
 
+def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_each_window():
+    """POOL 1: pixel 4 q + 2 dy + dx is conv output (2 (q / POW) + dy, 2 (q % POW) + dx); every pooled output q is
+    stored by exactly one item (tiles [tbeg, tend): pooled outputs [2 tbeg, 2 tend)), whose band holds the input rows
+    of all four corners' windows."""
+    rng = random.Random(11)
+    shapes = [(H, W, K) for C, H, W, M, K in course_layers() if C == 1]
+    shapes += [(rng.randint(K + 1, 90), rng.randint(K + 1, 90), K) for K in (1, 2, 3, 5, 7, 8) for _ in range(6)]
+    for H, W, K in shapes:
+        POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+        NQ = POH * POW
+        for B in (1, 100, 10000):
+            p = _mma.c1_plan(B, H, W, 12, K, pool=True)
+            assert 1 <= p.NR <= -(-NQ // 2)
+            for NR in {p.NR, 1, 3, -(-NQ // 2)}:
+                band = _mma.c1_band(H, W, K, NR, pool=True)
+                seen = []
+                for tbeg, tend, r0, rows in _mma.c1_item_rows(H, W, K, NR, pool=True):
+                    assert tbeg < tend and rows * W <= band, (H, W, K, NR)
+                    for q in range(2 * tbeg, min(2 * tend, NQ)):
+                        for dy in (0, 1):
+                            row = 2 * (q // POW) + dy
+                            assert r0 <= row and row + K <= r0 + rows <= H  # the window's rows are staged
+                        seen.append(q)
+                assert seen == list(range(NQ)), (H, W, K, NR)
+
+
+def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
+    c1 = {}
+    monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
+    x, k = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2)
+    y = FakeTensor((10000, 12, 33, 33), 3)
+    _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "tanh", Pool(2, 2))
+    NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "large"]
+    assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True, True, _mma.ACTS["tanh"])]
+    for pool in (Pool(2, 2, kind="avg"), Pool(3, 3), Pool(4, 4), Pool(2, 1)):
+        assert not _mma.c1_pools(pool, (66, 66))
+    assert _mma.c1_pools(Pool(2, 2, ceil=True), (66, 66)) and not _mma.c1_pools(Pool(2, 2, ceil=True), (65, 66))
+    assert _mma.c1_pools(Pool(2, 2), (65, 67))  # floor mode leaves the odd edge out, as the kernel does
+
+
 def test_single_channel_bands_fit_shared_memory_or_leave_the_layer_to_the_general_kernel(fake_gpu, monkeypatch):
     for B, H, W, K in ((1, 300, 300, 5), (10000, 512, 512, 7), (3, 2000, 64, 3), (2, 40, 2000, 5)):
         p = _mma.c1_plan(B, H, W, 12, K)
@@ -224,10 +269,13 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     six = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), FakeTensor((6, 1, 5, 5), 2), FakeTensor((100, 6, 66, 66), 3),
                         _mma.TF32X3, True, 0, None, None)
     assert six.args[5] == 6 and len(c1) == 2  # 6 maps: the single-channel kernel at a small batch
-    for prec, epi, M, override in ((_mma.FP16, 0, 12, None), (_mma.TF32X3, 2, 12, None), (_mma.TF32X3, 0, 24, None),
-                                   (_mma.TF32X3, 0, 6, None), (_mma.TF32X3, 0, 12, _mma.LaunchPlan(66, 4, 8))):
+    for prec, epi, M, override, pool in (
+            (_mma.FP16, 0, 12, None, None), (_mma.TF32X3, 2, 12, None, Pool(4, 4)), (_mma.TF32X3, 1, 12, None,
+                                                                                      Pool(2, 2, kind="avg")),
+            (_mma.TF32X3, 0, 24, None, None), (_mma.TF32X3, 0, 6, None, None),
+            (_mma.TF32X3, 0, 12, _mma.LaunchPlan(66, 4, 8), None)):
         _mma._prepare(x, FakeTensor((M, 1, 5, 5), 2), FakeTensor((10000, M, 66, 66), 3), prec, True, epi,
-                      "tanh" if epi else None, Pool(2, 2) if epi else None, override)
+                      "tanh" if epi else None, pool, override)
     assert len(fake_gpu) > before and len(c1) == 2  # the general kernel for each; no other single-channel one
 
 
@@ -510,6 +558,41 @@ def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith)
             err = float((ok - ref[~hit]).norm() / ref[~hit].norm())
             assert torch.isfinite(ok).all() and err <= ARITHMETICS[arith].tolerance, (case, B, H, W, M, K, override,
                                                                                        err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("arith", ["tf32x3", "tf32"])
+def test_the_pooled_single_channel_kernel_matches_the_reference_on_random_shapes(arith):
+    """POOL 1 (conv + activation + 2x2 max pool) on its own: random shapes with odd and even output sizes (a floor
+    pool leaves the odd edge out), maps 1..16, taps 1..64, several plans (one range an image, every tile its own
+    range), outputs poisoned with NaN first, against float64's pool(act(conv))."""
+    import torch
+    import torch.nn.functional as F
+
+    from convbench.core.precision import ARITHMETICS
+    from convbench.core.reference import activation
+
+    rng = random.Random(12)
+    prec = _mma.kernel_code(arith)
+    for case in range(24):
+        K = rng.choice((1, 2, 3, 5, 7, 8))
+        H, W, M, B = rng.randint(K + 1, 80), rng.randint(K + 1, 80), rng.randint(1, 16), rng.choice((1, 3, 64, 257))
+        act = ("tanh", "relu", "sigmoid")[case % 3]
+        g = torch.Generator().manual_seed(100 + case)
+        x = torch.randint(0, 256, (B, 1, H, W), generator=g).float() if case % 2 else torch.randn(B, 1, H, W,
+                                                                                                 generator=g)
+        k = torch.randn(M, 1, K, K, generator=g) / K
+        ref = F.max_pool2d(activation(F.conv2d(x.double(), k.double()), act), 2, 2)
+        xd, kd = x.cuda(), k.cuda()
+        T8 = -(-(ref.shape[2] * ref.shape[3]) // 2)
+        for override in (None, (1, 4, 2, 4), (T8, 8, 4, 2), (min(3, T8), 4, 1, 4)):
+            y = torch.full(ref.shape, float("nan"), device="cuda")
+            job = _mma._prepare_c1(xd, kd, y, prec, True, override, pool=True, act=_mma.ACTS[act])
+            job.launch(gpu.current_stream_handle(0), y.data_ptr(), xd.data_ptr(), kd.data_ptr())
+            got = y.double().cpu()
+            err = float((got - ref).norm() / ref.norm())
+            assert torch.isfinite(got).all() and err <= ARITHMETICS[arith].tolerance, (case, B, H, W, M, K, act,
+                                                                                        override, err)
 
 
 @pytest.mark.gpu

@@ -240,6 +240,8 @@ def test_dense_plans_cover_every_row_feature_and_split(B, F_, N, n2, prec):
     needs_whole_rows = n2 > 0 or N <= 32
     assert p.workspace == (p.splits > 1 or (p.col_blocks > 1 and needs_whole_rows))
     assert 65536 // (t.threads * p.min_blocks) >= 128  # registers: at least 128 per thread
+    # the finish kernel's rows a block: within its FROWS (its shared memory), one at small batches
+    assert 1 <= p.finish_rows <= max(1, 2048 // N) and (p.finish_rows == 1 or B >= 4 * 132)
 
 
 def test_small_batches_split_the_reduction_to_fill_the_gpu():
@@ -428,8 +430,11 @@ DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
     (37, 301, 13, "relu", True, 0),  # softmax over N <= 32 in the epilogue
     (37, 300, 23, "sigmoid", False, 0),  # F % 4 == 0: 16-byte copies
     (5, 20184, 160, "tanh", True, 10),  # fa19's fc1 + fc2 + softmax at a tiny batch: many splits, workspace path
-    (1000, 7200, 500, "tanh", True, 10),  # fa17's: two column blocks, the last block finishes whole rows
-    (3000, 1296, 32, "relu", True, 10),  # minidnn's
+    (1000, 7200, 500, "tanh", True, 10),  # fa17's: two column blocks, dense_finish_kernel finishes whole rows
+    (2999, 1296, 32, "relu", True, 10),  # minidnn's; the finish kernel takes 5 rows a block, 4 in the last
+    (2999, 5003, 33, "sigmoid", False, 0),  # no tail, 5 rows a block, N % 4 != 0, F % 4 != 0
+    (9, 1000, 33, "tanh", False, 7),  # fused last layer, no softmax, N % 4 != 0: the finish kernel's 4-byte loads
+    (3, 4000, 300, "relu", True, 30),  # a last layer too large to stage in the finish kernel's shared memory
 ]
 
 
@@ -452,8 +457,10 @@ def test_dense_matches_float64(precision, case):
     assert torch.isfinite(y).all(), "an output element was never written"
     ref = reference_dense(x, w, b, act, softmax, w2, b2)
     assert rel(y, ref) <= TOLERANCE[precision]
-    y2 = layer(x, out)  # again: the row-tile counters were left at zero
-    assert rel(y2, ref) <= TOLERANCE[precision]
+    first = y.clone()
+    out.fill_(float("nan"))
+    y2 = layer(x, out)  # again, on the same workspace: the same bits (the partials are summed in a fixed order)
+    assert torch.equal(y2, first)
 
 
 @pytest.mark.gpu

@@ -215,33 +215,54 @@ C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, 0),  # (K*
 C1_MIN_MAPS = {"large": 9, "small": 5}
 
 
-def single_channel(B: int, C: int, M: int, K: int, prec: int, epi) -> bool:
-    """Layers the single-channel kernel serves: one input channel, its map range, at most 64 taps, the plain conv,
-    TF32 operands (3xTF32 or TF32)."""
-    return (C == 1 and not epi and prec in (TF32X3, TF32) and C1_MIN_MAPS[tuning.batch_class(B)] <= M <= 16
-            and K * K <= 64)
+def single_channel(B: int, C: int, M: int, K: int, prec: int, epi, pool: Pool | None = None,
+                   out_hw: tuple[int, int] = (0, 0)) -> bool:
+    """Layers the single-channel kernel serves: one input channel, its map range, at most 64 taps, TF32 operands
+    (3xTF32 or TF32); the plain conv, or (epi, `pool`) conv + activation + a 2x2 stride-2 max pool that drops no
+    partial window (floor mode, or ceil mode on even output sizes `out_hw`)."""
+    if not (C == 1 and prec in (TF32X3, TF32) and C1_MIN_MAPS[tuning.batch_class(B)] <= M <= 16 and K * K <= 64):
+        return False
+    return not epi or c1_pools(pool, out_hw)
 
 
-def c1_band(H, W, K, NR) -> int:
-    """The largest item's input rows x W (the kernel's item_at): its staging buffer, in floats."""
-    OW, NP = W - K + 1, (H - K + 1) * (W - K + 1)
+def c1_pools(pool: Pool | None, out_hw: tuple[int, int]) -> bool:
+    """Whether the single-channel kernel's POOL epilogue computes this pool (2x2, stride 2, max, whole windows)."""
+    return (pool is not None and (pool.size, pool.stride, pool.kind) == (2, 2, "max")
+            and (not pool.ceil or (out_hw[0] % 2 == 0 and out_hw[1] % 2 == 0)))
+
+
+def c1_pixels(H, W, K, pool: bool) -> tuple[int, int]:
+    """(pixels a map, output width) in the kernel's order: OH x OW, or with POOL 4 corners of each pooled output."""
+    OH, OW = H - K + 1, W - K + 1
+    return (4 * (OH // 2) * (OW // 2), OW) if pool else (OH * OW, OW)
+
+
+def c1_item_rows(H, W, K, NR, pool: bool = False):
+    """Per work item (the kernel's item_at): (first tile, end tile, first staged input row, staged rows)."""
+    NP, OW = c1_pixels(H, W, K, pool)
     T8 = -(-NP // 8)
-    rows = 0
     for r in range(NR):
         tbeg, tend = r * T8 // NR, (r + 1) * T8 // NR
-        r0, last = tbeg * 8 // OW, (min(tend * 8, NP) - 1) // OW
-        rows = max(rows, min(last + K, H) - r0)
-    return _round4(rows * W)
+        if pool:
+            r0, last = 2 * (2 * tbeg // (OW // 2)), 2 * ((min(2 * tend, NP // 4) - 1) // (OW // 2)) + 1
+        else:
+            r0, last = tbeg * 8 // OW, (min(tend * 8, NP) - 1) // OW
+        yield tbeg, tend, r0, min(last + K, H) - r0
+
+
+def c1_band(H, W, K, NR, pool: bool = False) -> int:
+    """The largest item's input rows x W: its staging buffer, in floats."""
+    return _round4(max(rows for *_, rows in c1_item_rows(H, W, K, NR, pool)) * W)
 
 
 def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, ...] | None = None,
-            card: str | None = None) -> C1Plan:
+            card: str | None = None, pool: bool = False) -> C1Plan:
     """The override (a plan or its fields in order), else the plan recorded for this layer on GPU `card` (None: this
     machine's), else the rule: its block, and about half an item per block slot of the card (at least two ranges an
     image for the 8-warp block) but at least a pass of every warp's tiles an item, then more ranges (smaller bands)
     until its bands (two copies in flight, the converted one) fit a block's shared memory. TooBig: they never do
     (very wide rows), or a given plan's bands do not fit."""
-    T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+    T8 = -(-c1_pixels(H, W, K, pool)[0] // 8)
     if override is None:
         override = tuning.launch_plan(NAME, c1_plan_key(H, W, M, K, B), C1LaunchPlan, card)
     if override is not None:
@@ -252,26 +273,28 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
         fixed = False
     NR = max(1, min(NR, T8))
-    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
+    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR, pool), B * NR, CAP)
     while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
         NR = min(T8, 2 * p.NR)
-        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR), B * NR, CAP)
+        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR, pool), B * NR, CAP)
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
                      "kernel")
     return p
 
 
-def _c1_kernel(K, W, NW, TT, MINB, prec, skip):
-    return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, IW=W, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip))
+def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0):
+    extra = dict(POOL=1, ACT=act) if pool else {}  # (the plain conv's defines as they were: its cached compiles)
+    return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, IW=W, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip),
+                      **extra)
 
 
-def _prepare_c1(x, k, y, prec, skip, override=None):
+def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     B, _, H, W = x.shape
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
-    p = c1_plan(B, H, W, M, K, sms, override)
-    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip)
+    p = c1_plan(B, H, W, M, K, sms, override, pool=pool)
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, *((pool, act) if pool else ()))
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     fit = gpu.blocks_per_sm(fn, threads, p.smem)
@@ -309,9 +332,9 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
             raise UsageError(f"gpu-igemm-tc: a single-channel plan ({override}) for a layer of {C} input channels, "
                              f"epilogue {epi}, arithmetic {ARITHMETIC_OF[prec]}: it takes C = 1, the plain conv, TF32")
         return _prepare_c1(x, k, y, prec, skip, override)
-    if override is None and single_channel(B, C, M, K, prec, epi):
+    if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
         try:
-            return _prepare_c1(x, k, y, prec, skip)
+            return _prepare_c1(x, k, y, prec, skip, pool=bool(epi), act=ACTS[act])
         except TooBig:  # rows too wide for its bands: the general kernel stages slabs of rows
             pass
     ps, pceil, avg = (pool.size, int(pool.ceil), pool.kind == "avg") if pool is not None else (1, 0, False)

@@ -22,6 +22,8 @@
 // batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64 taps; an Inf or NaN input
 // poisons only its receptive field (padded taps take 0, not a load). One compile per input width.
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
+// POOL 1: conv + activation + 2x2 max pool (stride 2, floor): a tile's 8 pixels are two pooled outputs' windows,
+// reduced with one shuffle; only the pooled maps are written (a quarter of the bytes).
 
 #include "precision.cuh"
 
@@ -46,6 +48,12 @@
 #ifndef SKIP
 #define SKIP 1  // 3xTF32: leave out the products whose lo parts are all zero (exact)
 #endif
+#ifndef POOL
+#define POOL 0  // 1: activation (ACT) and a 2x2 stride-2 max pool in the epilogue
+#endif
+#ifndef ACT
+#define ACT 0  // POOL 1: common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
+#endif
 
 #include "common.cuh"  // u32, split_tf32, tf32_operand, mma_tf32, cp.async
 
@@ -58,6 +66,9 @@
 
 constexpr int KK = KS * KS, KSTEPS = (KK + 7) / 8;
 constexpr int OW = IW - KS + 1;  // output width
+#if POOL
+constexpr int POW = OW / 2;  // pooled output width
+#endif
 constexpr int PITCH = 2 * IW;    // a converted row: IW hi parts, then IW lo parts
 
 // One fp32 value as TF32 operand(s): 3xTF32 splits it into hi + lo, TF32 rounds it (the tensor core truncates)
@@ -70,7 +81,9 @@ __device__ __forceinline__ void operand(float v, u32 &hi, u32 &lo) {
 #endif
 }
 
-// Work item `item`: image b, 8-pixel tiles [tbeg, tend) of its flattened output, whose input rows are r0 .. r0 + rows
+// Work item `item`: image b, 8-pixel tiles [tbeg, tend) of its flattened output, whose input rows are r0 .. r0 + rows.
+// POOL: the pixels are ordered by pooled output q (pooled row-major), then by window corner: pixel 4 q + 2 dy + dx is
+// conv output (2 (q / POW) + dy, 2 (q % POW) + dx), so a tile holds the windows of pooled outputs 2 j and 2 j + 1.
 struct Item {
     int b, tbeg, tend, r0, rows;
 };
@@ -80,8 +93,13 @@ __device__ __forceinline__ Item item_at(int item, int NR, int H, int NP) {
     it.b = item / NR;
     it.tbeg = r * T8 / NR;
     it.tend = (r + 1) * T8 / NR;
+#if POOL
+    it.r0 = 2 * (2 * it.tbeg / POW);
+    const int last = 2 * ((min(2 * it.tend, NP / 4) - 1) / POW) + 1;  // the item's last conv output row
+#else
     it.r0 = it.tbeg * 8 / OW;
     const int last = (min(it.tend * 8, NP) - 1) / OW;  // the item's last output row
+#endif
     it.rows = min(last + KS, H) - it.r0;
     return it;
 }
@@ -137,12 +155,14 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
                                          const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
                                          const u32 (&koff)[KSTEPS][2], int M, int NP, int warp, int lane) {
     const int gq = lane >> 2, t = lane & 3;
-    float *yb = y + static_cast<size_t>(it.b) * M * NP;
     const int pend = min(it.tend * 8, NP);  // the item's pixels end here
     const u32 band0 = ops - 4u * (it.r0 * PITCH);  // the converted band's byte address of row 0
+#if !POOL
+    float *yb = y + static_cast<size_t>(it.b) * M * NP;
     const bool quads = NP % 4 == 0;                // 16-byte stores need every map's plane on 16 bytes
     constexpr int Q = TT * 2;                      // 16-byte pieces a staged row
     constexpr int MPASS = 32 / Q, PASSES = (16 + MPASS - 1) / MPASS;  // maps a store instruction, passes for 16
+#endif
     for (int j0 = it.tbeg + warp * TT; j0 < it.tend; j0 += NW * TT) {
         float acc[TT][4];
         u32 at[TT];  // the tile's pixel gq: its hi part's byte address in the band (tap 0)
@@ -150,7 +170,12 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         for (int u = 0; u < TT; ++u) {
             // B column gq: this pixel; past the item's end (the group's last tiles), its last pixel: in the band
             const u32 p = min((j0 + u) * 8 + gq, pend - 1);
+#if POOL
+            const u32 q = p >> 2, row = 2 * (q / POW) + ((p >> 1) & 1), col = 2 * (q % POW) + (p & 1);
+            at[u] = band0 + 4u * (row * PITCH + col);
+#else
             at[u] = band0 + 4u * (p + p / OW * (PITCH - OW));
+#endif
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
         }
@@ -173,6 +198,28 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
                 mma_tf32(acc[u], ah[s], bh0, bh1);
             }
         }
+#if POOL
+        // D fragment: maps gq (acc 0, 1) and gq + 8 (acc 2, 3), pixels 2t, 2t + 1 of each tile: two corners of pooled
+        // output t / 2 of the tile; lane t ^ 1 holds the other two. Max, then the activation (monotone: the same as
+        // activating first), staged per map as 2 TT consecutive pooled values, then stored.
+        const int qend = min(2 * it.tend, NP / 4);  // the item's pooled outputs end here
+#pragma unroll
+        for (int u = 0; u < TT; ++u)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                float v = fmaxf(acc[u][2 * h], acc[u][2 * h + 1]);
+                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+                if ((t & 1) == 0) stage[(gq + 8 * h) * SROW + 2 * u + (t >> 1)] = activate(v);
+            }
+        __syncwarp();
+        float *yq = y + static_cast<size_t>(it.b) * M * (NP / 4);
+#pragma unroll
+        for (int i = lane; i < 16 * 2 * TT; i += 32) {
+            const int m = i / (2 * TT), c = i % (2 * TT), q = 2 * j0 + c;
+            if (m < M && q < qend) yq[static_cast<size_t>(m) * (NP / 4) + q] = stage[m * SROW + c];
+        }
+        __syncwarp();  // the staging rows are read before the next group's writes
+#else
         // D fragment: maps gq (acc 0, 1) and gq + 8 (acc 2, 3), pixels 2t and 2t + 1 of each tile
 #pragma unroll
         for (int u = 0; u < TT; ++u)
@@ -203,6 +250,7 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
             }
         }
         __syncwarp();  // the staging rows are read before the next group's writes
+#endif
     }
 }
 
@@ -216,7 +264,11 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     float *raw = reinterpret_cast<float *>(smem4);
     u32 *ops = reinterpret_cast<u32 *>(raw + 2 * BAND);
     float *stage = raw + 4 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
+#if POOL
+    const int NP = 4 * ((H - KS + 1) / 2) * POW;  // 4 pixels a pooled output (a floor pool leaves odd edges out)
+#else
     const int NP = (H - KS + 1) * OW;
+#endif
     const int items = B * NR;
     int item = blockIdx.x;
     if (item >= items) return;

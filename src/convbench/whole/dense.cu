@@ -10,8 +10,9 @@
 // are K-major (x's rows and W's rows run along f), exactly the .row.col operand order, so W needs no transpose.
 // Block tile BM x BN (BM = WARPS_M*MT*16 batch rows, BN = WARPS_N*NT8*8 output features), BK = 32 deep, staged by
 // a STAGES-deep cp.async pipeline (load_tile); each warp holds MT x NT8 accumulator tiles of 16x8. The reduction
-// may be split over blocks (split-K, dense_mma_kernel) so that small batches fill the GPU; bias, activation, the
-// fused last layer and the softmax run in the epilogue, one warp per row (finish_row).
+// may be split over blocks (split-K) so that small batches fill the GPU, the partials then summed by a second
+// kernel (dense_finish_kernel); bias, activation, the fused last layer and the softmax run in the epilogue, one warp
+// per row (finish_row).
 // Why fast: the layers are GEMMs with a long reduction (FIN = 1296..20184) and NOUT = 32..500. An H100 SM's tensor
 // cores do ~1024 TF32 multiply-adds per clock (mma.sync reaches ~60 % of that) against 128 fp32 FMAs on the CUDA
 // cores; 3xTF32 costs 3 products (2 when the weights are exact in TF32: WLO = 0), still ~3-5x the fp32 rate. Each x
@@ -21,8 +22,8 @@
 //   WLO = 0, if mma.sync holds ~60 % of peak; an fp32 CUDA-core GEMM needs >= 64.6 GFLOP / ~50 TFLOP/s = ~1.3 ms.
 // What bounds it: mma.sync (not Hopper's wgmma) issue rate and the register file (fragments are split into hi / lo
 //   in registers; MT*NT8 <= 16 keeps the accumulators at <= 64 registers). Split-K costs a round trip of S*B*NOUT
-//   partials through L2 and a tail per row tile that starts only when its last split is done; at B = 100 the whole
-//   layer is a few microseconds and launch latency is of the same order.
+//   partials through L2 and a second launch (dense_finish_kernel, one block per row); at B = 100 the layer is a few
+//   microseconds (fa19: 13 MB of weights, ~3 us at DRAM speed) and the launches are of the same order.
 
 // ---- compile-time shape and configuration (-D from dense.py) ----
 #include "precision.cuh"
@@ -346,22 +347,16 @@ __device__ __forceinline__ void finish_row(float *__restrict__ y, float *hrow, c
 }
 
 // grid (ceil(NOUT / BN), S, ceil(B / BM)), block NTHREADS; dynamic shared memory from the launcher.
-// Split-K: grid.y = S splits of f. With S > 1 (or when the epilogue needs whole rows that another block computes)
-// each block writes its partial tile to a workspace ws[S][B][NOUT]; the last block of a row tile to finish (an
-// atomic counter per row tile, reset by that block, so a CUDA graph can replay it) sums the partials with all its
-// threads (16-byte loads from L2) in the fixed order s = 0..S-1 (deterministic), then, one warp per row, adds the
-// bias, applies the activation and runs the fused tail: the last Dense in fp32 FMAs (NOUT2 <= 32 warp reductions)
-// and the softmax (expf). A block whose tile is final (S = 1) goes straight from its accumulators through shared
-// memory to the same row-wise epilogue. Small batches get many splits (B = 100 would otherwise fill 7 of 132 SMs),
-// large ones few.
-// ws: S x B x NOUT floats and counters: one int per row tile (zero before the first launch), both only used when
-// the block's result is not final by itself (S > 1, or NOUT2 / SOFTMAX with more than one column block).
+// Split-K: grid.y = S splits of f. A block whose tile is final (S = 1, and the epilogue needs no columns another
+// block computes) goes from its accumulators through shared memory to the row-wise epilogue: bias, activation, the
+// fused tail. Otherwise it writes its partial tile to the workspace ws[S][B][NOUT] and dense_finish_kernel, launched
+// right after on the same stream, sums the partials and runs the epilogue, one block per row: the sum is spread
+// over many SMs (the last block of a row tile doing it would read S x BM x NOUT partials through one SM).
 extern "C" __global__ void __launch_bounds__(NTHREADS, MIN_BLOCKS)
-dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, int *__restrict__ counters,
-                 const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ bias,
-                 const float *__restrict__ w2, const float *__restrict__ b2, const int B, const int kchunk) {
+dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__restrict__ x,
+                 const float *__restrict__ w, const float *__restrict__ bias, const float *__restrict__ w2,
+                 const float *__restrict__ b2, const int B, const int kchunk) {
     extern __shared__ __align__(16) float smem[];
-    __shared__ int is_last;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int NB = gridDim.x, S = gridDim.y;
@@ -396,33 +391,17 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, int *__restrict_
         compute_slice(acc, As0 + cur * BM * LDS, Bs0 + cur * BN * LDS, wm, wn, lane);
     }
     cp_async_wait<0>();
-    __syncthreads();  // every warp is done with the pipeline buffers: the epilogue reuses shared memory
 
     const int g = lane >> 2, t = lane & 3;
-    float *Cs = smem;                              // BM x LDCS: this block's rows of x @ W^T (before the bias)
-    float *hbuf = smem + BM * LDCS + warp * NOUT;  // NOUT2 > 0: this warp's row of hidden activations
     const bool direct = S == 1 && (NB == 1 || (NOUT2 == 0 && !SOFTMAX));
-    if (direct) {  // this block's tile is final: through shared memory to row-wise, coalesced stores
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT8; ++j) {
-                const int r = wm * MT * 16 + i * 16 + g, c = wn * NT8 * 8 + j * 8 + 2 * t;
-                Cs[r * LDCS + c] = acc[i][j][0];
-                Cs[r * LDCS + c + 1] = acc[i][j][1];
-                Cs[(r + 8) * LDCS + c] = acc[i][j][2];
-                Cs[(r + 8) * LDCS + c + 1] = acc[i][j][3];
-            }
-        __syncthreads();
-    } else {
-        // Partial tile to the workspace; the last block of this row tile to finish sums them and finishes the rows.
+    if (!direct) {  // the partial tile to the workspace (to L2, where dense_finish_kernel reads it)
         float *wsp = ws + (size_t)split * B * NOUT;
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
             for (int j = 0; j < NT8; ++j) {
                 const int m = m0 + wm * MT * 16 + i * 16 + g, n = n0 + wn * NT8 * 8 + j * 8 + 2 * t;
-#if NOUT % 2 == 0  // n is even: (n, n+1) both in range or both out, one 8-byte store (to L2, where they are read)
+#if NOUT % 2 == 0  // n is even: (n, n+1) both in range or both out, one 8-byte store
                 if (n < NOUT) {
                     if (m < B) __stcg(reinterpret_cast<float2 *>(wsp + (size_t)m * NOUT + n),
                                       make_float2(acc[i][j][0], acc[i][j][1]));
@@ -431,58 +410,136 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, int *__restrict_
                 }
 #else
                 if (n < NOUT) {
-                    if (m < B) wsp[(size_t)m * NOUT + n] = acc[i][j][0];
-                    if (m + 8 < B) wsp[(size_t)(m + 8) * NOUT + n] = acc[i][j][2];
+                    if (m < B) __stcg(wsp + (size_t)m * NOUT + n, acc[i][j][0]);
+                    if (m + 8 < B) __stcg(wsp + (size_t)(m + 8) * NOUT + n, acc[i][j][2]);
                 }
                 if (n + 1 < NOUT) {
-                    if (m < B) wsp[(size_t)m * NOUT + n + 1] = acc[i][j][1];
-                    if (m + 8 < B) wsp[(size_t)(m + 8) * NOUT + n + 1] = acc[i][j][3];
+                    if (m < B) __stcg(wsp + (size_t)m * NOUT + n + 1, acc[i][j][1]);
+                    if (m + 8 < B) __stcg(wsp + (size_t)(m + 8) * NOUT + n + 1, acc[i][j][3]);
                 }
 #endif
             }
-        __threadfence();  // the partials are visible device-wide before the counter says so
-        __syncthreads();
-        if (tid == 0) {
-            const int done = atomicAdd(counters + blockIdx.z, 1);
-            is_last = done == NB * S - 1;
-            if (is_last) counters[blockIdx.z] = 0;  // every other block has counted: ready for the next launch
-        }
-        __syncthreads();
-        if (!is_last) return;
-        __threadfence();
-        // Sum the S partials of this row tile into Cs with every thread (16-byte loads from L2, many in flight),
-        // always in the order s = 0, 1, ..., S-1: the result does not depend on which block finished last.
-        const int rows = min(BM, B - m0);
-        const size_t plane = (size_t)B * NOUT;  // floats between two splits' partials
-#if NOUT % 4 == 0
-        constexpr int G = NOUT / 4;
-        for (int e = tid; e < rows * G; e += NTHREADS) {
-            const int r = e / G, q = (e % G) * 4;
-            const float *p = ws + (size_t)(m0 + r) * NOUT + q;
-            float4 v = __ldcg(reinterpret_cast<const float4 *>(p));
-#pragma unroll 4
-            for (int s = 1; s < S; ++s) {
-                const float4 u = __ldcg(reinterpret_cast<const float4 *>(p + s * plane));
-                v.x += u.x, v.y += u.y, v.z += u.z, v.w += u.w;
-            }
-            *reinterpret_cast<float4 *>(Cs + r * LDCS + q) = v;
-        }
-#else
-        for (int e = tid; e < rows * NOUT; e += NTHREADS) {
-            const int r = e / NOUT, n = e % NOUT;
-            const float *p = ws + (size_t)(m0 + r) * NOUT + n;
-            float v = __ldcg(p);
-#pragma unroll 4
-            for (int s = 1; s < S; ++s) v += __ldcg(p + s * plane);
-            Cs[r * LDCS + n] = v;
-        }
-#endif
-        __syncthreads();
+        return;
     }
+    __syncthreads();  // every warp is done with the pipeline buffers: the epilogue reuses shared memory
+    // This block's tile is final: through shared memory to row-wise, coalesced stores.
+    float *Cs = smem;                              // BM x LDCS: this block's rows of x @ W^T (before the bias)
+    float *hbuf = smem + BM * LDCS + warp * NOUT;  // NOUT2 > 0: this warp's row of hidden activations
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT8; ++j) {
+            const int r = wm * MT * 16 + i * 16 + g, c = wn * NT8 * 8 + j * 8 + 2 * t;
+            Cs[r * LDCS + c] = acc[i][j][0];
+            Cs[r * LDCS + c + 1] = acc[i][j][1];
+            Cs[(r + 8) * LDCS + c] = acc[i][j][2];
+            Cs[(r + 8) * LDCS + c + 1] = acc[i][j][3];
+        }
+    __syncthreads();
     // Bias, activation and the fused tail, one warp per row; Cs holds columns [c0, c1) of each row.
-    const int c0 = direct ? n0 : 0, c1 = direct ? min(NOUT, n0 + BN) : NOUT;
+    const int c0 = n0, c1 = min(NOUT, n0 + BN);
     for (int r = warp; r < BM && m0 + r < B; r += NWARPS) {
         const float *crow = Cs + r * LDCS - c0;
         finish_row(y, hbuf, bias, w2, b2, m0 + r, c0, c1, lane, [&](int n) { return crow[n]; });
     }
+}
+
+// ---- split-K: the sum of the partials and the epilogue, `rows` rows per block of FTHREADS ----
+// grid (ceil(B / rows)), block FTHREADS. The S partial rows ws[s][m][:] of the block's rows are summed by every thread:
+// (row, column group c) pairs (4 columns, one 16-byte load, when NOUT % 4 == 0), and where there are fewer pairs
+// than threads, residues r taking splits r, r + fr, ..., so that a row's loads are in flight together; the fr sums
+// of a column are then added in the order r = 0..fr-1. The order never depends on timing: the result is
+// deterministic. The rest is a chain of dependent steps (activation, the last layer, softmax), each spread over
+// the block, with every global value the chain needs (bias, the last layer's weights when they fit in W2_SMEM
+// floats) fetched at the start beside the partials: the chain waits for global memory once. Small batches take one
+// row a block (many blocks, the most loads in flight); large ones several, so the last layer's weights are staged
+// once for all of them.
+#define FTHREADS 256
+#define GW (NOUT % 4 == 0 ? 4 : 1)                            // columns per load
+#define NG (NOUT / GW)                                         // column groups of a row
+#define FROWS (NOUT <= 2048 ? 2048 / NOUT : 1)                 // the most rows a block takes (launcher: <= this)
+#define RED ((FTHREADS * GW > FROWS * NOUT) ? FTHREADS * GW : FROWS * NOUT)  // red[] floats: either mapping fits
+#define W2_SMEM (NOUT2 > 0 && NOUT2 * NOUT <= 8192)           // the last layer's weights staged in shared memory
+
+__device__ __forceinline__ float4 load_group(const float *p) {
+#if GW == 4
+    return __ldcg(reinterpret_cast<const float4 *>(p));
+#else
+    return make_float4(__ldcg(p), 0.0f, 0.0f, 0.0f);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(FTHREADS)
+dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const float *__restrict__ bias,
+                    const float *__restrict__ w2, const float *__restrict__ b2, const int B, const int S,
+                    const int rows) {
+    __shared__ __align__(16) float red[RED];  // red[(r * R + row) * NOUT + n]: residue r's sum of column n of a row
+    const int tid = threadIdx.x;
+    const int m0 = blockIdx.x * rows, R = min(rows, B - m0);
+    const size_t plane = (size_t)B * NOUT;  // floats between two splits' partials
+#if W2_SMEM
+    __shared__ float w2s[NOUT2 * NOUT];
+    for (int i = tid; i < NOUT2 * NOUT; i += FTHREADS) w2s[i] = __ldg(w2 + i);
+#elif NOUT2 > 0
+    const float *w2s = w2;
+#endif
+    const int units = R * NG, fr = max(1, FTHREADS / units);
+    for (int e = tid; e < units * fr; e += FTHREADS) {
+        const int u = e % units, r = e / units, row = u / NG, c = u % NG;
+        const float *p = ws + (size_t)(m0 + row) * NOUT + c * GW;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 8
+        for (int s = r; s < S; s += fr) {
+            const float4 q = load_group(p + s * plane);
+            v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+        }
+        float *dst = red + (r * R + row) * NOUT + c * GW;
+        dst[0] = v.x;
+        if (GW == 4) dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
+    }
+    __syncthreads();
+#if NOUT2 > 0 || SOFTMAX
+    __shared__ float hid[FROWS * NOUT];  // the rows' activations
+#endif
+    for (int i = tid; i < R * NOUT; i += FTHREADS) {
+        const int row = i / NOUT, n = i % NOUT;
+        float v = red[row * NOUT + n];
+        for (int r = 1; r < fr; ++r) v += red[(r * R + row) * NOUT + n];
+        v = activate(v + __ldg(bias + n));
+#if NOUT2 > 0 || SOFTMAX
+        hid[i] = v;
+#else
+        y[(size_t)m0 * NOUT + i] = v;
+#endif
+    }
+#if NOUT2 > 0 || SOFTMAX
+    const int lane = tid & 31, warp = tid >> 5;
+    __syncthreads();
+#if NOUT2 > 0
+    __shared__ float zs[FROWS * NOUT2];  // the last layer's outputs
+    for (int q = warp; q < R * NOUT2; q += FTHREADS / 32) {  // one warp per output of the last layer
+        const int row = q / NOUT2, j = q % NOUT2;
+        float p = 0.0f;
+        for (int n = lane; n < NOUT; n += 32) p = fmaf(hid[row * NOUT + n], w2s[j * NOUT + n], p);
+        p = warp_sum(p);
+        if (lane == 0) zs[q] = p + __ldg(b2 + j);
+    }
+    __syncthreads();
+    constexpr int NZ = NOUT2;
+#else
+    const float *zs = hid;
+    constexpr int NZ = NOUT;
+#endif
+    for (int row = warp; row < R; row += FTHREADS / 32) {  // one warp per row
+        const float v = lane < NZ ? zs[row * NZ + lane] : NEG_INF;
+#if SOFTMAX
+        const float mx = warp_max(v);
+        const float e = lane < NZ ? expf(v - mx) : 0.0f;
+        const float sum = warp_sum(e);
+        if (lane < NZ) y[(size_t)(m0 + row) * NZ + lane] = e / sum;
+#else
+        if (lane < NZ) y[(size_t)(m0 + row) * NZ + lane] = v;
+#endif
+    }
+#endif
 }

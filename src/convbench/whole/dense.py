@@ -8,9 +8,9 @@ precision: tf32x3 (3xTF32, fp32-accurate, the default), tf32, fp16, bf16 (operan
 
 Launched with `gpu.launch` on PyTorch's current stream, so it orders with torch work and can be captured in a
 CUDA graph (whole/graph.py does). `Dense` keeps what one layer needs between calls: whether the weights are
-exactly TF32 (then 3xTF32 needs only 2 products; checked once), and per batch size the launch plan, the split-K
-workspace and the row-tile counters (zeroed once; the kernel leaves them zero). One `Dense` must not run on two
-streams at once (they would share the counters).
+exactly TF32 (then 3xTF32 needs only 2 products; checked once), and per batch size the launch plan and the split-K
+workspace, whose partials a second kernel (dense_finish_kernel, one block per row) sums and finishes. One `Dense`
+must not run on two streams at once (they would share the workspace).
 
 The plan (tile shape, split of the reduction) comes from a small cost model of an H100-class GPU: output features
 are covered with as little padding as possible, then the batch tile and the number of splits of F are chosen so
@@ -30,7 +30,7 @@ from convbench.core import gpu
 from convbench.core.errors import UsageError
 from convbench.core.precision import kernel_code
 
-SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "dense_mma_kernel"
+SOURCE, KERNEL, FINISH = Path(__file__).with_suffix(".cu"), "dense_mma_kernel", "dense_finish_kernel"
 ARITHMETICS = ("tf32x3", "tf32", "fp16", "bf16")  # the kernel's PREC choices (core/precision.py)
 ACTIVATIONS = {None: 0, "none": 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 BK = 32  # reduction depth per pipeline stage (the kernel's BK)
@@ -48,6 +48,9 @@ DRAM_B_PER_CLK = 12.5
 L2_B_PER_CLK = 24.0
 SM_B_PER_CLK = 48.0
 BLOCK_FIXED_CLK = 1500
+FULL_WARPS = 8  # resident warps an SM needs to keep its tensor cores busy (2 per sub-partition)
+FINISH_FIXED_CLK = 3000  # dense_finish_kernel's launch after the GEMM and its row-wise tail
+FINISH_THREADS = 256  # the kernel's FTHREADS
 PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
 
 
@@ -80,7 +83,8 @@ class Plan:
     row_tiles: int  # blocks along the batch
     smem: int  # dynamic shared memory, bytes
     min_blocks: int  # resident blocks per SM the registers are budgeted for (__launch_bounds__), >= 128 registers
-    workspace: bool  # partial tiles go through ws[S][B][N] and the last block of a row tile finishes the rows
+    workspace: bool  # partial tiles go through ws[S][B][N]; dense_finish_kernel sums them and finishes the rows
+    finish_rows: int = 1  # rows per block of dense_finish_kernel
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -91,6 +95,12 @@ def smem_bytes(tile: Tile, n: int, n2: int, stages: int = STAGES) -> int:
     pipeline = stages * (tile.bm + tile.bn) * (BK + 4) * 4
     epilogue = (tile.bm * (max(tile.bn, n) + 4) + (tile.warps_m * tile.warps_n * n if n2 else 0)) * 4
     return max(pipeline, epilogue)
+
+
+def finish_rows(B: int, N: int, sms: int) -> int:
+    """Rows per block of dense_finish_kernel: one at small batches (the most blocks, so the most loads in flight),
+    up to its FROWS (2048 // N) at large ones, keeping about four blocks an SM."""
+    return max(1, min(2048 // N if N <= 2048 else 1, B // (4 * sms)))
 
 
 def column_tiling(n: int) -> tuple[int, int]:
@@ -138,7 +148,7 @@ def plan(B: int, F: int, N: int, n2: int = 0, softmax: bool = False, prec: int =
                 units = row_tiles * nb * splits
                 per_sm = math.ceil(units / sms)
                 resident_warps = min(occ, per_sm) * tile.warps_m * tile.warps_n
-                eff = min(1.0, resident_warps / 8)  # fewer than 2 warps per sub-partition leave the tensor cores idle
+                eff = min(1.0, resident_warps / FULL_WARPS)  # fewer leave the tensor cores idle
                 unit_mma = bm * bn * kchunk * products / MAC_PER_CLK
                 t_mma = per_sm * unit_mma / eff + math.ceil(per_sm / occ) * BLOCK_FIXED_CLK
                 active = min(units, sms)
@@ -146,14 +156,15 @@ def plan(B: int, F: int, N: int, n2: int = 0, softmax: bool = False, prec: int =
                 t_dram = max(dram / (sms * DRAM_B_PER_CLK), dram / (active * SM_B_PER_CLK))
                 t_l2 = 4 * (B * F * nb + row_tiles * nb * bn * F) / (active * min(L2_B_PER_CLK, SM_B_PER_CLK))
                 t_tail = 0.0
-                if workspace:  # partial tiles out; the last block's sum of S*BM*N floats from L2, then its rows
-                    t_tail = 4 * bm * bn / L2_B_PER_CLK + 4 * splits * bm * N / SM_B_PER_CLK + 1000
+                if workspace:  # partial tiles out, then a second kernel: S*B*N floats from L2 over the whole GPU
+                    t_tail = 4 * splits * B * N / (min(B, sms) * SM_B_PER_CLK) + FINISH_FIXED_CLK
                 if splits * B * N * 4 > (512 << 20):
                     continue  # keep the workspace under 512 MB
                 cost = max(t_mma, t_dram, t_l2) + t_tail
                 key = (cost, splits, -bm)
                 if best is None or key < best[0]:
-                    best = (key, Plan(tile, splits, kchunk, nb, row_tiles, smem, occ, workspace))
+                    best = (key, Plan(tile, splits, kchunk, nb, row_tiles, smem, occ, workspace,
+                                      finish_rows(B, N, sms) if workspace else 1))
     if best is None:
         raise UsageError(f"dense layer ({B} x {F}) @ ({N} x {F}).T does not fit the kernel's tiles; "
                          "use a smaller batch or hidden layer")
@@ -172,20 +183,21 @@ def _device_limits(index: int) -> tuple[int, int, int]:
             getattr(props, "shared_memory_per_multiprocessor", 228 * 1024))
 
 
-_KERNELS: dict[tuple, object] = {}  # sorted defines -> the kernel function (held: its opt-in travels with it)
+_KERNELS: dict[tuple, object] = {}  # (name, sorted defines) -> the kernel function (held: its opt-in travels with it)
 
 
-def _kernel(defines: dict, smem: int):
-    """The compiled kernel for these defines, allowed `smem` bytes of dynamic shared memory.
+def _kernel(defines: dict, smem: int, name: str = KERNEL):
+    """The compiled kernel `name` (the GEMM, or FINISH) for these defines, allowed `smem` bytes of dynamic shared
+    memory.
 
     The opt-in (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) is set on the CUfunction every time it is asked for
     more than the default 48 KB, right before the launch. (An earlier version remembered what it had opted in by
     id() of CuPy's Function object; RawModule.get_function returns a new object per call, so a freed object's id was
     reused by another variant's Function and that variant launched without the opt-in: CUDA_ERROR_INVALID_VALUE.)"""
-    key = tuple(sorted(defines.items()))
+    key = (name, *sorted(defines.items()))
     fn = _KERNELS.get(key)
     if fn is None:
-        fn = _KERNELS[key] = gpu.kernel(SOURCE, KERNEL, **defines)
+        fn = _KERNELS[key] = gpu.kernel(SOURCE, name, **defines)
     if smem > DEFAULT_SMEM_LIMIT:
         try:
             fn.max_dynamic_shared_size_bytes = smem
@@ -248,11 +260,12 @@ class Dense:
             p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
             ws = (torch.empty(p.splits * B * self.N, device=self.w.device) if p.workspace
                   else torch.empty(0, device=self.w.device))
-            counters = torch.zeros(p.row_tiles, dtype=torch.int32, device=self.w.device)
-            self._per_batch[B] = (p, ws, counters)
+            self._per_batch[B] = (p, ws)
             for vec in (True, False):
                 if not vec or self.F % 4 == 0:
                     _kernel(self.defines(p, vec), p.smem)  # compile both variants now
+            if p.workspace:
+                _kernel(self.defines(p, False), 0, FINISH)  # VEC is the GEMM's: the module without it
         return self._per_batch[B][0]
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -267,12 +280,15 @@ class Dense:
         if B == 0:
             return out
         p = self.prepare(B)
-        _, ws, counters = self._per_batch[B]
+        _, ws = self._per_batch[B]
         vec = self.F % 4 == 0 and x.data_ptr() % 16 == 0 and self.w.data_ptr() % 16 == 0
         fn = _kernel(self.defines(p, vec), p.smem)
         gpu.launch(fn, p.grid, (p.tile.threads, 1, 1),
-                     (out, ws if p.workspace else out, counters, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
-                     shared_mem=p.smem)
+                   (out, ws if p.workspace else out, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
+                   shared_mem=p.smem)
+        if p.workspace:
+            gpu.launch(_kernel(self.defines(p, False), 0, FINISH), (-(-B // p.finish_rows), 1, 1),
+                       (FINISH_THREADS, 1, 1), (out, ws, self.b, self.w2, self.b2, B, p.splits, p.finish_rows))
         return out
 
 
