@@ -226,11 +226,13 @@ def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_ea
 def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
     c1 = {}
     monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
-    x, k = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2)
-    y = FakeTensor((10000, 12, 33, 33), 3)
+    x, k = FakeTensor((100, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2)
+    y = FakeTensor((100, 12, 33, 33), 3)
     _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "tanh", Pool(2, 2))
-    NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "large"]
+    NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "small"]
     assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True, True, _mma.ACTS["tanh"])]
+    assert _mma.C1_POOL_BATCHES == ("small",)  # at large batches the general fused kernel takes it
+    assert not _mma.single_channel(10000, 1, 12, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66))
     for pool in (Pool(2, 2, kind="avg"), Pool(3, 3), Pool(4, 4), Pool(2, 1)):
         assert not _mma.c1_pools(pool, (66, 66))
     assert _mma.c1_pools(Pool(2, 2, ceil=True), (66, 66)) and not _mma.c1_pools(Pool(2, 2, ceil=True), (65, 66))

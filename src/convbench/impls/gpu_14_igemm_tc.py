@@ -222,7 +222,12 @@ def single_channel(B: int, C: int, M: int, K: int, prec: int, epi, pool: Pool | 
     partial window (floor mode, or ceil mode on even output sizes `out_hw`)."""
     if not (C == 1 and prec in (TF32X3, TF32) and C1_MIN_MAPS[tuning.batch_class(B)] <= M <= 16 and K * K <= 64):
         return False
-    return not epi or c1_pools(pool, out_hw)
+    return not epi or (tuning.batch_class(B) in C1_POOL_BATCHES and c1_pools(pool, out_hw))
+
+
+# The batch classes whose pooled layers take the single-channel kernel's POOL epilogue: at large batches gpu-igemm-tc's
+# general fused kernel was as fast or faster on the course's conv1 layers (results/2026-11-28-2102-h200-whole-small).
+C1_POOL_BATCHES = ("small",)
 
 
 def c1_pools(pool: Pool | None, out_hw: tuple[int, int]) -> bool:
