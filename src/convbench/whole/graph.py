@@ -3,12 +3,14 @@
 `convbench run` keeps the course's arrangement (activations in host memory, only the convolutions on the GPU). Here
 nothing leaves the device between layers and no Python runs per layer on the timed path:
 
-    Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None)
+    Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None;
+                                      conv1 with a 2x2 max pool at small batches: its single-channel kernel)
     Conv alone, C*K*K >= 192        -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py; 3xFP16 for tf32x3,
                                       FP16 / BF16 for those): faster on the long reductions, and it has no epilogue
     Flatten                        -> a view
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
-                                      softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax]
+                                      softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
+                                      with a split reduction, a second kernel sums the parts and runs that epilogue
     anything else (an Activation / Pool / Softmax on its own) -> the PyTorch op (still inside the graph)
 
 The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
@@ -485,8 +487,8 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
     """Every kernel step timed on its own: name (the layers it covers), kind, seconds (median of `reps` CUDA-event
     timed runs after `warmup`, on its real input, writing the network's static buffer), flops, bytes (input + output +
     weights, each once), and with `ceilings` its floor max(bytes / copy rate, flops / the precision's ceiling). A
-    dense step also records its launch plan (tile, splits, grid, shared memory, workspace). Flatten (a view) is left
-    out."""
+    dense step also records its launch plan (tile, splits, grid, shared memory, workspace, the finish kernel's rows a
+    block). Flatten (a view) is left out."""
 
     if not isinstance(net, WholeNetwork):
         net = WholeNetwork(net)
@@ -527,7 +529,7 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
                            "wlo": dense.wlo, "tile": {"warps_m": t.warps_m, "warps_n": t.warps_n, "mt": t.mt,
                                                       "nt8": t.nt8, "bm": t.bm, "bn": t.bn, "threads": t.threads},
                            "splits": p.splits, "kchunk": p.kchunk, "grid": list(p.grid), "smem": p.smem,
-                           "min_blocks": p.min_blocks, "workspace": p.workspace}
+                           "min_blocks": p.min_blocks, "workspace": p.workspace, "finish_rows": p.finish_rows}
         rows.append(row)
     return rows
 
