@@ -9,7 +9,7 @@ precision: tf32x3 (3xTF32, fp32-accurate, the default), tf32, fp16, bf16 (operan
 Launched with `gpu.launch` on PyTorch's current stream, so it orders with torch work and can be captured in a
 CUDA graph (whole/graph.py does). `Dense` keeps what one layer needs between calls: whether the weights are
 exactly TF32 (then 3xTF32 needs only 2 products; checked once), and per batch size the launch plan and the split-K
-workspace, whose partials a second kernel (dense_finish_kernel, one block per row) sums and finishes. One `Dense`
+workspace, whose partials a second kernel (dense_finish_kernel, blocks of rows) sums and finishes. One `Dense`
 must not run on two streams at once (they would share the workspace).
 
 The plan (tile shape, split of the reduction) comes from a small cost model of an H100-class GPU: output features
