@@ -6,7 +6,6 @@ attacks of issue 27, are tests/adversarial/test_service_*.py."""
 
 from __future__ import annotations
 
-import copy
 import html
 import io
 import json
@@ -59,6 +58,26 @@ def test_the_migrations_make_the_models_schema(url, sessions):
     with engine.connect() as connection:
         assert compare_metadata(MigrationContext.configure(connection), db.Base.metadata) == []
     db.connect(url)  # a second start on the same database: already at head, nothing to do
+
+
+def test_the_fast_check_for_the_newest_schema_agrees_with_alembic(url):
+    """`connect` skips Alembic when the database is at HEAD_REVISION (read from the file names): that must be
+    Alembic's own head, and a database one revision behind must not pass for the newest."""
+    from alembic import command
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(db.MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_heads() == [db.HEAD_REVISION]
+    engine = db.engine_for(url)
+    assert not db.at_head(engine)  # empty
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    assert not db.at_head(engine)
+    db.connect(url)
+    assert db.at_head(engine)
 
 
 def test_tokens_are_kept_as_digests(sessions):

@@ -38,6 +38,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from convbench.core.errors import UsageError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+# the newest revision: migrations are numbered in order (versions/NNNN_what.py, revision "NNNN"), one line of them
+HEAD_REVISION = max(p.name[:4] for p in (MIGRATIONS / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
 
 
 def now() -> datetime.datetime:
@@ -168,8 +170,21 @@ def local_folder(url: str) -> Path | None:
     return Path(parsed.database).resolve().parent
 
 
+def at_head(engine: Engine) -> bool:
+    """Whether the database already has the newest schema: read without Alembic, whose import and upgrade
+    would double the time of a command such as `convbench teams list`."""
+    from sqlalchemy import inspect, text
+
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return False
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD_REVISION]
+
+
 def migrate(engine: Engine) -> None:
     """Bring the database to the newest schema (Alembic upgrade head), creating it when empty."""
+    if at_head(engine):
+        return
     from alembic import command
     from alembic.config import Config
 
