@@ -293,6 +293,15 @@ def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refus
         with pytest.raises(UsageError, match="a single-channel plan"):
             _mma._prepare(FakeTensor(shape, 1), FakeTensor((12, shape[1], 5, 5), 2), y, prec, True, epi, None, None,
                           _mma.C1LaunchPlan(4, 8, 4, 2))
+    # POOL: a plan for conv + activation + 2x2 max pool at any batch (the sweep times it against the general fused
+    # kernel); other pools are refused
+    pooled = _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), _mma.TF32X3, True, 2, "relu", Pool(2, 2),
+                           _mma.C1LaunchPlan(2, 8, 4, 2, 0))
+    assert (5, 70, 8, 4, 2, _mma.TF32X3, True, True, _mma.ACTS["relu"]) in c1
+    assert pooled.args[6] == 2 and pooled.args[7] == _mma.c1_band(70, 70, 5, 2, pool=True)
+    with pytest.raises(UsageError, match="a single-channel plan"):
+        _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), _mma.TF32X3, True, 1, "relu", Pool(2, 2, kind="avg"),
+                      _mma.C1LaunchPlan(2, 8, 4, 2, 0))
 
 
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
@@ -624,4 +633,16 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
     four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x], None, None)  # 4 maps: the general kernel's layer
     assert sweep_cli.c1_sweep(four, 64, 3) == ([], {})
+    # with an activation and a 2x2 max pool after it: the POOL epilogue's plans too, under their own key
+    pooled = sweep_cli.Layer("conv1", x, k, [x, x.clone()], "tanh", Pool(2, 2))
+    trials, chosen = sweep_cli.c1_sweep(pooled, 64, 3)
+    timed = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1pool"]
+    assert len(timed) >= len(sweep_cli.C1_POOL_BLOCKS)
+    key = _mma.c1_plan_key(30, 30, 12, 5, 64, pool=True)
+    fastest = min(timed, key=lambda t: t.seconds)
+    assert sorted(chosen) == sorted([key, _mma.c1_plan_key(30, 30, 12, 5, 64)])
+    assert chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
+    tuning.record("gpu-igemm-tc", key, chosen[key])
+    p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
     tuning._table.cache_clear()

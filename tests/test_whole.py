@@ -11,8 +11,12 @@ whole network's probabilities against float64 (rel. error <= 1e-5, same argmax) 
 from __future__ import annotations
 
 import math
+import re
+import shutil
+import subprocess
 import types
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 import torch
@@ -306,6 +310,73 @@ def test_every_kernel_variant_is_opted_in_before_its_launch_even_when_function_i
     assert small.key not in FakeFunction.driver
 
 
+@pytest.mark.parametrize("B", [1, 100, 999, 1000, 3000, 10000, 60000])
+@pytest.mark.parametrize("F_, N, n2", REAL_DENSE + [(301, 23, 0), (300, 23, 0), (8, 256, 0), (8, 257, 0)])
+@pytest.mark.parametrize("wlo", [True, False])
+def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, n2, wlo):
+    """dense_wgmma.cu's plan where it applies (N <= 256, F % 4 == 0, large batches), None elsewhere; every split
+    non-empty, the ring in shared memory (as the kernel's SMEM_BYTES), and the splits chosen so the blocks fill the
+    SMs' waves (at most a tenth of the last wave idle where a few splits can do it)."""
+    p = _dense.wgmma_plan(B, F_, N, wlo, sms=132)
+    if N > _dense.WGMMA_MAX_N or F_ % 4 or B < _dense.WGMMA_MIN_BATCH:
+        assert p is None
+        return
+    bm = 64 * _dense.WGMMA_NWG
+    assert p.row_tiles * bm >= B > (p.row_tiles - 1) * bm
+    assert p.kchunk % _dense.WGMMA_BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk
+    assert 1 <= p.splits <= _dense.WGMMA_MAX_SPLITS and p.grid == (p.row_tiles, p.splits, 1)
+    n16 = -(-N // 16) * 16
+    ring = _dense.WGMMA_STAGES * (bm * (_dense.WGMMA_BK + 4) * 4 + (2 if wlo else 1) * n16 * _dense.WGMMA_BK * 4)
+    assert p.smem == ring == _dense.wgmma_smem_bytes(N, wlo) and p.smem + _dense.STATIC_SMEM <= 227 * 1024
+    assert p.finish_rows == _dense.finish_rows(B, N, 132)
+    blocks = p.row_tiles * p.splits
+    if F_ >= 4096:  # long reductions: enough features to split finely
+        assert blocks / (-(-blocks // 132) * 132) >= 0.9, p
+
+
+def test_tf32_parts_split_weights_into_two_exact_tf32_values():
+    w = torch.randn(160, 333) * torch.logspace(-20, 20, 333)
+    w[0, :4] = torch.tensor([1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.0])  # half a TF32 ulp: ties away from zero
+    hi, lo = _dense.tf32_parts(w)
+    assert _dense.exact_tf32(hi) and _dense.exact_tf32(lo)
+    assert hi[0, 0] == 1.0 + 2.0**-10 and hi[0, 1] == -(1.0 + 2.0**-10) and hi[0, 2] == 3.0 and lo[0, 2] == 0
+    err = (w.double() - hi.double() - lo.double()).abs()
+    assert (err <= w.double().abs() * 2.0**-21).all()
+    assert hi.data_ptr() != w.data_ptr() and w[0, 0] == 1.0 + 2.0**-11  # w itself unchanged
+
+
+WGMMA_DENSE_VARIANTS = [  # (FIN, NOUT, WLO): the course's fc1 layers, then the edges of the kernel's N
+    (20184, 160, 0), (17496, 160, 1), (5184, 140, 0), (1296, 32, 1), (10816, 140, 1), (8, 256, 1), (300, 10, 0)]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("fin, nout, wlo", WGMMA_DENSE_VARIANTS)
+def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, tmp_path):
+    """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's ring, without
+    spills and without ptxas serializing the wgmma (which it does when a register a wgmma in flight reads is
+    redefined: the kernel's operand fences must prevent that)."""
+    src = _dense.WGMMA_SOURCE
+    layer = types.SimpleNamespace(F=fin, N=nout, wlo=bool(wlo))
+    defines = _dense.Dense.wgmma_defines(layer)
+    assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo))
+    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v",
+                        f"-I{src.parents[1] / 'core' / 'gpu'}", *(f"-D{k}={v}" for k, v in defines.items()), "-c",
+                        str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "Potential Performance Loss" not in p.stderr and "warning" not in p.stderr.lower(), p.stderr
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr
+
+
+def test_the_wgmma_header_is_what_its_generator_writes():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_wgmma_tf32.py"
+    spec = importlib.util.spec_from_file_location("gen_wgmma_tf32", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.HEADER.read_text() == gen.text(), "run python scripts/gen_wgmma_tf32.py and commit the header"
+
+
 def test_exact_tf32_detects_weights_without_a_low_part():
     w = torch.randn(64, 33)
     assert not _dense.exact_tf32(w)
@@ -435,6 +506,11 @@ DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
     (2999, 5003, 33, "sigmoid", False, 0),  # no tail, 5 rows a block, N % 4 != 0, F % 4 != 0
     (9, 1000, 33, "tanh", False, 7),  # fused last layer, no softmax, N % 4 != 0: the finish kernel's 4-byte loads
     (3, 4000, 300, "relu", True, 30),  # a last layer too large to stage in the finish kernel's shared memory
+    # large batches: on an H100 / H200, 3xTF32 runs dense_wgmma.cu's GEMM (split, then the finish kernel)
+    (1100, 20184, 160, "tanh", True, 10),  # fa19's
+    (1001, 1296, 32, "relu", True, 10),  # minidnn's, a row past WGMMA_MIN_BATCH: a last row tile of one row
+    (1500, 300, 256, "sigmoid", False, 0),  # the widest N the kernel takes, a reduction of 19 slices
+    (1000, 4, 10, None, True, 0),  # the shortest reduction: one slice, mostly zero-filled
 ]
 
 
@@ -451,6 +527,9 @@ def test_dense_matches_float64(precision, case):
     b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
     out = torch.full((B, n2 or N), float("nan"), device="cuda")
     layer = _dense.Dense(w, b, act, softmax, w2, b2, precision=precision)
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    wgmma = hopper and precision == "tf32x3" and _dense.wgmma_plan(B, F_, N, layer.wlo) is not None
+    assert layer.gemm(B) == ("wgmma" if wgmma else "mma")
     y = layer(x, out)
     torch.cuda.synchronize()
     assert y.data_ptr() == out.data_ptr()
@@ -480,6 +559,8 @@ def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact():
     layer = _dense.Dense(w, b, "tanh", precision="tf32x3")
     assert not layer.wlo
     assert rel(layer(x), reference_dense(x, w, b, "tanh", False)) <= 1e-5
+    big = torch.randn(2000, 5184, device="cuda")  # dense_wgmma.cu's 2-product variant on an H100 / H200
+    assert rel(layer(big), reference_dense(big, w, b, "tanh", False)) <= 1e-5
 
 
 @pytest.mark.gpu
@@ -499,6 +580,23 @@ def test_whole_network_matches_float64(net):
     assert wn.captures == 1
     p2 = wn.infer(x)  # a replay, no second capture
     assert wn.captures == 1 and rel(p2, p) <= 1e-6
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("net", ["fa19", "minidnn"])
+def test_whole_network_at_a_large_batch_matches_float64(net):
+    """1030 images: the large-batch kernels (on an H100 / H200 the dense GEMM is dense_wgmma.cu's)."""
+    from convbench.data.fashion_mnist import load_dataset
+
+    weights = load_weights("own", net)
+    data = load_dataset(weights.spec.input_size, count=1030, quiet=True)
+    x = torch.from_numpy(data.images).float().unsqueeze(1).cuda()
+    wn = whole.WholeNetwork(weights, "tf32x3")
+    p = wn.infer(x)
+    ref = whole.reference_probabilities(weights.spec, wn.params, x)
+    assert rel(p, ref) <= 1e-5 and torch.equal(p.argmax(1), ref.argmax(1))
+    if torch.cuda.get_device_capability() == (9, 0):
+        assert [d.gemm(1030) for d in wn._dense.values()] == ["wgmma"]
 
 
 @pytest.mark.gpu

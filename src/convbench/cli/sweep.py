@@ -61,6 +61,8 @@ IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
 # 4, 8 a block slot. 3xTF32 sets the plan of both TF32 arithmetics.
 C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2), (4, 4, 3, 0), (4, 4, 4, 0),
              (2, 4, 4, 0), (4, 2, 4, 0)]
+# POOL (conv + activation + pool: a quarter of the bytes to write) also with more warps an SM
+C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4, 4), (4, 2, 6, 0), (8, 4, 3, 0)]
 C1_SWEPT = "tf32x3"
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
@@ -180,37 +182,49 @@ def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
 
 def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str, object]]:
     """Trials of the single-channel kernel's plans on a layer it serves, and the best under its plan key ({}: the
-    layer is not one it serves)."""
+    layer is not one it serves): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
+    computes, conv + activation + pool (kind c1pool, at any batch: the sweep is what says whether it beats the
+    general fused kernel)."""
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
-    if not igemm.single_channel(B, C, M, K, kernel_code(C1_SWEPT), 0):
-        return [], {}
-    T8 = -(-((H - K + 1) * (W - K + 1)) // 8)
+    prec = kernel_code(C1_SWEPT)
+    plain = igemm.single_channel(B, C, M, K, prec, 0)
+    pooled = (C == 1 and M <= 16 and K * K <= 64 and layer.act is not None
+              and igemm.c1_pools(layer.pool, (H - K + 1, W - K + 1)))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if tuning.batch_class(batch) == "large":
-        nrs = sorted({min(n, T8) for n in (1, 2, 4)})
-    else:
-        nrs = sorted({max(1, min(T8, -(-sms * m // B))) for m in (1, 2, 4, 8)})
     ref = F.conv2d(x.double(), k.double())
-    y = torch.empty(ref.shape, dtype=torch.float32, device="cuda")
-    trials, best = [], None
-    for NR, block in itertools.product(nrs, C1_BLOCKS):
-        plan = igemm.C1LaunchPlan(NR, *block)
-        try:
-            igemm.c1_plan(B, H, W, M, K, sms, plan)
-        except igemm.TooBig:
-            continue
+    trials, chosen = [], {}
+    for pool in [False] * plain + [True] * pooled:
+        T8 = -(-igemm.c1_pixels(H, W, K, pool)[0] // 8)
+        if tuning.batch_class(batch) == "large":
+            nrs = sorted({min(n, T8) for n in (1, 2, 4)})
+        else:
+            nrs = sorted({max(1, min(T8, -(-sms * m // B))) for m in (1, 2, 4, 8)})
+        want = reference_ops.pool(reference_ops.activation(ref, layer.act), layer.pool) if pool else ref
+        y = torch.empty(want.shape, dtype=torch.float32, device="cuda")
+        best = None
+        for NR, block in itertools.product(nrs, C1_POOL_BLOCKS if pool else C1_BLOCKS):
+            plan = igemm.C1LaunchPlan(NR, *block)
+            try:
+                igemm.c1_plan(B, H, W, M, K, sms, plan, pool=pool)
+            except igemm.TooBig:
+                continue
 
-        def call(i, plan=plan):
-            igemm.launch(layer.sets[i], k, y, C1_SWEPT, True, override=plan)
+            def call(i, plan=plan, pool=pool):
+                if pool:
+                    igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, C1_SWEPT, out=y, override=plan)
+                else:
+                    igemm.launch(layer.sets[i], k, y, C1_SWEPT, True, override=plan)
 
-        trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1", **plan.fields()}, call, y, ref, C1_SWEPT,
-                              reps)
-        trials.append(trial)
-        if trial.seconds is not None and (best is None or trial.seconds < best[0]):
-            best = (trial.seconds, plan)
-    return trials, ({igemm.c1_plan_key(H, W, M, K, batch): best[1]} if best else {})
+            trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1pool" if pool else "c1", **plan.fields()},
+                                  call, y, want, C1_SWEPT, reps)
+            trials.append(trial)
+            if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+                best = (trial.seconds, plan)
+        if best:
+            chosen[igemm.c1_plan_key(H, W, M, K, batch, pool)] = best[1]
+    return trials, chosen
 
 
 def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:

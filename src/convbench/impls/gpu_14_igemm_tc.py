@@ -200,9 +200,10 @@ class C1LaunchPlan(tuning.LaunchPlan):
     CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
 
 
-def c1_plan_key(H, W, M, K, B: int) -> str:
-    """The tuning files' key of a single-channel layer's plan: "C1M12K5H70W70/c1/large"."""
-    return tuning.plan_key(1, H, W, M, K, "c1", tuning.batch_class(B))
+def c1_plan_key(H, W, M, K, B: int, pool: bool = False) -> str:
+    """The tuning files' key of a single-channel layer's plan: "C1M12K5H70W70/c1/large" (the plain conv) or
+    ".../c1pool/large" (POOL: conv + activation + 2x2 max pool, a quarter of the output and no longer bound by it)."""
+    return tuning.plan_key(1, H, W, M, K, "c1pool" if pool else "c1", tuning.batch_class(B))
 
 
 # The single-channel kernel's rule where no plan is recorded, fit to the H200 sweeps at 100 and 10000 images
@@ -269,7 +270,7 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     (very wide rows), or a given plan's bands do not fit."""
     T8 = -(-c1_pixels(H, W, K, pool)[0] // 8)
     if override is None:
-        override = tuning.launch_plan(NAME, c1_plan_key(H, W, M, K, B), C1LaunchPlan, card)
+        override = tuning.launch_plan(NAME, c1_plan_key(H, W, M, K, B, pool), C1LaunchPlan, card)
     if override is not None:
         NR, NW, TT, MINB, CAP = C1LaunchPlan.of(override)
         fixed = True
@@ -333,10 +334,12 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     if isinstance(override, C1LaunchPlan):  # (sweeps, tests) the single-channel kernel on this plan, or an error
-        if C != 1 or epi or prec not in (TF32X3, TF32):
+        pools = bool(epi) and c1_pools(pool, (H - K + 1, W - K + 1))
+        if C != 1 or (epi and not pools) or prec not in (TF32X3, TF32) or M > 16 or K * K > 64:
             raise UsageError(f"gpu-igemm-tc: a single-channel plan ({override}) for a layer of {C} input channels, "
-                             f"epilogue {epi}, arithmetic {ARITHMETIC_OF[prec]}: it takes C = 1, the plain conv, TF32")
-        return _prepare_c1(x, k, y, prec, skip, override)
+                             f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
+                             "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")
+        return _prepare_c1(x, k, y, prec, skip, override, pool=pools, act=ACTS[act] if pools else 0)
     if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
         try:
             return _prepare_c1(x, k, y, prec, skip, pool=bool(epi), act=ACTS[act])

@@ -200,17 +200,17 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         }
 #if POOL
         // D fragment: maps gq (acc 0, 1) and gq + 8 (acc 2, 3), pixels 2t, 2t + 1 of each tile: two corners of pooled
-        // output t / 2 of the tile; lane t ^ 1 holds the other two. Max, then the activation (monotone: the same as
-        // activating first), staged per map as 2 TT consecutive pooled values, then stored.
+        // output t / 2 of the tile; lane t ^ 1 holds the other two. The pair splits the maps: lane t takes map
+        // gq + 8 (t & 1), sends its partner the half-window of the other, and activates one value (monotone: the
+        // same as activating first), staged per map as 2 TT consecutive pooled values, then stored.
         const int qend = min(2 * it.tend, NP / 4);  // the item's pooled outputs end here
+        const int h = t & 1;
 #pragma unroll
-        for (int u = 0; u < TT; ++u)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                float v = fmaxf(acc[u][2 * h], acc[u][2 * h + 1]);
-                v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-                if ((t & 1) == 0) stage[(gq + 8 * h) * SROW + 2 * u + (t >> 1)] = activate(v);
-            }
+        for (int u = 0; u < TT; ++u) {
+            const float v0 = fmaxf(acc[u][0], acc[u][1]), v1 = fmaxf(acc[u][2], acc[u][3]);
+            const float other = __shfl_xor_sync(0xffffffffu, h ? v0 : v1, 1);  // the partner's half of my map
+            stage[(gq + 8 * h) * SROW + 2 * u + (t >> 1)] = activate(fmaxf(h ? v1 : v0, other));
+        }
         __syncwarp();
         float *yq = y + static_cast<size_t>(it.b) * M * (NP / 4);
 #pragma unroll

@@ -15,6 +15,10 @@ must not run on two streams at once (they would share the workspace).
 The plan (tile shape, split of the reduction) comes from a small cost model of an H100-class GPU: output features
 are covered with as little padding as possible, then the batch tile and the number of splits of F are chosen so
 that every SM has work (B = 100 gives 7 row tiles: without splits 125 of 132 SMs would idle).
+
+On an H100 / H200, 3xTF32 layers of at most 256 outputs at large batches (WGMMA_MIN_BATCH) take dense_wgmma.cu's
+GEMM instead (wgmma_plan: 128-row tiles, the reduction split so the tiles fill whole waves of the SMs), whose
+partials the same dense_finish_kernel sums and finishes; the weights' TF32 parts are made once for it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from convbench.core.errors import UsageError
 from convbench.core.precision import kernel_code
 
 SOURCE, KERNEL, FINISH = Path(__file__).with_suffix(".cu"), "dense_mma_kernel", "dense_finish_kernel"
+WGMMA_SOURCE, WGMMA_KERNEL = Path(__file__).with_name("dense_wgmma.cu"), "dense_wgmma_kernel"
 ARITHMETICS = ("tf32x3", "tf32", "fp16", "bf16")  # the kernel's PREC choices (core/precision.py)
 ACTIVATIONS = {None: 0, "none": 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 BK = 32  # reduction depth per pipeline stage (the kernel's BK)
@@ -52,6 +57,16 @@ FULL_WARPS = 8  # resident warps an SM needs to keep its tensor cores busy (2 pe
 FINISH_FIXED_CLK = 3000  # dense_finish_kernel's launch after the GEMM and its row-wise tail
 FINISH_THREADS = 256  # the kernel's FTHREADS
 PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
+
+# dense_wgmma.cu (sm_90, 3xTF32, N <= 256): warpgroups a block (64 rows each), features a pipeline slice, slices in
+# the ring; the batches it takes (below, dense_mma_kernel's plans spread a few rows over many SMs); its cost model:
+# TF32 multiply-adds an SM's tensor cores do a clock through wgmma, and a block's fixed cost
+WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 2, 16, 4
+WGMMA_MAX_N = 256
+WGMMA_MIN_BATCH = 1000
+WGMMA_MAC_PER_CLK = 1024
+WGMMA_BLOCK_FIXED_CLK = 2000
+WGMMA_MAX_SPLITS = 64
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,64 @@ class Plan:
     @property
     def grid(self) -> tuple[int, int, int]:
         return (self.col_blocks, self.splits, self.row_tiles)
+
+
+@dataclass(frozen=True)
+class WgmmaPlan:
+    """dense_wgmma_kernel's launch: grid (row_tiles, splits), always through the workspace and the finish kernel."""
+
+    splits: int
+    kchunk: int  # features per split (a multiple of WGMMA_BK)
+    row_tiles: int  # blocks along the batch (64 * WGMMA_NWG rows each)
+    smem: int
+    finish_rows: int
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.row_tiles, self.splits, 1)
+
+    @property
+    def threads(self) -> int:
+        return 128 * WGMMA_NWG
+
+
+def wgmma_smem_bytes(n: int, wlo: bool) -> int:
+    """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (N rounded to 16)."""
+    return WGMMA_STAGES * (64 * WGMMA_NWG * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * (-(-n // 16) * 16) * WGMMA_BK * 4)
+
+
+def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: int = 227 * 1024) -> WgmmaPlan | None:
+    """dense_wgmma_kernel's plan for x (B, F) @ w (N, F).T in 3xTF32, or None where it does not apply (more than
+    WGMMA_MAX_N outputs, F % 4 != 0, a batch below WGMMA_MIN_BATCH, a ring larger than shared memory). The splits
+    of F are chosen by a cost model: waves of blocks over the SMs, each its slices at the tensor cores' rate plus a
+    fixed cost, then the partials through the finish kernel (pure arithmetic: testable anywhere)."""
+    smem = wgmma_smem_bytes(N, wlo)
+    if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
+        return None
+    tiles = -(-B // (64 * WGMMA_NWG))
+    slice_clk = WGMMA_NWG * 64 * (-(-N // 16) * 16) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
+    best = None
+    for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
+        kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
+        splits = -(-F // kchunk)
+        if splits != s:
+            continue  # the same as a smaller s
+        waves = -(-tiles * splits // sms)
+        cost = (waves * (kchunk // WGMMA_BK * slice_clk + WGMMA_BLOCK_FIXED_CLK)
+                + 4 * splits * B * N / (sms * SM_B_PER_CLK) + FINISH_FIXED_CLK)
+        if best is None or (cost, splits) < best[0]:
+            best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms)))
+    return best[1]
+
+
+def tf32_parts(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(hi, lo): hi = w rounded to TF32 (to nearest, ties away from zero, as cvt.rna), lo = the rest rounded the
+    same way; hi + lo = w to about 2^-22 relative, and the tensor core drops no bit of either."""
+    def rna(v: torch.Tensor) -> torch.Tensor:
+        return ((v.contiguous().view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    hi = rna(w)
+    return hi, rna(w - hi)
 
 
 def smem_bytes(tile: Tile, n: int, n2: int, stages: int = STAGES) -> int:
@@ -177,18 +250,19 @@ def exact_tf32(w: torch.Tensor) -> bool:
 
 
 @functools.cache
-def _device_limits(index: int) -> tuple[int, int, int]:
+def _device_limits(index: int) -> tuple[int, int, int, bool]:
+    """(SMs, opt-in shared memory a block, shared memory an SM, whether it has wgmma: compute capability 9.0)."""
     props = torch.cuda.get_device_properties(index)
     return (props.multi_processor_count, getattr(props, "shared_memory_per_block_optin", 227 * 1024),
-            getattr(props, "shared_memory_per_multiprocessor", 228 * 1024))
+            getattr(props, "shared_memory_per_multiprocessor", 228 * 1024), (props.major, props.minor) == (9, 0))
 
 
 _KERNELS: dict[tuple, object] = {}  # (name, sorted defines) -> the kernel function (held: its opt-in travels with it)
 
 
-def _kernel(defines: dict, smem: int, name: str = KERNEL):
-    """The compiled kernel `name` (the GEMM, or FINISH) for these defines, allowed `smem` bytes of dynamic shared
-    memory.
+def _kernel(defines: dict, smem: int, name: str = KERNEL, source: Path = SOURCE):
+    """The compiled kernel `name` of `source` (the GEMM or FINISH of dense.cu, or dense_wgmma.cu's) for these
+    defines, allowed `smem` bytes of dynamic shared memory.
 
     The opt-in (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) is set on the CUfunction every time it is asked for
     more than the default 48 KB, right before the launch. (An earlier version remembered what it had opted in by
@@ -197,12 +271,12 @@ def _kernel(defines: dict, smem: int, name: str = KERNEL):
     key = (name, *sorted(defines.items()))
     fn = _KERNELS.get(key)
     if fn is None:
-        fn = _KERNELS[key] = gpu.kernel(SOURCE, name, **defines)
+        fn = _KERNELS[key] = gpu.kernel(source, name, **defines)
     if smem > DEFAULT_SMEM_LIMIT:
         try:
             fn.max_dynamic_shared_size_bytes = smem
         except Exception as e:  # noqa: BLE001 - CuPy raises its own driver error types
-            raise UsageError(f"dense.cu needs {smem} bytes of shared memory per block, more than this GPU allows "
+            raise UsageError(f"{source.name} needs {smem} bytes of shared memory per block, more than this GPU allows "
                              f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     return fn
 
@@ -244,7 +318,8 @@ class Dense:
         self.prec = kernel_code(precision)
         self.wlo = self.prec != 0 or not exact_tf32(self.w)  # one host sync, here, never per call
         self.out_features = self.n2 or self.N
-        self._per_batch: dict[int, tuple] = {}
+        self._per_batch: dict[int, Prepared] = {}
+        self._parts: tuple[torch.Tensor, torch.Tensor] | None = None  # W's TF32 parts, for dense_wgmma.cu
 
     def defines(self, plan_: Plan, vec: bool) -> dict:
         t = plan_.tile
@@ -253,20 +328,38 @@ class Dense:
                 "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
                 "VEC": int(vec), "SMEM": plan_.smem}
 
+    def wgmma_defines(self) -> dict:
+        return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": WGMMA_NWG, "BK": WGMMA_BK,
+                "STAGES": WGMMA_STAGES, "SMEM": wgmma_smem_bytes(self.N, self.wlo)}
+
     def prepare(self, B: int) -> Plan:
-        """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture)."""
+        """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture). Returns
+        dense_mma_kernel's plan (gemm(B) says whether dense_wgmma.cu's runs instead)."""
         if B not in self._per_batch:
-            sms, optin, per_sm = _device_limits(self.w.device.index or 0)
+            sms, optin, per_sm, hopper = _device_limits(self.w.device.index or 0)
             p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
-            ws = (torch.empty(p.splits * B * self.N, device=self.w.device) if p.workspace
-                  else torch.empty(0, device=self.w.device))
-            self._per_batch[B] = (p, ws)
-            for vec in (True, False):
-                if not vec or self.F % 4 == 0:
-                    _kernel(self.defines(p, vec), p.smem)  # compile both variants now
-            if p.workspace:
-                _kernel(self.defines(p, False), 0, FINISH)  # VEC is the GEMM's: the module without it
-        return self._per_batch[B][0]
+            wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if hopper and self.prec == 0 else None
+            floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
+            ws = torch.empty(floats, device=self.w.device)
+            gemm = {vec: _kernel(self.defines(p, vec), p.smem) for vec in (True, False) if not vec or self.F % 4 == 0}
+            # the finish kernel's module: VEC is the GEMM's (the module without it)
+            finish = _kernel(self.defines(p, False), 0, FINISH) if p.workspace or wp else None
+            wgmma = None
+            if wp is not None:
+                if self._parts is None:
+                    self._parts = tf32_parts(self.w) if self.wlo else (self.w, self.w)
+                wgmma = _kernel(self.wgmma_defines(), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
+            self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma)
+        return self._per_batch[B].plan
+
+    def wgmma_plan_for(self, B: int) -> WgmmaPlan | None:
+        """dense_wgmma.cu's plan for B rows, or None: dense_mma_kernel's plan (prepare's) runs."""
+        self.prepare(B)
+        return self._per_batch[B].wgmma_plan
+
+    def gemm(self, B: int) -> str:
+        """Which GEMM kernel a call on B rows runs (16-byte aligned rows): "wgmma" or "mma"."""
+        return "wgmma" if self.wgmma_plan_for(B) is not None else "mma"
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         if x.dim() != 2 or x.shape[1] != self.F:
@@ -279,17 +372,36 @@ class Dense:
             raise UsageError(f"dense: out must be a contiguous float32 tensor of shape {(B, self.out_features)}")
         if B == 0:
             return out
-        p = self.prepare(B)
-        _, ws = self._per_batch[B]
+        self.prepare(B)
+        job = self._per_batch[B]
+        p, wp, ws = job.plan, job.wgmma_plan, job.ws
         vec = self.F % 4 == 0 and x.data_ptr() % 16 == 0 and self.w.data_ptr() % 16 == 0
-        fn = _kernel(self.defines(p, vec), p.smem)
-        gpu.launch(fn, p.grid, (p.tile.threads, 1, 1),
-                   (out, ws if p.workspace else out, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
-                   shared_mem=p.smem)
-        if p.workspace:
-            gpu.launch(_kernel(self.defines(p, False), 0, FINISH), (-(-B // p.finish_rows), 1, 1),
-                       (FINISH_THREADS, 1, 1), (out, ws, self.b, self.w2, self.b2, B, p.splits, p.finish_rows))
+        if wp is not None and x.data_ptr() % 16 == 0:  # (F % 4 == 0: wgmma_plan checked it)
+            whi, wlo = self._parts
+            gpu.launch(job.wgmma, wp.grid, (wp.threads, 1, 1), (ws, x, whi, wlo, B, wp.kchunk), shared_mem=wp.smem)
+            splits, rows = wp.splits, wp.finish_rows
+        else:
+            gpu.launch(job.gemm[vec], p.grid, (p.tile.threads, 1, 1),
+                       (out, ws if p.workspace else out, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
+                       shared_mem=p.smem)
+            if not p.workspace:
+                return out
+            splits, rows = p.splits, p.finish_rows
+        gpu.launch(job.finish, (-(-B // rows), 1, 1), (FINISH_THREADS, 1, 1),
+                   (out, ws, self.b, self.w2, self.b2, B, splits, rows))
         return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a call on one batch size needs: the plans, the workspace, the compiled kernels (the GEMM by VEC)."""
+
+    plan: Plan
+    wgmma_plan: WgmmaPlan | None
+    ws: torch.Tensor
+    gemm: dict
+    finish: object | None
+    wgmma: object | None
 
 
 def dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, act: str | None = None, softmax: bool = False,

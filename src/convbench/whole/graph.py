@@ -11,6 +11,7 @@ nothing leaves the device between layers and no Python runs per layer on the tim
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
                                       with a split reduction, a second kernel sums the parts and runs that epilogue
+                                      (on an H100 / H200 at large batches the GEMM is dense_wgmma.cu's, always split)
     anything else (an Activation / Pool / Softmax on its own) -> the PyTorch op (still inside the graph)
 
 The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
@@ -529,7 +530,12 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
                            "wlo": dense.wlo, "tile": {"warps_m": t.warps_m, "warps_n": t.warps_n, "mt": t.mt,
                                                       "nt8": t.nt8, "bm": t.bm, "bn": t.bn, "threads": t.threads},
                            "splits": p.splits, "kchunk": p.kchunk, "grid": list(p.grid), "smem": p.smem,
-                           "min_blocks": p.min_blocks, "workspace": p.workspace, "finish_rows": p.finish_rows}
+                           "min_blocks": p.min_blocks, "workspace": p.workspace, "finish_rows": p.finish_rows,
+                           "gemm": dense.gemm(B)}
+            wp = dense.wgmma_plan_for(B)
+            if wp is not None:  # dense_wgmma.cu's GEMM runs instead of the tile above
+                row["plan"]["wgmma"] = {"splits": wp.splits, "kchunk": wp.kchunk, "grid": list(wp.grid),
+                                        "smem": wp.smem, "threads": wp.threads, "finish_rows": wp.finish_rows}
         rows.append(row)
     return rows
 
