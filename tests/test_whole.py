@@ -517,7 +517,8 @@ DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", list(TOLERANCE))
 @pytest.mark.parametrize("case", DENSE_CASES, ids=lambda c: "x".join(map(str, c[:3])) + f"-{c[3]}-sm{int(c[4])}-t{c[5]}")
-def test_dense_matches_float64(precision, case):
+def test_dense_matches_float64(precision, case, monkeypatch):
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)  # dense_wgmma.cu where it applies (an H100 / H200)
     B, F_, N, act, softmax, n2 = case
     g = torch.Generator(device="cuda").manual_seed(B * 7 + F_)
     x = torch.randn(B, F_, device="cuda", generator=g)
@@ -552,7 +553,8 @@ def test_dense_function_odd_shape(precision):
 
 
 @pytest.mark.gpu
-def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact():
+def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact(monkeypatch):
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)
     x = torch.randn(64, 5184, device="cuda")
     w = (torch.randn(140, 5184, device="cuda") / 72).half().float()
     b = torch.randn(140, device="cuda")
@@ -584,8 +586,9 @@ def test_whole_network_matches_float64(net):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("net", ["fa19", "minidnn"])
-def test_whole_network_at_a_large_batch_matches_float64(net):
+def test_whole_network_at_a_large_batch_matches_float64(net, monkeypatch):
     """1030 images: the large-batch kernels (on an H100 / H200 the dense GEMM is dense_wgmma.cu's)."""
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)
     from convbench.data.fashion_mnist import load_dataset
 
     weights = load_weights("own", net)

@@ -16,9 +16,9 @@ The plan (tile shape, split of the reduction) comes from a small cost model of a
 are covered with as little padding as possible, then the batch tile and the number of splits of F are chosen so
 that every SM has work (B = 100 gives 7 row tiles: without splits 125 of 132 SMs would idle).
 
-On an H100 / H200, 3xTF32 layers of at most 256 outputs at large batches (WGMMA_MIN_BATCH) take dense_wgmma.cu's
-GEMM instead (wgmma_plan: 128-row tiles, the reduction split so the tiles fill whole waves of the SMs), whose
-partials the same dense_finish_kernel sums and finishes; the weights' TF32 parts are made once for it.
+On an H100 / H200, 3xTF32 layers of at most 256 outputs at large batches (WGMMA_MIN_BATCH) can take
+dense_wgmma.cu's GEMM instead (WGMMA_DENSE; wgmma_plan: 128-row tiles, the reduction split so the tiles fill whole
+waves of the SMs), whose partials the same dense_finish_kernel sums and finishes; W's TF32 parts are made once.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32
 # the ring; the batches it takes (below, dense_mma_kernel's plans spread a few rows over many SMs); its cost model:
 # TF32 multiply-adds an SM's tensor cores do a clock through wgmma, and a block's fixed cost
 WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 2, 16, 4
+WGMMA_DENSE = False  # whether layers take it: not until its GPU tests (tests/test_whole.py, which turn it on) pass
 WGMMA_MAX_N = 256
 WGMMA_MIN_BATCH = 1000
 WGMMA_MAC_PER_CLK = 1024
@@ -338,7 +339,8 @@ class Dense:
         if B not in self._per_batch:
             sms, optin, per_sm, hopper = _device_limits(self.w.device.index or 0)
             p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
-            wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if hopper and self.prec == 0 else None
+            wgmma = WGMMA_DENSE and hopper and self.prec == 0
+            wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if wgmma else None
             floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
             ws = torch.empty(floats, device=self.w.device)
             gemm = {vec: _kernel(self.defines(p, vec), p.smem) for vec in (True, False) if not vec or self.F % 4 == 0}

@@ -1,0 +1,79 @@
+"""The whole network's dense layers with each GEMM kernel, on the GPU: dense.cu's dense_mma_kernel against
+dense_wgmma.cu's (whole/dense.py, WGMMA_DENSE), per course network and batch size, in one process.
+
+For each network's fc1 (+ its activation, fc2 and softmax: one Dense, as whole/graph.py builds it) on random inputs
+of the layer's real shape: the relative error of each kernel against float64 (outputs poisoned with NaN first), and
+the median time of the call (CUDA events around it, the inputs rotated through copies larger than L2 together,
+after a warm-up); the GEMM's plan. Needs an H100 / H200 for the wgmma kernel (elsewhere it prints only the mma one).
+
+    python3 scripts/dense_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 1000,10000 [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import torch
+
+from convbench.core.spec import get_network
+from convbench.core.timing import median_time, rotation_count
+from convbench.network.weights import load_weights
+from convbench.whole import dense as dense_mod
+from convbench.whole.graph import DenseStep, group_layers
+
+
+def reference(layer: dense_mod.Dense, x: torch.Tensor) -> torch.Tensor:
+    acts = {None: lambda v: v, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
+    y = acts[layer.act](x.double() @ layer.w.double().T + layer.b.double())
+    if layer.n2:
+        y = y @ layer.w2.double().T + layer.b2.double()
+    return torch.softmax(y, dim=1) if layer.softmax else y
+
+
+def measure(net: str, B: int, reps: int) -> list[dict]:
+    weights = load_weights("own", net)
+    params = {k: v.cuda() for k, v in weights.params.items()}
+    step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
+    rows = []
+    for wgmma in (False, True):
+        dense_mod.WGMMA_DENSE = wgmma
+        layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
+                                params[f"{step.fused}.weight"] if step.fused else None,
+                                params[f"{step.fused}.bias"] if step.fused else None)
+        if wgmma and layer.gemm(B) != "wgmma":
+            continue  # not this GPU, or not this layer
+        g = torch.Generator(device="cuda").manual_seed(B)
+        x = torch.randn(B, layer.F, device="cuda", generator=g)
+        sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
+        out = torch.full((B, layer.out_features), float("nan"), device="cuda")
+        layer(x, out)
+        torch.cuda.synchronize()
+        ref = reference(layer, x)
+        err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
+        seconds = median_time("cuda", lambda i: layer(sets[i], out), len(sets), reps, warmup=5)
+        plan = layer.wgmma_plan_for(B) if wgmma else layer.prepare(B)
+        rows.append({"net": net, "B": B, "gemm": layer.gemm(B), "wlo": layer.wlo, "F": layer.F, "N": layer.N,
+                     "us": seconds * 1e6, "rel_error": err, "plan": repr(plan)})
+        print(f"{net:8} B={B:6d} {layer.gemm(B):5}  {seconds * 1e6:9.1f} us  error {err:.2e}  wlo={layer.wlo}  {plan}",
+              flush=True)
+    dense_mod.WGMMA_DENSE = False
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    rows = [r for B in map(int, args.sizes.split(",")) for net in args.nets.split(",")
+            for r in measure(net, B, args.reps)]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
