@@ -339,8 +339,8 @@ class Dense:
         if B not in self._per_batch:
             sms, optin, per_sm, hopper = _device_limits(self.w.device.index or 0)
             p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
-            wgmma = WGMMA_DENSE and hopper and self.prec == 0
-            wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if wgmma else None
+            takes_wgmma = WGMMA_DENSE and hopper and self.prec == 0
+            wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if takes_wgmma else None
             floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
             ws = torch.empty(floats, device=self.w.device)
             gemm = {vec: _kernel(self.defines(p, vec), p.smem) for vec in (True, False) if not vec or self.F % 4 == 0}
