@@ -6,7 +6,10 @@ of the layer's real shape: the relative error of each kernel against float64 (ou
 the median time of the call (CUDA events around it, the inputs rotated through copies larger than L2 together,
 after a warm-up); the GEMM's plan. Needs an H100 / H200 for the wgmma kernel (elsewhere it prints only the mma one).
 
-    python3 scripts/dense_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 1000,10000 [--json OUT.json]
+    python3 scripts/dense_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 100,1000,10000 [--min-batch 1] [--json OUT.json]
+
+--min-batch sets dense.WGMMA_MIN_BATCH for the run (the smallest batch the wgmma kernel takes), to time it where the
+plan leaves it out.
 """
 
 from __future__ import annotations
@@ -67,7 +70,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--min-batch", type=int, help=f"dense.WGMMA_MIN_BATCH (default {dense_mod.WGMMA_MIN_BATCH})")
     args = ap.parse_args()
+    if args.min_batch is not None:
+        dense_mod.WGMMA_MIN_BATCH = args.min_batch
     rows = [r for B in map(int, args.sizes.split(",")) for net in args.nets.split(",")
             for r in measure(net, B, args.reps)]
     if args.json:
