@@ -10,7 +10,8 @@ Launched with `gpu.launch` on PyTorch's current stream, so it orders with torch 
 CUDA graph (whole/graph.py does). `Dense` keeps what one layer needs between calls: whether the weights are
 exactly TF32 (then 3xTF32 needs only 2 products; checked once), and per batch size the launch plan and the split-K
 workspace, whose partials a second kernel (dense_finish_kernel, blocks of rows) sums and finishes. One `Dense`
-must not run on two streams at once (they would share the workspace).
+must not run on two streams at once (they would share the workspace), and its weights are taken as they are when it
+is made (what it derives from them is kept): weights changed in place need a new `Dense`.
 
 The plan (tile shape, split of the reduction) comes from a small cost model of an H100-class GPU: output features
 are covered with as little padding as possible, then the batch tile and the number of splits of F are chosen so
@@ -147,12 +148,14 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
         splits = -(-F // kchunk)
         if splits != s:
             continue  # the same as a smaller s
+        if splits * B * N * 4 > (512 << 20):
+            continue  # keep the workspace under 512 MB, as plan() does
         waves = -(-tiles * splits // sms)
         cost = (waves * (kchunk // WGMMA_BK * slice_clk + WGMMA_BLOCK_FIXED_CLK)
                 + 4 * splits * B * N / (sms * SM_B_PER_CLK) + FINISH_FIXED_CLK)
         if best is None or (cost, splits) < best[0]:
             best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms)))
-    return best[1]
+    return best[1] if best else None
 
 
 def tf32_parts(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -348,8 +351,9 @@ class Dense:
             finish = _kernel(self.defines(p, False), 0, FINISH) if p.workspace or wp else None
             wgmma = None
             if wp is not None:
-                if self._parts is None:
-                    self._parts = tf32_parts(self.w) if self.wlo else (self.w, self.w)
+                if self._parts is None:  # (16-byte copies of W's rows: an offset view of W is copied first)
+                    w = self.w if self.w.data_ptr() % 16 == 0 else self.w.clone()
+                    self._parts = tf32_parts(w) if self.wlo else (w, w)
                 wgmma = _kernel(self.wgmma_defines(), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
             self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma)
         return self._per_batch[B].plan

@@ -67,7 +67,7 @@ static_assert(NOUT >= 1 && WGMMA_N <= 256, "NOUT: 1..256 (one wgmma spans every 
 static_assert(FIN % 4 == 0, "16-byte copies need FIN % 4 == 0");
 static_assert(BK % 8 == 0 && BK >= 8 && BK <= 64, "BK: a multiple of 8 in 8..64");
 static_assert(STAGES >= 3 && STAGES <= 6, "STAGES: 3..6 (cp_async_wait counts up to 3 pending)");
-static_assert(NWG >= 1 && NWG <= 3, "NWG: 1..3 warpgroups");
+static_assert(NWG >= 1 && NWG <= 3 && (NWG < 3 || WGMMA_N <= 208), "NWG: 1..3 warpgroups (3: registers for N <= 208)");
 static_assert(PREC == PREC_TF32X3, "PREC: 3xTF32");
 static_assert(XBYTES % 128 == 0 && WBYTES % 128 == 0, "stage buffers on 128-byte boundaries");
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring does not fit shared memory: fewer STAGES or a smaller BK");
@@ -164,7 +164,8 @@ __device__ __forceinline__ void multiply_slice(float (&acc)[WGMMA_N / 2], unsign
 }
 
 // grid (ceil(B / BM), S), block NTHREADS, dynamic shared memory SMEM_BYTES. Block (i, s) computes rows
-// [i BM, (i + 1) BM) over features [s kchunk, (s + 1) kchunk) and writes them to ws[s][b][n] (n < NOUT).
+// [i BM, (i + 1) BM) over features [s kchunk, (s + 1) kchunk) and writes them to ws[s][b][n] (n < NOUT). kchunk is
+// a multiple of BK (16-byte pieces never straddle two splits); x's rows and W's parts start on 16 bytes.
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     dense_wgmma_kernel(float *__restrict__ ws, const float *__restrict__ x, const float *__restrict__ whi,
                        const float *__restrict__ wlo, const int B, const int kchunk) {
