@@ -116,7 +116,8 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
         assert text == tuning.dumps(doc), f"{name} is not in the format `convbench sweep` writes"
         for impl, table in tuning.shipped(name[:-5]).items():
             for key, fields in table.items():
-                plan = classes["c1" if "/c1/" in key else impl].of(fields)  # every field named, nothing unknown
+                single = "/c1/" in key or "/c1pool/" in key
+                plan = classes["c1" if single else impl].of(fields)  # every field named, nothing unknown
                 assert plan.fields() == fields
                 tuning.parse_plan_key(key)
                 if name != "default.json":  # the default is what a card without a file gets: today's plans
@@ -176,6 +177,17 @@ def test_the_single_channel_kernel_takes_a_recorded_plan_on_its_card_else_its_ru
     assert igemm.plan(10000, 1, 70, 70, 12, 5, kernel_code("tf32x3"), 0) == general  # the general kernel's own key
     assert igemm.C1LaunchPlan.of((2, 8, 4, 2)).CAP == 0  # 0: as many blocks an SM as fit
     assert igemm.c1_plan(10000, 70, 70, 12, 5, override=(2, 8, 4, 2)).CAP == 0
+    # the pooled variant's plans have their own key: neither takes the other's
+    pooled = igemm.c1_plan_key(70, 70, 12, 5, 10000, pool=True)
+    assert pooled == "C1M12K5H70W70/c1pool/large"
+    assert igemm.c1_plan(10000, 70, 70, 12, 5, pool=True).NR != 3  # not the plain conv's recorded plan
+    tuning.record("gpu-igemm-tc", pooled, igemm.C1LaunchPlan(NR=2, NW=8, TT=2, MINB=4, CAP=0))
+    q = igemm.c1_plan(10000, 70, 70, 12, 5, pool=True)
+    assert (q.NR, q.NW, q.TT, q.MINB, q.CAP) == (2, 8, 2, 4, 0) and q.band == igemm.c1_band(70, 70, 5, 2, pool=True)
+    assert igemm.c1_plan(10000, 70, 70, 12, 5).NR == 3  # the plain conv keeps its own
+    # and a shipped table holding both kinds still reads as the general kernel's table
+    monkeypatch.setattr(tuning, "shipped", lambda card: {"gpu-igemm-tc": {key: {"NR": 3}, pooled: {"NR": 2}}})
+    assert igemm._shipped_table() == {}
 
 
 def test_a_malformed_single_channel_plan_is_one_line(monkeypatch):

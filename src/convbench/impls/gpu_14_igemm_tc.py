@@ -110,13 +110,13 @@ def plan_key(C, H, W, M, K, prec: int, epi: int, B: int) -> str:
 
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
     """The generic default's plans of the general kernel as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's
-    fields in order (tests read it; plan() reads the files through tuning). The single-channel kernel's (c1_plan_key)
-    are left out."""
+    fields in order (tests read it; plan() reads the files through tuning). The single-channel kernel's (c1_plan_key:
+    kinds c1 and c1pool) are left out."""
     codes = {name: code for code, name in ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
         parts = tuning.parse_plan_key(key)
-        if parts[5] == "c1":
+        if parts[5] in ("c1", "c1pool"):
             continue
         C, H, W, M, K, arith, epi, batch = parts
         out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
