@@ -22,6 +22,11 @@
 #                                                                              -> $OUT/whole.json (a list)
 #   small       scripts/small_batch_breakdown.py at 100 images: Op Time against the kernels' GPU time and the
 #               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
+#   dense       scripts/dense_ab.py at DENSE_SIZES (default 100,1000,10000): the dense layers' mma and wgmma GEMMs,
+#               time and error                                                 -> $OUT/dense-ab.json, .txt
+#   sweep       convbench sweep --impl gpu-igemm-tc --quick of SWEEP_NETS (fa19,fa18) at SWEEP_SIZES (10000,100):
+#               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
+#                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json
 #   sanitize    compute-sanitizer (SANITIZE_TOOLS, default memcheck): verify of gpu-wgmma and gpu-igemm-tc on a few
 #               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel
 #                                                                              -> $OUT/sanitize.log
@@ -65,11 +70,12 @@ VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4} WIDE_SHAPES=${W
 PREC_IMPLS=${PREC_IMPLS:-gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16,gpu-wgmma-fp16,gpu-wgmma-bf16}
 WHOLE_SIZES=${WHOLE_SIZES:-10000} WHOLE_PRECISIONS=${WHOLE_PRECISIONS:-fp32}
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
+DENSE_SIZES=${DENSE_SIZES:-100,1000,10000} SWEEP_NETS=${SWEEP_NETS:-fa19,fa18} SWEEP_SIZES=${SWEEP_SIZES:-10000,100}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | sanitize | sandbox | clock | grade | feedback | timing) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small sanitize sandbox clock grade feedback timing" >&2
+    case $s in tests | verify | bench | precision | whole | small | dense | sweep | sanitize | sandbox | clock | grade | feedback | timing) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small dense sweep sanitize sandbox clock grade feedback timing" >&2
        exit 2 ;;
     esac
 done
@@ -194,6 +200,30 @@ step_small() {
         > "$OUT/small.txt" 2>&1
     local rc=$?
     tail -6 "$OUT/small.txt"
+    return $rc
+}
+
+step_dense() {  # the whole network's dense layers with each GEMM kernel (scripts/dense_ab.py), the wgmma one at any batch
+    timeout 300 python3 scripts/dense_ab.py --nets "$NETS" --sizes "$DENSE_SIZES" --min-batch 1 \
+        --json "$OUT/dense-ab.json" > "$OUT/dense-ab.txt" 2>&1
+    local rc=$?
+    cat "$OUT/dense-ab.txt"
+    return $rc
+}
+
+step_sweep() {  # `convbench sweep --impl gpu-igemm-tc --quick` per SWEEP_NETS and SWEEP_SIZES; the plans it records
+    # are copied to $OUT/sweep-plans.json and then removed, so later steps run the shipped plans
+    local net size rc=0 plans
+    plans=$(python3 -c "from convbench.core.gpu import tuning; print(tuning.user_file())")
+    rm -f "$plans"
+    for size in ${SWEEP_SIZES//,/ }; do
+        for net in ${SWEEP_NETS//,/ }; do
+            timeout 400 "${cb[@]}" sweep --impl gpu-igemm-tc --net "$net" --batch "$size" --quick \
+                > "$OUT/sweep-$net-$size.txt" 2>&1 || rc=1
+            grep -E "\*|c1pool|epi2" "$OUT/sweep-$net-$size.txt" | head -12
+        done
+    done
+    [ -f "$plans" ] && cp "$plans" "$OUT/sweep-plans.json" && rm -f "$plans"
     return $rc
 }
 
