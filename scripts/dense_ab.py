@@ -19,6 +19,7 @@ import json
 
 import torch
 
+from convbench.core.reference import activation
 from convbench.core.spec import get_network
 from convbench.core.timing import median_time, rotation_count
 from convbench.network.weights import load_weights
@@ -27,8 +28,7 @@ from convbench.whole.graph import DenseStep, group_layers
 
 
 def reference(layer: dense_mod.Dense, x: torch.Tensor) -> torch.Tensor:
-    acts = {None: lambda v: v, "tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid}
-    y = acts[layer.act](x.double() @ layer.w.double().T + layer.b.double())
+    y = activation(x.double() @ layer.w.double().T + layer.b.double(), layer.act)
     if layer.n2:
         y = y @ layer.w2.double().T + layer.b2.double()
     return torch.softmax(y, dim=1) if layer.softmax else y

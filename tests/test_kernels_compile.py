@@ -15,12 +15,19 @@ KERNELS = sorted([*(SRC / "impls").glob("*.cu"), *(SRC / "whole").glob("*.cu")])
 REPORT: list[str] = []  # printed by conftest's terminal summary
 
 
+def nvcc(source: Path, out: Path, defines: dict | None = None) -> subprocess.CompletedProcess:
+    """nvcc for the kernel's own arch (its `// nvcc-arch:` line, else sm_90), compile only, with ptxas's resource
+    report (-v) in stderr; `defines` as -D options."""
+    arch = gpu.source_arch(source) or "sm_90"  # sm_90a: a "-gencode" names the arch-specific PTX too
+    return subprocess.run(["nvcc", "-gencode", f"arch=compute_{arch[3:]},code={arch}", "-std=c++17", "-Xptxas", "-v",
+                           f"-I{SRC / 'core' / 'gpu'}", *(f"-D{k}={v}" for k, v in (defines or {}).items()), "-c",
+                           str(source), "-o", str(out)], capture_output=True, text=True, timeout=300)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("source", KERNELS, ids=lambda p: p.name)
 def test_kernel_compiles_for_sm90(source, tmp_path):
-    arch = gpu.source_arch(source) or "sm_90"  # sm_90a: a "-gencode" names the arch-specific PTX too
-    p = subprocess.run(["nvcc", "-gencode", f"arch=compute_{arch[3:]},code={arch}", "-std=c++17", "-Xptxas", "-v", f"-I{SRC / 'core' / 'gpu'}",
-                        "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    p = nvcc(source, tmp_path / "k.o")
     assert p.returncode == 0, p.stderr
     assert "warning" not in p.stderr.lower().replace("ptxas info", ""), p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr  # e.g. wgmma serialized by the compiler

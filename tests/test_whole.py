@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 import shutil
-import subprocess
 import types
 from dataclasses import fields
 from pathlib import Path
@@ -355,13 +354,13 @@ def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo,
     """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's ring, without
     spills and without ptxas serializing the wgmma (which it does when a register a wgmma in flight reads is
     redefined: the kernel's operand fences must prevent that)."""
-    src = _dense.WGMMA_SOURCE
+    from test_kernels_compile import nvcc
+
     layer = types.SimpleNamespace(F=fin, N=nout, wlo=bool(wlo))
     defines = _dense.Dense.wgmma_defines(layer)
     assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo))
-    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-Xptxas", "-v",
-                        f"-I{src.parents[1] / 'core' / 'gpu'}", *(f"-D{k}={v}" for k, v in defines.items()), "-c",
-                        str(src), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+    assert _dense.gpu.source_arch(_dense.WGMMA_SOURCE) == "sm_90a"
+    p = nvcc(_dense.WGMMA_SOURCE, tmp_path / "k.o", defines)
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr and "warning" not in p.stderr.lower(), p.stderr
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr

@@ -190,7 +190,7 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
     M, _, K, _ = k.shape
     prec = kernel_code(C1_SWEPT)
     plain = igemm.single_channel(B, C, M, K, prec, 0)
-    pooled = (C == 1 and M <= 16 and K * K <= 64 and layer.act is not None
+    pooled = (igemm.c1_fits(C, M, K, prec) and layer.act is not None
               and igemm.c1_pools(layer.pool, (H - K + 1, W - K + 1)))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ref = F.conv2d(x.double(), k.double())

@@ -216,12 +216,18 @@ C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, 0),  # (K*
 C1_MIN_MAPS = {"large": 9, "small": 5}
 
 
+def c1_fits(C: int, M: int, K: int, prec: int) -> bool:
+    """The single-channel kernel's own limits: one input channel, at most 16 maps (one A tile of rows), at most 64
+    taps (its A fragments live in registers), TF32 operands. single_channel adds which layers it is best for."""
+    return C == 1 and M <= 16 and K * K <= 64 and prec in (TF32X3, TF32)
+
+
 def single_channel(B: int, C: int, M: int, K: int, prec: int, epi, pool: Pool | None = None,
                    out_hw: tuple[int, int] = (0, 0)) -> bool:
     """Layers the single-channel kernel serves: one input channel, its map range, at most 64 taps, TF32 operands
     (3xTF32 or TF32); the plain conv, or (epi, `pool`) conv + activation + a 2x2 stride-2 max pool that drops no
     partial window (floor mode, or ceil mode on even output sizes `out_hw`)."""
-    if not (C == 1 and prec in (TF32X3, TF32) and C1_MIN_MAPS[tuning.batch_class(B)] <= M <= 16 and K * K <= 64):
+    if not (c1_fits(C, M, K, prec) and C1_MIN_MAPS[tuning.batch_class(B)] <= M):
         return False
     return not epi or (tuning.batch_class(B) in C1_POOL_BATCHES and c1_pools(pool, out_hw))
 
@@ -335,7 +341,7 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
     M, _, K, _ = k.shape
     if isinstance(override, C1LaunchPlan):  # (sweeps, tests) the single-channel kernel on this plan, or an error
         pools = bool(epi) and c1_pools(pool, (H - K + 1, W - K + 1))
-        if C != 1 or (epi and not pools) or prec not in (TF32X3, TF32) or M > 16 or K * K > 64:
+        if not c1_fits(C, M, K, prec) or (epi and not pools):
             raise UsageError(f"gpu-igemm-tc: a single-channel plan ({override}) for a layer of {C} input channels, "
                              f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
                              "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")

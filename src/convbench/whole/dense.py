@@ -127,9 +127,14 @@ class WgmmaPlan:
         return 128 * WGMMA_NWG
 
 
+def wgmma_n(n: int) -> int:
+    """The wgmma's N for n outputs: n rounded up to 16 (the kernel's WGMMA_N)."""
+    return -(-n // 16) * 16
+
+
 def wgmma_smem_bytes(n: int, wlo: bool) -> int:
-    """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (N rounded to 16)."""
-    return WGMMA_STAGES * (64 * WGMMA_NWG * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * (-(-n // 16) * 16) * WGMMA_BK * 4)
+    """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (wgmma_n(n) rows)."""
+    return WGMMA_STAGES * (64 * WGMMA_NWG * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
 
 
 def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: int = 227 * 1024) -> WgmmaPlan | None:
@@ -141,7 +146,7 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
     if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
         return None
     tiles = -(-B // (64 * WGMMA_NWG))
-    slice_clk = WGMMA_NWG * 64 * (-(-N // 16) * 16) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
+    slice_clk = WGMMA_NWG * 64 * wgmma_n(N) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
     best = None
     for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
         kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
@@ -269,7 +274,7 @@ def _kernel(defines: dict, smem: int, name: str = KERNEL, source: Path = SOURCE)
     defines, allowed `smem` bytes of dynamic shared memory.
 
     The opt-in (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) is set on the CUfunction every time it is asked for
-    more than the default 48 KB, right before the launch. (An earlier version remembered what it had opted in by
+    more than the default 48 KB (Dense.prepare asks, and keeps the function it gets for its calls). (An earlier version remembered what it had opted in by
     id() of CuPy's Function object; RawModule.get_function returns a new object per call, so a freed object's id was
     reused by another variant's Function and that variant launched without the opt-in: CUDA_ERROR_INVALID_VALUE.)"""
     key = (name, *sorted(defines.items()))

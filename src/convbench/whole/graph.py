@@ -524,15 +524,14 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
                        x_floor=seconds / max(mem_s, comp_s) if max(mem_s, comp_s) > 0 else float("nan"))
         if isinstance(step, DenseStep):
             dense = net._dense[step.name]
-            p = dense.prepare(B)
+            p, wp = dense.prepare(B), dense.wgmma_plan_for(B)
             t = p.tile
             row["plan"] = {"B": B, "F": dense.F, "N": dense.N, "n2": dense.n2, "precision": dense.precision,
                            "wlo": dense.wlo, "tile": {"warps_m": t.warps_m, "warps_n": t.warps_n, "mt": t.mt,
                                                       "nt8": t.nt8, "bm": t.bm, "bn": t.bn, "threads": t.threads},
                            "splits": p.splits, "kchunk": p.kchunk, "grid": list(p.grid), "smem": p.smem,
                            "min_blocks": p.min_blocks, "workspace": p.workspace, "finish_rows": p.finish_rows,
-                           "gemm": dense.gemm(B)}
-            wp = dense.wgmma_plan_for(B)
+                           "gemm": "wgmma" if wp is not None else "mma"}
             if wp is not None:  # dense_wgmma.cu's GEMM runs instead of the tile above
                 row["plan"]["wgmma"] = {"splits": wp.splits, "kchunk": wp.kchunk, "grid": list(wp.grid),
                                         "smem": wp.smem, "threads": wp.threads, "finish_rows": wp.finish_rows}
