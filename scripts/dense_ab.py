@@ -38,7 +38,7 @@ def measure(net: str, B: int, reps: int) -> list[dict]:
     weights = load_weights("own", net)
     params = {k: v.cuda() for k, v in weights.params.items()}
     step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
-    rows = []
+    rows, shipped = [], dense_mod.WGMMA_DENSE
     for wgmma in (False, True):
         dense_mod.WGMMA_DENSE = wgmma
         layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
@@ -60,7 +60,7 @@ def measure(net: str, B: int, reps: int) -> list[dict]:
                      "us": seconds * 1e6, "rel_error": err, "plan": repr(plan)})
         print(f"{net:8} B={B:6d} {layer.gemm(B):5}  {seconds * 1e6:9.1f} us  error {err:.2e}  wlo={layer.wlo}  {plan}",
               flush=True)
-    dense_mod.WGMMA_DENSE = False
+    dense_mod.WGMMA_DENSE = shipped
     return rows
 
 

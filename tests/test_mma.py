@@ -231,8 +231,15 @@ def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_wind
     _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "tanh", Pool(2, 2))
     NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "small"]
     assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True, True, _mma.ACTS["tanh"])]
-    assert _mma.C1_POOL_BATCHES == ("small",)  # at large batches the general fused kernel takes it
-    assert not _mma.single_channel(10000, 1, 12, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66))
+    # at large batches the pooled layers of any map count take it; at small ones those the plain conv's rule serves
+    for M in (4, 6, 12, 16):
+        assert _mma.single_channel(10000, 1, M, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66))
+        assert _mma.single_channel(100, 1, M, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66)) == (M >= _mma.C1_MIN_MAPS["small"])
+    assert not _mma.single_channel(10000, 1, 17, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66))  # past the kernel's limits
+    assert not _mma.single_channel(10000, 1, 12, 5, _mma.FP16, 2, Pool(2, 2), (66, 66))
+    large = _mma._prepare(FakeTensor((10000, 1, 86, 86), 1), FakeTensor((4, 1, 7, 7), 2),
+                          FakeTensor((10000, 4, 40, 40), 3), _mma.TF32X3, True, 2, "relu", Pool(2, 2))
+    assert (7, 86, *_mma.C1_POOL_BLOCK["large"][:3], _mma.TF32X3, True, True, _mma.ACTS["relu"]) in c1, large
     for pool in (Pool(2, 2, kind="avg"), Pool(3, 3), Pool(4, 4), Pool(2, 1)):
         assert not _mma.c1_pools(pool, (66, 66))
     assert _mma.c1_pools(Pool(2, 2, ceil=True), (66, 66)) and not _mma.c1_pools(Pool(2, 2, ceil=True), (65, 66))

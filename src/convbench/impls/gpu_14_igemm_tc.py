@@ -214,6 +214,7 @@ def c1_plan_key(H, W, M, K, B: int, pool: bool = False) -> str:
 C1_BLOCK = {(True, "large"): (8, 4, 2, 1), (True, "small"): (8, 4, 2, 0),  # (K*K <= 32, batch class):
             (False, "large"): (4, 4, 3, 2), (False, "small"): (4, 4, 3, 0)}  # (NW, TT, MINB, CAP)
 C1_MIN_MAPS = {"large": 9, "small": 5}
+C1_POOL_BLOCK = {"large": (4, 4, 3, 0)}  # POOL at large batches: 4 warps, 3 blocks an SM did best on most conv1s
 
 
 def c1_fits(C: int, M: int, K: int, prec: int) -> bool:
@@ -227,14 +228,18 @@ def single_channel(B: int, C: int, M: int, K: int, prec: int, epi, pool: Pool | 
     """Layers the single-channel kernel serves: one input channel, its map range, at most 64 taps, TF32 operands
     (3xTF32 or TF32); the plain conv, or (epi, `pool`) conv + activation + a 2x2 stride-2 max pool that drops no
     partial window (floor mode, or ceil mode on even output sizes `out_hw`)."""
-    if not (c1_fits(C, M, K, prec) and C1_MIN_MAPS[tuning.batch_class(B)] <= M):
+    size = tuning.batch_class(B)
+    if not c1_fits(C, M, K, prec):
         return False
-    return not epi or (tuning.batch_class(B) in C1_POOL_BATCHES and c1_pools(pool, out_hw))
+    if epi:
+        return size in C1_POOL_MIN_MAPS and C1_POOL_MIN_MAPS[size] <= M and c1_pools(pool, out_hw)
+    return C1_MIN_MAPS[size] <= M
 
 
-# The batch classes whose pooled layers take the single-channel kernel's POOL epilogue: at large batches gpu-igemm-tc's
-# general fused kernel was as fast or faster on the course's conv1 layers (results/2026-11-28-2102-h200-whole-small).
-C1_POOL_BATCHES = ("small",)
+# The batch classes whose pooled layers take the single-channel kernel's POOL epilogue, and the fewest maps it serves
+# there: at large batches it beat gpu-igemm-tc's general fused kernel on every course conv1, 4 maps included (written
+# out a quarter as often, the plain kernel's bound by its output is gone; results/2026-11-29-0450-h200-c1pool-dense)
+C1_POOL_MIN_MAPS = {"large": 1, "small": C1_MIN_MAPS["small"]}
 
 
 def c1_pools(pool: Pool | None, out_hw: tuple[int, int]) -> bool:
@@ -281,7 +286,8 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
         NR, NW, TT, MINB, CAP = C1LaunchPlan.of(override)
         fixed = True
     else:
-        NW, TT, MINB, CAP = C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
+        NW, TT, MINB, CAP = (C1_POOL_BLOCK.get(tuning.batch_class(B)) if pool else None) \
+            or C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
         fixed = False
     NR = max(1, min(NR, T8))

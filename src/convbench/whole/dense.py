@@ -63,7 +63,7 @@ PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32
 # the ring; the batches it takes (below, dense_mma_kernel's plans spread a few rows over many SMs); its cost model:
 # TF32 multiply-adds an SM's tensor cores do a clock through wgmma, and a block's fixed cost
 WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 2, 16, 4
-WGMMA_DENSE = False  # whether layers take it: not until its GPU tests (tests/test_whole.py, which turn it on) pass
+WGMMA_DENSE = True  # whether layers take it (scripts/dense_ab.py times it against dense_mma_kernel)
 WGMMA_MAX_N = 256
 WGMMA_MIN_BATCH = 1000
 WGMMA_MAC_PER_CLK = 1024
