@@ -2,8 +2,8 @@
 # One measurement run on a GPU machine, for results/<run>/ (results/README.md). From the repository root, with $OUT
 # set to the folder for the run's files:
 #
-#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small sanitize
-#                                                   sandbox clock grade feedback timing
+#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small dense
+#                                                   c1 sweep sanitize sandbox clock grade feedback timing
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
 #   (manifest)  $OUT/manifest.json: card, driver, CUDA, cuDNN, torch, CuPy, Triton, commit ($COMMIT, else
@@ -24,6 +24,9 @@
 #               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
 #   dense       scripts/dense_ab.py at DENSE_SIZES (default 100,1000,10000): the dense layers' mma and wgmma GEMMs,
 #               time and error                                                 -> $OUT/dense-ab.json, .txt
+#   c1          scripts/c1_ab.py: the pooled conv1 layers on gpu-igemm-tc's mma kernel (POOL) and its FMA kernel
+#               (igemm.C1_FMA), at 10000 and 100 images, then the whole network with each
+#                                                                              -> $OUT/c1-ab.json, .txt
 #   sweep       convbench sweep --impl gpu-igemm-tc --quick of SWEEP_NETS (fa19,fa18) at SWEEP_SIZES (10000,100):
 #               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
 #                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json
@@ -74,8 +77,8 @@ DENSE_SIZES=${DENSE_SIZES:-100,1000,10000} SWEEP_NETS=${SWEEP_NETS:-fa19,fa18} S
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | dense | sweep | sanitize | sandbox | clock | grade | feedback | timing) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small dense sweep sanitize sandbox clock grade feedback timing" >&2
+    case $s in tests | verify | bench | precision | whole | small | dense | c1 | sweep | sanitize | sandbox | clock | grade | feedback | timing) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small dense c1 sweep sanitize sandbox clock grade feedback timing" >&2
        exit 2 ;;
     esac
 done
@@ -208,6 +211,14 @@ step_dense() {  # the whole network's dense layers with each GEMM kernel (script
         --json "$OUT/dense-ab.json" > "$OUT/dense-ab.txt" 2>&1
     local rc=$?
     cat "$OUT/dense-ab.txt"
+    return $rc
+}
+
+step_c1() {  # the pooled conv1 layers' two kernels (scripts/c1_ab.py), the layer alone and in the whole network
+    timeout 400 python3 scripts/c1_ab.py --nets "$NETS" --sizes 10000,100 --whole 10000,100 \
+        --json "$OUT/c1-ab.json" > "$OUT/c1-ab.txt" 2>&1
+    local rc=$?
+    cat "$OUT/c1-ab.txt"
     return $rc
 }
 

@@ -155,13 +155,26 @@ C1_VARIANTS = [dict(KS=k, IW=70 if prec == 0 else k, PREC=prec, NW=nw, TT=tt, MI
 C1_VARIANTS += [dict(KS=k, IW=70, PREC=prec, NW=nw, TT=tt, MINB=minb, POOL=1, ACT=act) for k in (5, 7)
                 for prec in (0, 1) for act in (1, 2)
                 for nw, tt, minb in {b[:3] for (small, _), b in _mma.C1_BLOCK.items() if small == (k * k <= 32)}]
+# the bank model's padded rows (sp19's and minidnn's conv1, pooled and plain) and POOL's large-batch block
+C1_VARIANTS += [dict(KS=k, IW=w, PREC=0, NW=nw, TT=tt, MINB=minb, **pool, PPAD=_mma.c1_pad(w, w, k, bool(pool)))
+                for w, k in ((48, 5), (86, 7)) for pool in ({}, dict(POOL=1, ACT=1))
+                for nw, tt, minb in {_mma.C1_BLOCK[k * k <= 32, "large"][:3], _mma.C1_POOL_BLOCK["large"][:3]}]
+
+
+# the FMA kernel for pooled layers (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' plans, the largest map group
+C1_FMA_VARIANTS = [dict(KS=K, MG=_mma.c1_fma_plan(H, W, M, K).MG, TW=_mma.C1_FMA_TW, NTB=_mma.C1_FMA_NTB, MINB=2,
+                        ACT=act) for C, H, W, M, K in sorted(set(course_layers())) if C == 1 for act in (1, 2)]
+C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_MAX_MG, TW=_mma.C1_FMA_TW, NTB=_mma.C1_FMA_NTB, MINB=2, ACT=3)
+                    for K in (1, 3, 8)]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("defines", C1_VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
+@pytest.mark.parametrize("source, defines", [(_mma.SOURCE_C1, d) for d in C1_VARIANTS]
+                         + [(_mma.SOURCE_C1_FMA, d) for d in C1_FMA_VARIANTS],
+                         ids=lambda v: v.stem if hasattr(v, "stem") else ",".join(f"{k}={x}" for k, x in v.items()))
 @pytest.mark.slow
-def test_single_channel_kernel_variants_compile_without_spills(defines, tmp_path):
-    stores, report = spill_stores(_mma.SOURCE_C1, defines, tmp_path)
+def test_single_channel_kernel_variants_compile_without_spills(source, defines, tmp_path):
+    stores, report = spill_stores(source, defines, tmp_path)
     assert stores == [0], report
 
 
@@ -223,6 +236,11 @@ def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_ea
                 assert seen == list(range(NQ)), (H, W, K, NR)
 
 
+def c1_key(K, W, NW, TT, MINB, prec, pool=False, act=0):
+    """_c1_kernel's arguments for a square W x W layer (3xTF32's SKIP on), its pad from the bank model"""
+    return (K, W, NW, TT, MINB, prec, True, pool, act, _mma.c1_pad(W, W, K, pool))
+
+
 def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
     c1 = {}
     monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
@@ -230,7 +248,7 @@ def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_wind
     y = FakeTensor((100, 12, 33, 33), 3)
     _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "tanh", Pool(2, 2))
     NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "small"]
-    assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True, True, _mma.ACTS["tanh"])]
+    assert list(c1) == [c1_key(5, 70, NW, TT, MINB, _mma.TF32X3, True, _mma.ACTS["tanh"])]
     # at large batches the pooled layers of any map count take it; at small ones those the plain conv's rule serves
     for M in (4, 6, 12, 16):
         assert _mma.single_channel(10000, 1, M, 5, _mma.TF32X3, 2, Pool(2, 2), (66, 66))
@@ -239,7 +257,7 @@ def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_wind
     assert not _mma.single_channel(10000, 1, 12, 5, _mma.FP16, 2, Pool(2, 2), (66, 66))
     large = _mma._prepare(FakeTensor((10000, 1, 86, 86), 1), FakeTensor((4, 1, 7, 7), 2),
                           FakeTensor((10000, 4, 40, 40), 3), _mma.TF32X3, True, 2, "relu", Pool(2, 2))
-    assert (7, 86, *_mma.C1_POOL_BLOCK["large"][:3], _mma.TF32X3, True, True, _mma.ACTS["relu"]) in c1, large
+    assert c1_key(7, 86, *_mma.C1_POOL_BLOCK["large"][:3], _mma.TF32X3, True, _mma.ACTS["relu"]) in c1, large
     for pool in (Pool(2, 2, kind="avg"), Pool(3, 3), Pool(4, 4), Pool(2, 1)):
         assert not _mma.c1_pools(pool, (66, 66))
     assert _mma.c1_pools(Pool(2, 2, ceil=True), (66, 66)) and not _mma.c1_pools(Pool(2, 2, ceil=True), (65, 66))
@@ -266,10 +284,12 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     x, k, y = FakeTensor((10000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((10000, 12, 66, 66), 3)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 0, None, None)
     NW, TT, MINB, CAP = _mma.C1_BLOCK[True, "large"]
-    assert list(c1) == [(5, 70, NW, TT, MINB, _mma.TF32X3, True)]
+    assert list(c1) == [c1_key(5, 70, NW, TT, MINB, _mma.TF32X3)]
     NR = _mma.c1_plan(10000, 70, 70, 12, 5).NR
-    assert got.args[3:] == (10000, 70, 12, NR, _mma.c1_band(70, 70, 5, NR))
-    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem >= 16 * got.args[-1] + 16 * (TT * 8 + 8) * 4 * NW
+    band = _mma.c1_band(70, 70, 5, NR)
+    ops = _mma.c1_ops(band, 70, _mma.c1_pad(70, 70, 5))
+    assert got.args[3:] == (10000, 70, 12, NR, band, ops) and ops >= band // 70 * 2 * 70
+    assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem == 4 * (2 * band + ops) + 16 * (TT * 8 + 8) * 4 * NW
     assert got.grid[0] == 132 * CAP  # the rule's blocks an SM, not as many as fit
     small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
                           None, None)
@@ -294,7 +314,7 @@ def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refus
     x, k, y = FakeTensor((1000, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2), FakeTensor((1000, 12, 66, 66), 3)
     for cap, grid in ((1, 132), (0, 132 * 2)):  # FakeKernel: 128 registers, so two 8-warp blocks fit an SM
         got = _mma._prepare(x, k, y, _mma.TF32, True, 0, None, None, _mma.C1LaunchPlan(4, 8, 4, 2, cap))
-        assert got.args[6] == 4 and got.grid[0] == grid and list(c1) == [(5, 70, 8, 4, 2, _mma.TF32, True)]
+        assert got.args[6] == 4 and got.grid[0] == grid and list(c1) == [c1_key(5, 70, 8, 4, 2, _mma.TF32)]
     for prec, epi, shape in ((_mma.FP16, 0, (1000, 1, 70, 70)), (_mma.TF32X3, 2, (1000, 1, 70, 70)),
                              (_mma.TF32X3, 0, (1000, 2, 70, 70))):
         with pytest.raises(UsageError, match="a single-channel plan"):
@@ -304,7 +324,7 @@ def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refus
     # kernel); other pools are refused
     pooled = _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), _mma.TF32X3, True, 2, "relu", Pool(2, 2),
                            _mma.C1LaunchPlan(2, 8, 4, 2, 0))
-    assert (5, 70, 8, 4, 2, _mma.TF32X3, True, True, _mma.ACTS["relu"]) in c1
+    assert c1_key(5, 70, 8, 4, 2, _mma.TF32X3, True, _mma.ACTS["relu"]) in c1
     assert pooled.args[6] == 2 and pooled.args[7] == _mma.c1_band(70, 70, 5, 2, pool=True)
     with pytest.raises(UsageError, match="a single-channel plan"):
         _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), _mma.TF32X3, True, 1, "relu", Pool(2, 2, kind="avg"),
@@ -653,3 +673,102 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
     assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
     tuning._table.cache_clear()
+
+
+# ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
+
+
+
+
+def c1_fma_outputs(H, W, M, K, p):
+    """Which (map, pooled row, pooled column) each thread of the FMA kernel's grid writes, as the kernel indexes them:
+    block (slab, group), thread tid -> pooled row slab * RP + tid / nseg, columns seg * TW / 2 + j, maps g0 + g."""
+    POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+    for slab in range(p.nslabs):
+        for grp in range(p.groups):
+            for tid in range(p.threads):
+                hl, seg = divmod(tid, p.nseg)
+                pr = slab * p.RP + hl
+                if hl >= p.RP or pr >= POH:
+                    continue
+                # the thread's input window: rows 2 hl .. 2 hl + K of the slab, columns seg TW .. + XR, all staged
+                assert 2 * hl + K < p.rows and seg * p.TW + -(-(p.TW + K - 1) // 4) * 4 <= p.XW
+                for g in range(p.MG):
+                    for j in range(p.TW // 2):
+                        pc = seg * p.TW // 2 + j
+                        if grp * p.MG + g < M and pc < POW:
+                            yield grp * p.MG + g, pr, pc
+
+
+def test_the_fma_kernels_threads_write_every_pooled_output_once():
+    rng = random.Random(9)
+    shapes = [(H, W, M, K) for C, H, W, M, K in course_layers() if C == 1]
+    shapes += [(rng.randint(K + 1, 200), rng.randint(K + 1, 200), rng.randint(1, 24), K)
+               for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
+    for H, W, M, K in shapes:
+        p = _mma.c1_fma_plan(H, W, M, K)
+        assert p.RP * p.nseg <= p.threads <= _mma.C1_FMA_NTB and p.MG <= _mma.C1_FMA_MAX_MG and p.XW % 4 == 0
+        assert p.XW >= W and p.smem == 4 * (2 * p.RP + K - 1) * p.XW
+        written = list(c1_fma_outputs(H, W, M, K, p))
+        POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+        assert len(written) == len(set(written)) == M * POH * POW, (H, W, M, K, p)
+    with pytest.raises(_mma.TooBig):
+        _mma.c1_fma_plan(8, 2 * 4 * _mma.C1_FMA_NTB + 10, 4, 5)  # a pooled row wider than a block's threads
+
+
+def test_pooled_single_channel_layers_take_the_fma_kernel_only_when_it_is_on(fake_gpu, monkeypatch):
+    compiled = []
+    monkeypatch.setattr(gpu, "kernel", lambda source, name, **d: compiled.append((source, d)) or FakeKernel())
+    x, k, y = FakeTensor((1000, 1, 86, 86), 1), FakeTensor((4, 1, 7, 7), 2), FakeTensor((1000, 4, 40, 40), 3)
+    monkeypatch.setattr(_mma, "C1_FMA", False)
+    _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
+    assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
+    monkeypatch.setattr(_mma, "C1_FMA", True)
+    got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
+    p = _mma.c1_fma_plan(86, 86, 4, 7)
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=p.TW, NTB=_mma.C1_FMA_NTB, MINB=2,
+                                                      ACT=_mma.ACTS["relu"]))
+    assert got.grid == (1000 * p.nslabs, p.groups, 1) and got.block == (p.threads, 1, 1) and got.smem == p.smem
+    assert got.args[3:] == (4, 86, 86, p.RP, p.nslabs, p.nseg, p.XW) and got.slots == _mma.SLOTS
+    # not for: the plain conv, an average or overlapping pool, reduced-precision arithmetic, more input channels
+    for prec, epi, pool, C in ((_mma.TF32X3, 0, None, 1), (_mma.TF32X3, 1, Pool(2, 2, kind="avg"), 1),
+                               (_mma.TF32X3, 2, Pool(4, 4), 1), (_mma.FP16, 2, Pool(2, 2), 1),
+                               (_mma.TF32, 2, Pool(2, 2), 1), (_mma.TF32X3, 2, Pool(2, 2), 3)):
+        assert not _mma.c1_fma_serves(C, 4, 7, prec, pool, (80, 80))
+    assert _mma.c1_fma_serves(1, 4, 7, _mma.TF32X3, Pool(2, 2), (80, 80))
+
+
+@pytest.mark.gpu
+def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
+    """conv + activation + 2x2 max pool on the FMA pipe: random shapes (odd and even conv outputs, maps 1..24 in one
+    or more groups, taps 1..64, rows too wide for one block's slab), outputs poisoned with NaN first, against
+    float64's pool(act(conv)) at fp32's tolerance; an Inf input only reaches the pooled outputs that read it."""
+    import torch
+    import torch.nn.functional as F
+
+    from convbench.core.precision import ARITHMETICS
+    from convbench.core.reference import activation
+
+    monkeypatch.setattr(_mma, "C1_FMA", True)
+    monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
+    rng = random.Random(21)
+    shapes = [(H, W, M, K) for C, H, W, M, K in course_layers() if C == 1]
+    shapes += [(rng.randint(K + 1, 150), rng.randint(K + 1, 150), rng.randint(1, 24), K)
+               for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
+    for case, (H, W, M, K) in enumerate(shapes):
+        B = rng.choice((1, 3, 64, 257))
+        act = ("tanh", "relu", "sigmoid")[case % 3]
+        g = torch.Generator().manual_seed(300 + case)
+        x = torch.randn(B, 1, H, W, generator=g)
+        k = torch.randn(M, 1, K, K, generator=g) / K
+        if case % 4 == 1:
+            x[B // 2, 0, H // 2, W // 2] = float("inf")
+        ref = F.max_pool2d(activation(F.conv2d(x.double(), k.double()), act), 2, 2)
+        y = torch.full(ref.shape, float("nan"), device="cuda")
+        _mma.conv_act_pool(x.cuda(), k.cuda(), act, Pool(2, 2), "tf32x3", out=y)
+        got = y.double().cpu()
+        # every output written (no NaN left), the Inf (where it came in) in exactly the outputs whose windows read it
+        assert torch.equal(torch.isfinite(got), torch.isfinite(ref)), (case, B, H, W, M, K, act)
+        fin = torch.isfinite(ref)
+        err = float((got[fin] - ref[fin]).norm() / ref[fin].norm())
+        assert err <= ARITHMETICS["fp32"].tolerance, (case, B, H, W, M, K, act, err)

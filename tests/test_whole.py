@@ -423,6 +423,22 @@ def test_no_wgmma_step_off_the_gpu(cpu_standins):
     assert not any(wn.uses_wgmma(step) for step in wn.steps) and wn.layer_arithmetic() == {}
 
 
+def test_the_floor_counts_pooled_single_channel_convs_on_the_fma_kernel_as_fp32(cpu_standins, monkeypatch):
+    for net in NETWORKS:
+        wn = whole.WholeNetwork(random_weights(NETWORKS[net]), device="cpu")
+        monkeypatch.setattr(whole.igemm, "C1_FMA", False)
+        assert wn.layer_arithmetic() == {}
+        monkeypatch.setattr(whole.igemm, "C1_FMA", True)
+        conv1 = next(s for s in wn.steps if isinstance(s, whole.ConvStep))
+        C = wn.params[f"{conv1.name}.weight"].shape[1]
+        pooled = C == 1 and conv1.pool is not None and (conv1.pool.size, conv1.pool.stride) == (2, 2)
+        assert wn.uses_c1_fma(conv1) == pooled, net
+        assert {n for n, a in wn.layer_arithmetic().items() if a == "fp32"} == (set(conv1.covers) if pooled else set())
+    monkeypatch.setattr(whole.igemm, "C1_FMA", True)
+    wn = whole.WholeNetwork(random_weights(NETWORKS["fa19"]), precision="tf32", device="cpu")
+    assert wn.layer_arithmetic() == {}  # reduced precision: the mma kernels
+
+
 def test_whole_network_rejects_an_unknown_precision(cpu_standins):
     from convbench.core.errors import UsageError
 

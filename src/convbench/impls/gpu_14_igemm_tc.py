@@ -6,15 +6,17 @@ plain conv, or at small batches conv + activation + 2x2 max pool) gpu_14_igemm_t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from convbench.core import gpu
 from convbench.core.contract import conv_impl
 from convbench.core.errors import UsageError
-from convbench.core.gpu import tuning
+from convbench.core.gpu import banks, tuning
 from convbench.core.precision import ARITHMETICS, TF32X3_MIN_REDUCTION, kernel_code
 from convbench.core.reference import activation
 from convbench.core.reference import pool as pool_layer
@@ -25,6 +27,7 @@ from convbench.impls.gpu_08_per_layer import conv_forward as per_layer_conv
 NAME = "gpu-igemm-tc"
 SOURCE = Path(__file__).with_suffix(".cu")
 SOURCE_C1 = Path(__file__).with_name("gpu_14_igemm_tc_c1.cu")
+SOURCE_C1_FMA = Path(__file__).with_name("gpu_14_igemm_tc_c1_fma.cu")
 
 ACTS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 SMEM_PER_BLOCK = gpu.SMEM_PER_BLOCK
@@ -180,12 +183,14 @@ class C1Plan:
     band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
     CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
+    pad: int = 0  # words after each converted row (PPAD: c1_pad)
+    ops: int = 0  # words of the converted band (c1_ops)
 
     @property
     def smem(self) -> int:
-        """Dynamic shared memory, bytes: two input buffers, the converted band (hi and lo words: two buffers' worth),
-        then each warp's staging rows (16 maps x TT * 8 + 8)."""
-        return 4 * (4 * self.band + self.NW * 16 * (self.TT * 8 + 8))
+        """Dynamic shared memory, bytes: two input buffers, the converted band (hi and lo words of each row, then its
+        pad), then each warp's staging rows (16 maps x TT * 8 + 8)."""
+        return 4 * (2 * self.band + self.ops + self.NW * 16 * (self.TT * 8 + 8))
 
 
 @dataclass(frozen=True)
@@ -272,6 +277,64 @@ def c1_band(H, W, K, NR, pool: bool = False) -> int:
     return _round4(max(rows for *_, rows in c1_item_rows(H, W, K, NR, pool)) * W)
 
 
+def c1_ops(band: int, W: int, pad: int) -> int:
+    """Words of the converted band: a staging buffer's rows (band / W, rounded up) x the pitch 2 W + pad, rounded up
+    to 4 (the kernel places its staging rows after them)."""
+    return _round4(-(-band // W) * (2 * W + pad))
+
+
+C1_SAMPLE_TILES, C1_SAMPLE_ROWS = 128, 32  # the bank model's sample of an image: its first tiles, its first rows
+
+
+def c1_operand_words(H, W, K, pool: bool, pitch: int) -> np.ndarray:
+    """The single-channel kernel's B-operand loads (hi parts; the lo parts are the same IW words further) over the
+    first tiles of an image, as the kernel addresses them: one row of 32 lane words per (tile, k8 step, half)."""
+    NP, OW = c1_pixels(H, W, K, pool)
+    KK = K * K
+    tiles = np.arange(min(-(-NP // 8), C1_SAMPLE_TILES))
+    gq, t = np.arange(32) >> 2, np.arange(32) & 3
+    p = np.minimum(tiles[:, None] * 8 + gq, NP - 1)  # (tiles, lanes)
+    if pool:
+        q, POW = p >> 2, OW // 2
+        row, col = 2 * (q // POW) + ((p >> 1) & 1), 2 * (q % POW) + (p & 1)
+    else:
+        row, col = p // OW, p % OW
+    at = row * pitch + col
+    out = []
+    for s in range(-(-KK // 8)):
+        for h in range(2):
+            tap = 8 * s + t + 4 * h
+            off = np.where(tap < KK, np.minimum(tap, KK - 1) // K * pitch + np.minimum(tap, KK - 1) % K, -1)
+            out.append(np.where(off >= 0, at + off, -1))
+    return np.stack(out, axis=1).reshape(-1, 32)
+
+
+def c1_store_words(H, W, pitch: int) -> np.ndarray:
+    """convert_band's stores of hi parts (the lo parts: W words further) over an image's first rows: 32 lanes an
+    instruction, value i of the band at word i + (i / W) (pitch - W)."""
+    n = min(H, C1_SAMPLE_ROWS) * W
+    i = np.arange(-(-n // 32) * 32).reshape(-1, 32)
+    return np.where(i < n, i + i // W * (pitch - W), -1)
+
+
+@functools.lru_cache(maxsize=None)
+def c1_pad(H, W, K, pool: bool = False) -> int:
+    """Words that pad each converted row of the band (the kernel's PPAD, 0..31): the fewest wavefronts in
+    core/gpu/banks.py's model of an image's B-operand loads and band stores, each sample scaled to the whole image
+    (ties: the smallest pad). Pooled tiles read 2 x 4 pixels of two rows, so a pitch == 0 (mod 32) puts both rows in
+    the same banks; a pitch == W (mod 32) stores the band's rows without a seam."""
+    NP, _ = c1_pixels(H, W, K, pool)
+    tiles = min(-(-NP // 8), C1_SAMPLE_TILES)
+
+    def cost(pad):
+        pitch = 2 * W + pad
+        loads = banks.wavefronts(c1_operand_words(H, W, K, pool, pitch)).sum() * -(-NP // 8) / tiles
+        stores = banks.wavefronts(c1_store_words(H, W, pitch)).sum() * H / min(H, C1_SAMPLE_ROWS)
+        return loads + stores
+
+    return min(range(32), key=lambda pad: (cost(pad), pad))
+
+
 def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, ...] | None = None,
             card: str | None = None, pool: bool = False) -> C1Plan:
     """The override (a plan or its fields in order), else the plan recorded for this layer on GPU `card` (None: this
@@ -291,18 +354,23 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
         fixed = False
     NR = max(1, min(NR, T8))
-    p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR, pool), B * NR, CAP)
+    pad = c1_pad(H, W, K, pool)
+
+    def planned(NR):
+        band = c1_band(H, W, K, NR, pool)
+        return C1Plan(NR, NW, TT, MINB, band, B * NR, CAP, pad, c1_ops(band, W, pad))
+
+    p = planned(NR)
     while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
-        NR = min(T8, 2 * p.NR)
-        p = C1Plan(NR, NW, TT, MINB, c1_band(H, W, K, NR, pool), B * NR, CAP)
+        p = planned(min(T8, 2 * p.NR))
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the single-channel "
                      "kernel")
     return p
 
 
-def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0):
-    extra = dict(POOL=1, ACT=act) if pool else {}  # (the plain conv's defines as they were: its cached compiles)
+def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0, pad=0):
+    extra = {**(dict(POOL=1, ACT=act) if pool else {}), **(dict(PPAD=pad) if pad else {})}
     return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, IW=W, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip),
                       **extra)
 
@@ -312,13 +380,76 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = c1_plan(B, H, W, M, K, sms, override, pool=pool)
-    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, *((pool, act) if pool else ()))
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     fit = gpu.blocks_per_sm(fn, threads, p.smem)
     grid = (min(p.items, sms * min(p.CAP or fit, fit)), 1, 1)
-    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, M, p.NR, p.band), p.smem, "igemm_c1_kernel",
+    return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, M, p.NR, p.band, p.ops), p.smem, "igemm_c1_kernel",
                        SLOTS)
+
+
+# ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
+# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, blocks of at most NTB threads
+
+C1_FMA = False  # whether the pooled layers it serves take it: not until it is timed against the mma kernel's POOL
+C1_FMA_NTB, C1_FMA_TW, C1_FMA_MAX_MG = 256, 4, 8  # (MG <= 8 at TW = 4 keeps the accumulators in 128 registers)
+
+
+@dataclass(frozen=True)
+class C1FmaPlan:
+    MG: int  # maps a thread computes
+    groups: int  # map groups (the grid's y)
+    TW: int  # conv columns a thread computes
+    nseg: int  # threads across a pooled row
+    RP: int  # pooled rows a block
+    nslabs: int  # blocks an image (the grid's x: B x nslabs)
+    XW: int  # the staged input's row pitch, floats
+    rows: int  # staged input rows: 2 RP + K - 1
+
+    @property
+    def threads(self) -> int:
+        return -(-self.RP * self.nseg // 32) * 32
+
+    @property
+    def smem(self) -> int:
+        """Dynamic shared memory, bytes: the slab's staged input rows."""
+        return 4 * self.rows * self.XW
+
+
+def c1_fma_serves(C: int, M: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
+    """Layers the FMA kernel takes while C1_FMA is on: conv + activation + a 2x2 stride-2 max pool over whole windows
+    of one input channel, K <= 8, where fp32 accuracy is asked for (3xTF32); any number of maps."""
+    return C1_FMA and C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_pools(pool, out_hw)
+
+
+def c1_fma_plan(H: int, W: int, M: int, K: int) -> C1FmaPlan:
+    """The rule: maps in the fewest groups of at most C1_FMA_MAX_MG, as even as they go; TW columns a thread across
+    the pooled windows' conv columns; as many whole pooled rows a block as NTB threads hold, the slabs then evened
+    out. TooBig: a pooled row needs more than NTB threads, or the slab more shared memory than a block has."""
+    POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+    groups = -(-M // C1_FMA_MAX_MG)
+    MG, TW = -(-M // groups), C1_FMA_TW
+    nseg = -(-2 * POW // TW)
+    if nseg > C1_FMA_NTB or POH < 1:
+        raise TooBig(f"gpu-igemm-tc: a pooled row of {POW} outputs is too wide for the single-channel FMA kernel")
+    nslabs = -(-POH // max(1, C1_FMA_NTB // nseg))
+    RP = -(-POH // nslabs)
+    XW = _round4(max(W, (nseg - 1) * TW + _round4(TW + K - 1)))
+    p = C1FmaPlan(MG, groups, TW, nseg, RP, nslabs, XW, 2 * RP + K - 1)
+    if p.smem > SMEM_PER_BLOCK:
+        raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the FMA kernel")
+    return p
+
+
+def _prepare_c1_fma(x, k, y, act: int):
+    B, _, H, W = x.shape
+    M, _, K, _ = k.shape
+    p = c1_fma_plan(H, W, M, K)
+    fn = gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, NTB=C1_FMA_NTB, MINB=2, ACT=act)
+    gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
+    args = (y, x, k, M, H, W, p.RP, p.nslabs, p.nseg, p.XW)
+    return gpu.prepare(fn, (B * p.nslabs, p.groups, 1), (p.threads, 1, 1), args, p.smem, "igemm_c1_fma_kernel", SLOTS)
 
 
 # ------------------------------------------------------------------ the general kernel (gpu_14_igemm_tc.cu)
@@ -352,6 +483,11 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
                              f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
                              "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")
         return _prepare_c1(x, k, y, prec, skip, override, pool=pools, act=ACTS[act] if pools else 0)
+    if override is None and epi and c1_fma_serves(C, M, K, prec, pool, (H - K + 1, W - K + 1)):
+        try:
+            return _prepare_c1_fma(x, k, y, ACTS[act])
+        except TooBig:  # very wide rows: the mma kernels
+            pass
     if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
         try:
             return _prepare_c1(x, k, y, prec, skip, pool=bool(epi), act=ACTS[act])
@@ -397,7 +533,9 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
             if prec == FP16X3 and n < FP16X3_MIN_REDUCTION and override is None:
                 prec = TF32X3  # a short reduction: see FP16X3_MIN_REDUCTION
             try:
-                if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None:
+                fma = epi and c1_fma_serves(x.shape[1], k.shape[0], k.shape[2], prec, pool,
+                                            (x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1))
+                if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None and not fma:
                     raise TooBig("too few products an output for 3xTF32: fp32 FMA (precision.TF32X3_MIN_REDUCTION)")
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)
             except TooBig:

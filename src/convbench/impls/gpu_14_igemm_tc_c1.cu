@@ -24,6 +24,8 @@
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
 // POOL 1: conv + activation + 2x2 max pool (stride 2, floor): a tile's 8 pixels are two pooled outputs' windows,
 // reduced with one shuffle; only the pooled maps are written (a quarter of the bytes).
+// Bank conflicts: each converted row is padded by PPAD words, chosen by the host's model of these loads and stores
+// (a pooled tile reads two rows, which a pitch == 0 mod 32 puts in the same banks); POOL's staging rows are swizzled.
 
 #include "precision.cuh"
 
@@ -54,6 +56,9 @@
 #ifndef ACT
 #define ACT 0  // POOL 1: common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
 #endif
+#ifndef PPAD
+#define PPAD 0  // words after each converted row (0..31): against bank conflicts of the B-operand loads
+#endif
 
 #include "common.cuh"  // u32, split_tf32, tf32_operand, mma_tf32, cp.async
 
@@ -69,7 +74,7 @@ constexpr int OW = IW - KS + 1;  // output width
 #if POOL
 constexpr int POW = OW / 2;  // pooled output width
 #endif
-constexpr int PITCH = 2 * IW;    // a converted row: IW hi parts, then IW lo parts
+constexpr int PITCH = 2 * IW + PPAD;  // a converted row: IW hi parts, then IW lo parts, then the pad
 
 // One fp32 value as TF32 operand(s): 3xTF32 splits it into hi + lo, TF32 rounds it (the tensor core truncates)
 __device__ __forceinline__ void operand(float v, u32 &hi, u32 &lo) {
@@ -125,7 +130,7 @@ __device__ __forceinline__ bool convert_band(u32 *ops, const float *raw, int n) 
         const float v = raw[i];
         u32 hi, lo;
         operand(v, hi, lo);
-        const int at = i + i / IW * IW;
+        const int at = i + i / IW * (PITCH - IW);
         ops[at] = hi;
         ops[at + IW] = lo;
         xlo |= v != __uint_as_float(hi);
@@ -150,6 +155,13 @@ __device__ __forceinline__ u32 lds(u32 at) {
 // through the warp's staging rows (stage: [16 maps][SROW]) so that each map's TT * 8 pixels leave as 16-byte
 // stores of whole 32-byte sectors, 128 bytes a map and instruction at TT = 4.
 constexpr int SROW = TT * 8 + 8;  // staging row stride (== 8 mod 32: the fragment writes hit 2 rows of banks)
+#if POOL
+// POOL stages 2 TT pooled values a map, rows of SPROW words: the 16 rows x 2 values a write instruction touches and the
+// 32 / SPROW whole rows a read touches fall in distinct banks when value c of map m lies at column c ^ pool_swizzle(m)
+// (TT a power of two; tests/test_mma.py checks both in core/gpu/banks.py's model)
+constexpr int SPROW = 2 * TT;
+__device__ __forceinline__ int pool_swizzle(int m) { return 2 * ((m * SPROW / 32) % TT); }
+#endif
 template <bool XLO, bool WLO>
 __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *stage, const Item &it,
                                          const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
@@ -209,14 +221,16 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         for (int u = 0; u < TT; ++u) {
             const float v0 = fmaxf(acc[u][0], acc[u][1]), v1 = fmaxf(acc[u][2], acc[u][3]);
             const float other = __shfl_xor_sync(0xffffffffu, h ? v0 : v1, 1);  // the partner's half of my map
-            stage[(gq + 8 * h) * SROW + 2 * u + (t >> 1)] = activate(fmaxf(h ? v1 : v0, other));
+            const int m = gq + 8 * h;
+            stage[m * SPROW + ((2 * u + (t >> 1)) ^ pool_swizzle(m))] = activate(fmaxf(h ? v1 : v0, other));
         }
         __syncwarp();
         float *yq = y + static_cast<size_t>(it.b) * M * (NP / 4);
 #pragma unroll
         for (int i = lane; i < 16 * 2 * TT; i += 32) {
             const int m = i / (2 * TT), c = i % (2 * TT), q = 2 * j0 + c;
-            if (m < M && q < qend) yq[static_cast<size_t>(m) * (NP / 4) + q] = stage[m * SROW + c];
+            if (m < M && q < qend)
+                yq[static_cast<size_t>(m) * (NP / 4) + q] = stage[m * SPROW + (c ^ pool_swizzle(m))];
         }
         __syncwarp();  // the staging rows are read before the next group's writes
 #else
@@ -255,15 +269,15 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 }
 
 // grid = min(B * NR, SMs * blocks per SM), block = NW * 32; dynamic shared memory, in floats: 2 x BAND (BAND: the
-// largest item's input rows x IW, rounded up to 4) for the copies in flight, 2 x BAND for the converted band, then
-// NW x 16 x SROW of staging rows. The input is B x 1 x H x IW.
+// largest item's input rows x IW, rounded up to 4) for the copies in flight, OPS for the converted band (its rows x
+// PITCH, rounded up to 4: the host's c1_ops), then NW x 16 x SROW of staging rows. The input is B x 1 x H x IW.
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                    const int H, const int M, const int NR, const int BAND) {
+                    const int H, const int M, const int NR, const int BAND, const int OPS) {
     extern __shared__ float4 smem4[];
     float *raw = reinterpret_cast<float *>(smem4);
     u32 *ops = reinterpret_cast<u32 *>(raw + 2 * BAND);
-    float *stage = raw + 4 * BAND + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
+    float *stage = raw + 2 * BAND + OPS + (threadIdx.x >> 5) * 16 * SROW;  // this warp's staging rows
 #if POOL
     const int NP = 4 * ((H - KS + 1) / 2) * POW;  // 4 pixels a pooled output (a floor pool leaves odd edges out)
 #else

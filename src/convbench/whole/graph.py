@@ -211,9 +211,19 @@ class WholeNetwork:
         M, C, K, _ = self.params[f"{step.name}.weight"].shape
         return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
 
+    def uses_c1_fma(self, step: Step) -> bool:
+        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe (igemm.C1_FMA)."""
+        if not isinstance(step, ConvStep) or step.act is None or step.pool is None or self.precision != "tf32x3":
+            return False
+        M, C, K, _ = self.params[f"{step.name}.weight"].shape
+        _, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
+        return igemm.c1_fma_serves(C, M, K, igemm.TF32X3, step.pool, (H - K + 1, W - K + 1))
+
     def arithmetic(self, step: Step) -> str:
         """What the step's FLOPs run on (the floor divides them by that arithmetic's ceiling)."""
-        return self.wgmma_arithmetic if self.uses_wgmma(step) else self.precision
+        if self.uses_wgmma(step):
+            return self.wgmma_arithmetic
+        return "fp32" if self.uses_c1_fma(step) else self.precision
 
     def run_step(self, step: Step, h: torch.Tensor, B: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """One step on its input h (into `out` where the step has a static buffer)."""
