@@ -772,3 +772,49 @@ def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
         fin = torch.isfinite(ref)
         err = float((got[fin] - ref[fin]).norm() / ref[fin].norm())
         assert err <= ARITHMETICS["fp32"].tolerance, (case, B, H, W, M, K, act, err)
+
+
+def test_the_fma_kernel_routing_agrees_with_its_plan(monkeypatch):
+    """takes_c1_fma (what prepared() and the whole network's floor ask) says no where the plan cannot be made, and
+    3xFP16's short reductions count as the 3xTF32 they run in."""
+    monkeypatch.setattr(_mma, "C1_FMA", True)
+    assert _mma.takes_c1_fma((8, 1, 70, 70), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
+    assert not _mma.takes_c1_fma((8, 1, 9, 2 * 4 * _mma.C1_FMA_NTB + 10), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
+    assert _mma.takes_c1_fma((8, 1, 6, 6), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # a 2x2 conv output: one window
+    assert not _mma.takes_c1_fma((8, 1, 5, 5), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # 1x1: none
+    assert _mma.fused_code("fp16x3", 1, 5) == _mma.TF32X3 and _mma.fused_code("fp16x3", 12, 5) == _mma.FP16X3
+    assert _mma.fused_code("fp16x3", 1, 5, override=(1, 8, 4, 2)) == _mma.FP16X3
+    with pytest.raises(_mma.TooBig, match="no whole 2x2 window"):
+        _mma.c1_fma_plan(5, 5, 4, 5)
+    with pytest.raises(UsageError, match="power of two"):
+        _mma.c1_plan(100, 70, 70, 12, 5, override=(1, 4, 3, 2), pool=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("route", ["c1pool", "fma", "general"])
+def test_a_nan_input_reaches_exactly_the_pooled_outputs_whose_windows_read_it(route, monkeypatch):
+    """The pooled kernels' max keeps NaN (common.cuh's max_nan), as PyTorch's max pool and relu do: a NaN pixel
+    turns exactly the pooled outputs whose windows read it into NaN, on the single-channel mma kernel's POOL, the FMA
+    kernel and the general kernel's EPI 2."""
+    import torch
+    import torch.nn.functional as F
+
+    from convbench.core.reference import activation
+
+    monkeypatch.setattr(_mma, "C1_FMA", route == "fma")
+    monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
+    C = 3 if route == "general" else 1
+    B, H, W, M, K = 100, 30, 31, 8, 5
+    assert _mma.single_channel(B, C, M, K, _mma.TF32X3, 2, Pool(2, 2), (H - K + 1, W - K + 1)) == (route == "c1pool")
+    for act in ("relu", "tanh", "sigmoid"):
+        g = torch.Generator().manual_seed(7)
+        x = torch.randn(B, C, H, W, generator=g)
+        x[3, 0, 10, 11] = x[50, C - 1, 0, 0] = x[99, 0, H - 1, W - 1] = float("nan")
+        k = torch.randn(M, C, K, K, generator=g) / K
+        ref = F.max_pool2d(activation(F.conv2d(x.double(), k.double()), act), 2, 2)
+        y = torch.full(ref.shape, 0.0, device="cuda")
+        _mma.conv_act_pool(x.cuda(), k.cuda(), act, Pool(2, 2), "tf32x3", out=y)
+        got = y.double().cpu()
+        assert torch.isnan(ref).any() and torch.equal(torch.isnan(got), torch.isnan(ref)), (route, act)
+        fin = ~torch.isnan(ref)
+        assert float((got[fin] - ref[fin]).norm() / ref[fin].norm()) <= 1e-5, (route, act)

@@ -625,16 +625,16 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
                         for (int e = 0; e < 2; ++e) {
                             float u = (live >> (2 * i + h)) & 1 ? acc[i][j][2 * h + e] : ninf;
                             if (wshift >= 2) {
-                                u = fmaxf(u, __shfl_xor_sync(0xffffffffu, u, 4));
-                                u = fmaxf(u, __shfl_xor_sync(0xffffffffu, u, 8));
+                                u = max_nan(u, __shfl_xor_sync(0xffffffffu, u, 4));
+                                u = max_nan(u, __shfl_xor_sync(0xffffffffu, u, 8));
                             }
                             v[h][e] = u;
                         }
                     if (wshift == 4) {
 #pragma unroll
                         for (int e = 0; e < 2; ++e) {
-                            v[0][e] = fmaxf(v[0][e], v[1][e]);
-                            v[0][e] = fmaxf(v[0][e], __shfl_xor_sync(0xffffffffu, v[0][e], 16));
+                            v[0][e] = max_nan(v[0][e], v[1][e]);
+                            v[0][e] = max_nan(v[0][e], __shfl_xor_sync(0xffffffffu, v[0][e], 16));
                         }
                     }
                     // (h, e) of the value this lane stores: PS 4: lanes gq 0, 1 take e = 0, 1 of the m-tile's
@@ -693,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
 #else
                 float mx = __int_as_float(0xff800000);  // -inf
                 for (int hh = h0; hh < h1; ++hh)
-                    for (int ww = w0; ww < w1; ++ww) mx = fmaxf(mx, ys[hh * g.OW + ww]);
+                    for (int ww = w0; ww < w1; ++ww) mx = max_nan(mx, ys[hh * g.OW + ww]);
                 const float out = activate(mx);
 #endif
                 yrow[pc] = out;

@@ -182,9 +182,9 @@ class C1Plan:
     MINB: int  # __launch_bounds__' minimum resident blocks per SM
     band: int  # floats per staging buffer: the largest item's input rows x W, rounded up to 4
     items: int
+    pad: int  # words after each converted row (PPAD: c1_pad)
+    ops: int  # words of the converted band (c1_ops)
     CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
-    pad: int = 0  # words after each converted row (PPAD: c1_pad)
-    ops: int = 0  # words of the converted band (c1_ops)
 
     @property
     def smem(self) -> int:
@@ -348,6 +348,9 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     if override is not None:
         NR, NW, TT, MINB, CAP = C1LaunchPlan.of(override)
         fixed = True
+        if pool and TT & (TT - 1):
+            raise UsageError(f"gpu-igemm-tc: a pooled single-channel plan needs TT a power of two (its staging "
+                             f"swizzle), not {TT}")
     else:
         NW, TT, MINB, CAP = (C1_POOL_BLOCK.get(tuning.batch_class(B)) if pool else None) \
             or C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
@@ -358,7 +361,7 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
 
     def planned(NR):
         band = c1_band(H, W, K, NR, pool)
-        return C1Plan(NR, NW, TT, MINB, band, B * NR, CAP, pad, c1_ops(band, W, pad))
+        return C1Plan(NR, NW, TT, MINB, band, B * NR, pad, c1_ops(band, W, pad), CAP)
 
     p = planned(NR)
     while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
@@ -423,15 +426,38 @@ def c1_fma_serves(C: int, M: int, K: int, prec: int, pool: Pool | None, out_hw: 
     return C1_FMA and C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_pools(pool, out_hw)
 
 
+def fused_code(precision: str, C: int, K: int, override=None) -> int:
+    """The kernel arithmetic a layer of C channels and K x K taps runs in for `precision`: 3xFP16's short reductions
+    in 3xTF32 (FP16X3_MIN_REDUCTION), unless a plan is forced."""
+    prec = kernel_code(precision)
+    return TF32X3 if prec == FP16X3 and C * K * K < FP16X3_MIN_REDUCTION and override is None else prec
+
+
+def takes_c1_fma(x_shape, k_shape, prec: int, pool: Pool | None) -> bool:
+    """Whether conv + act + `pool` of these shapes in kernel arithmetic `prec` runs on the FMA kernel: the layers
+    c1_fma_serves while C1_FMA is on, that its plan fits (prepared() and the whole network's floor both ask this)."""
+    _, C, H, W = x_shape
+    M, _, K, _ = k_shape
+    if not c1_fma_serves(C, M, K, prec, pool, (H - K + 1, W - K + 1)):
+        return False
+    try:
+        c1_fma_plan(H, W, M, K)
+    except TooBig:
+        return False
+    return True
+
+
 def c1_fma_plan(H: int, W: int, M: int, K: int) -> C1FmaPlan:
     """The rule: maps in the fewest groups of at most C1_FMA_MAX_MG, as even as they go; TW columns a thread across
     the pooled windows' conv columns; as many whole pooled rows a block as NTB threads hold, the slabs then evened
     out. TooBig: a pooled row needs more than NTB threads, or the slab more shared memory than a block has."""
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+    if POH < 1 or POW < 1:
+        raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
     groups = -(-M // C1_FMA_MAX_MG)
     MG, TW = -(-M // groups), C1_FMA_TW
     nseg = -(-2 * POW // TW)
-    if nseg > C1_FMA_NTB or POH < 1:
+    if nseg > C1_FMA_NTB:
         raise TooBig(f"gpu-igemm-tc: a pooled row of {POW} outputs is too wide for the single-channel FMA kernel")
     nslabs = -(-POH // max(1, C1_FMA_NTB // nseg))
     RP = -(-POH // nslabs)
@@ -483,11 +509,8 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
                              f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
                              "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")
         return _prepare_c1(x, k, y, prec, skip, override, pool=pools, act=ACTS[act] if pools else 0)
-    if override is None and epi and c1_fma_serves(C, M, K, prec, pool, (H - K + 1, W - K + 1)):
-        try:
-            return _prepare_c1_fma(x, k, y, ACTS[act])
-        except TooBig:  # very wide rows: the mma kernels
-            pass
+    if override is None and epi and takes_c1_fma(x.shape, k.shape, prec, pool):
+        return _prepare_c1_fma(x, k, y, ACTS[act])
     if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
         try:
             return _prepare_c1(x, k, y, prec, skip, pool=bool(epi), act=ACTS[act])
@@ -523,18 +546,15 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
     """The launch of a layer of these shapes and options: prepared once (plan, compiled kernel, argument block) and
     then looked up, or FALLBACK. Its launch(stream, y, x, k pointers) is all the rest a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override, C1_FMA)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)
         if job is None:
-            prec = kernel_code(precision)
+            prec = fused_code(precision, x.shape[1], k.shape[2], override)
             n = x.shape[1] * k.shape[2] * k.shape[3]
-            if prec == FP16X3 and n < FP16X3_MIN_REDUCTION and override is None:
-                prec = TF32X3  # a short reduction: see FP16X3_MIN_REDUCTION
             try:
-                fma = epi and c1_fma_serves(x.shape[1], k.shape[0], k.shape[2], prec, pool,
-                                            (x.shape[2] - k.shape[2] + 1, x.shape[3] - k.shape[3] + 1))
+                fma = epi and override is None and takes_c1_fma(x.shape, k.shape, prec, pool)
                 if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None and not fma:
                     raise TooBig("too few products an output for 3xTF32: fp32 FMA (precision.TF32X3_MIN_REDUCTION)")
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)

@@ -65,6 +65,9 @@
 #if PREC != PREC_TF32X3 && PREC != PREC_TF32
 #error "the single-channel kernel takes TF32 operands only (PREC_TF32X3 or PREC_TF32)"
 #endif
+#if POOL && (TT & (TT - 1))
+#error "POOL's staging swizzle needs TT a power of two"
+#endif
 #if IW < KS
 #error "the input is narrower than the filter"
 #endif
@@ -219,10 +222,10 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         const int h = t & 1;
 #pragma unroll
         for (int u = 0; u < TT; ++u) {
-            const float v0 = fmaxf(acc[u][0], acc[u][1]), v1 = fmaxf(acc[u][2], acc[u][3]);
+            const float v0 = max_nan(acc[u][0], acc[u][1]), v1 = max_nan(acc[u][2], acc[u][3]);
             const float other = __shfl_xor_sync(0xffffffffu, h ? v0 : v1, 1);  // the partner's half of my map
             const int m = gq + 8 * h;
-            stage[m * SPROW + ((2 * u + (t >> 1)) ^ pool_swizzle(m))] = activate(fmaxf(h ? v1 : v0, other));
+            stage[m * SPROW + ((2 * u + (t >> 1)) ^ pool_swizzle(m))] = activate(max_nan(h ? v1 : v0, other));
         }
         __syncwarp();
         float *yq = y + static_cast<size_t>(it.b) * M * (NP / 4);

@@ -17,7 +17,8 @@
 // thread issues K x TW FMAs against KP / 4 shared loads of weights (> 90 % FMAs at TW = 4), plus its input window
 // once per row. Reading the input (4 B a pixel) and writing pooled maps (M / 4 x 4 B a pixel) is under 0.1 ms.
 // Limits: C = 1, K <= 8, a 2x2 stride-2 max pool over whole windows (floor), activation monotone (it is applied
-// after the max, as the mma kernel's POOL does). An Inf or NaN input reaches only the outputs whose windows read it.
+// after the max, as the mma kernel's POOL does). An Inf or NaN input reaches only the outputs whose windows read it
+// (the max keeps NaN, as PyTorch's does).
 
 #ifndef KS
 #define KS 5  // filter size K (compile-time: the taps unroll)
@@ -38,7 +39,7 @@
 #define ACT 0  // common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
 #endif
 
-#include "common.cuh"  // activate()
+#include "common.cuh"  // activate(), max_nan()
 
 #if TW % 4 != 0 || KS < 1 || KS > 8
 #error "TW must be a multiple of 4 and KS in 1..8"
@@ -129,8 +130,8 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
         for (int j = 0; j < TW / 2; ++j) {
             const int pc = seg * (TW / 2) + j;
             if (pc < POW) {
-                const float v = fmaxf(fmaxf(acc[g][0][2 * j], acc[g][0][2 * j + 1]),
-                                      fmaxf(acc[g][1][2 * j], acc[g][1][2 * j + 1]));
+                const float v = max_nan(max_nan(acc[g][0][2 * j], acc[g][0][2 * j + 1]),
+                                        max_nan(acc[g][1][2 * j], acc[g][1][2 * j + 1]));
                 yb[static_cast<size_t>(g) * POH * POW + pc] = activate(v);
             }
         }

@@ -212,12 +212,13 @@ class WholeNetwork:
         return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
 
     def uses_c1_fma(self, step: Step) -> bool:
-        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe (igemm.C1_FMA)."""
-        if not isinstance(step, ConvStep) or step.act is None or step.pool is None or self.precision != "tf32x3":
+        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe (igemm.takes_c1_fma)."""
+        if not isinstance(step, ConvStep) or step.pool is None or self.uses_wgmma(step):
             return False
-        M, C, K, _ = self.params[f"{step.name}.weight"].shape
-        _, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
-        return igemm.c1_fma_serves(C, M, K, igemm.TF32X3, step.pool, (H - K + 1, W - K + 1))
+        k_shape = tuple(self.params[f"{step.name}.weight"].shape)
+        C, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
+        prec = igemm.fused_code(self.precision, C, k_shape[2])
+        return igemm.takes_c1_fma((1, C, H, W), k_shape, prec, step.pool)
 
     def arithmetic(self, step: Step) -> str:
         """What the step's FLOPs run on (the floor divides them by that arithmetic's ceiling)."""

@@ -104,13 +104,25 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void cp_async_wait_1() { cp_async_wait<1>(); }
 __device__ __forceinline__ void cp_async_wait_0() { cp_async_wait<0>(); }
 
+// ---- max that keeps NaN (as PyTorch's max pool and relu do; fmaxf returns the other operand) ----
+
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
 // ---- the fused activation: ACT 0 (or unset) none, 1 tanh, 2 relu, 3 sigmoid ----
 
 __device__ __forceinline__ float activate(float v) {
 #if defined(ACT) && ACT == 1
     return tanhf(v);
 #elif defined(ACT) && ACT == 2
-    return fmaxf(v, 0.0f);
+    return max_nan(v, 0.0f);
 #elif defined(ACT) && ACT == 3
     return 1.0f / (1.0f + expf(-v));
 #else
