@@ -24,9 +24,9 @@
 #               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
 #   dense       scripts/dense_ab.py at DENSE_SIZES (default 100,1000,10000): the dense layers' mma and wgmma GEMMs,
 #               time and error                                                 -> $OUT/dense-ab.json, .txt
-#   c1          scripts/c1_ab.py: the pooled conv1 layers on gpu-igemm-tc's mma kernel (POOL) and its FMA kernel
-#               (igemm.C1_FMA), at 10000 and 100 images, then the whole network with each
-#                                                                              -> $OUT/c1-ab.json, .txt
+#   c1          scripts/optin_ab.py at 10000 and 100 images: the pooled conv1 layers on gpu-igemm-tc's mma kernel
+#               (POOL) and its FMA kernel (igemm.C1_FMA), then the whole network with each opt-in (C1_FMA,
+#               graph.WGMMA_THEN_POOL)                                       -> $OUT/optin-ab.json, .txt
 #   sweep       convbench sweep --impl gpu-igemm-tc --quick of SWEEP_NETS (fa19,fa18) at SWEEP_SIZES (10000,100):
 #               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
 #                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json
@@ -214,11 +214,11 @@ step_dense() {  # the whole network's dense layers with each GEMM kernel (script
     return $rc
 }
 
-step_c1() {  # the pooled conv1 layers' two kernels (scripts/c1_ab.py), the layer alone and in the whole network
-    timeout 400 python3 scripts/c1_ab.py --nets "$NETS" --sizes 10000,100 --whole 10000,100 \
-        --json "$OUT/c1-ab.json" > "$OUT/c1-ab.txt" 2>&1
+step_c1() {  # the opt-in kernels against the shipped ones (scripts/optin_ab.py): the layers, then the whole network
+    timeout 500 python3 scripts/optin_ab.py --nets "$NETS" --sizes 10000,100 --json "$OUT/optin-ab.json" \
+        > "$OUT/optin-ab.txt" 2>&1
     local rc=$?
-    cat "$OUT/c1-ab.txt"
+    cat "$OUT/optin-ab.txt"
     return $rc
 }
 

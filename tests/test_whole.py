@@ -439,6 +439,21 @@ def test_the_floor_counts_pooled_single_channel_convs_on_the_fma_kernel_as_fp32(
     assert wn.layer_arithmetic() == {}  # reduced precision: the mma kernels
 
 
+@pytest.mark.parametrize("pool", [Pool(2, 2), Pool(2, 2, ceil=True), Pool(2, 2, kind="avg"), Pool(4, 4), None])
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", None])
+def test_pool_then_activate_is_the_layers_in_their_order(pool, act):
+    """WGMMA_THEN_POOL's epilogue in PyTorch: a max pool before a (monotone) activation, an average one after it; NaN
+    kept; the result in the step's static output."""
+    g = torch.Generator().manual_seed(3)
+    for shape in ((3, 4, 34, 34), (2, 5, 33, 35)):
+        conv = torch.randn(shape, generator=g, dtype=torch.float64)
+        conv[0, 1, 2, 3] = float("nan")
+        ref = problem.pool(problem.activation(conv.clone(), act), pool)
+        out = torch.full(ref.shape, 7.0, dtype=torch.float64)
+        got = whole.pool_then_activate(conv, pool, act, out)
+        assert got.data_ptr() == out.data_ptr() and torch.allclose(got, ref, equal_nan=True, rtol=0, atol=1e-15)
+
+
 def test_whole_network_rejects_an_unknown_precision(cpu_standins):
     from convbench.core.errors import UsageError
 
@@ -581,10 +596,15 @@ def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact(monkeypat
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("variant", ["shipped", "c1-fma", "wgmma-then-pool"])
 @pytest.mark.parametrize("net", list(NETWORKS))
-def test_whole_network_matches_float64(net):
+def test_whole_network_matches_float64(net, variant, monkeypatch):
+    """The shipped kernels, and the two opt-in ones (igemm.C1_FMA, graph.WGMMA_THEN_POOL) until they are timed."""
     from convbench.data.fashion_mnist import load_dataset
 
+    monkeypatch.setattr(whole.igemm, "C1_FMA", variant == "c1-fma")
+    monkeypatch.setattr(whole.igemm, "LAUNCHES", type(whole.igemm.LAUNCHES)())
+    monkeypatch.setattr(whole, "WGMMA_THEN_POOL", variant == "wgmma-then-pool")
     weights = load_weights("own", net)
     spec = weights.spec
     data = load_dataset(spec.input_size, count=37, quiet=True)

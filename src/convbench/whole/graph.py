@@ -41,6 +41,7 @@ from convbench.core import reference as ops
 from convbench.core.contract import family_members
 from convbench.core.errors import UsageError
 from convbench.core.precision import ARITHMETICS as ARITHMETIC_TABLE
+from convbench.core.shapes import output_shape
 from convbench.core.spec import Activation, Conv, Flatten, NetSpec, Pool, Softmax
 from convbench.core.spec import Dense as DenseLayer
 from convbench.core.timing import median_time
@@ -52,6 +53,10 @@ from convbench.network.weights import Weights
 from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
 
 MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
+# A conv with an activation / pool after it on gpu-wgmma's kernel (where its reduction is long enough), its output then
+# pooled and activated by PyTorch, instead of gpu-igemm-tc's fused kernel: off until the two are timed against each
+# other (scripts/optin_ab.py); the conv's whole output makes a round trip through memory
+WGMMA_THEN_POOL = False
 
 
 # ------------------------------------------------------------------------------------------ layer grouping
@@ -139,6 +144,20 @@ def group_layers(spec: NetSpec) -> list[Step]:
     return steps
 
 
+def pool_then_activate(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.Tensor) -> torch.Tensor:
+    """pool(act(conv)) into out, conv overwritten. A max pool goes first, on the conv's whole output, and the
+    activation after it on a quarter as much (monotone: the same, as the fused kernels do); a 2x2 stride-2 one over
+    whole windows reads the conv once, straight into out. An average pool needs the activation first."""
+    if pool is None or pool.kind != "max":
+        return out.copy_(ops.pool(ops.activation(conv, act, in_place=True), pool))
+    B, M, OH, OW = conv.shape
+    if (pool.size, pool.stride) == (2, 2) and OH % 2 == 0 and OW % 2 == 0:
+        torch.amax(conv.view(B, M, OH // 2, 2, OW // 2, 2), dim=(3, 5), out=out)
+    else:
+        out.copy_(ops.pool(conv, pool))
+    return ops.activation(out, act, in_place=True)
+
+
 def _torch_layer(layer, x: torch.Tensor) -> torch.Tensor:
     if isinstance(layer, Activation):
         return ops.activation(x, layer.fn)
@@ -204,8 +223,10 @@ class WholeNetwork:
         return h
 
     def uses_wgmma(self, step: Step) -> bool:
-        """A conv with nothing to fuse after it and a reduction long enough for gpu-wgmma's kernel (sm_90 only)."""
-        if (not isinstance(step, ConvStep) or step.act or step.pool or self.wgmma_arithmetic is None
+        """A conv with a reduction long enough for gpu-wgmma's kernel (sm_90 only) and nothing to fuse after it (or
+        with WGMMA_THEN_POOL, its activation and pool after it in PyTorch)."""
+        fused = step.act or step.pool if isinstance(step, ConvStep) else False
+        if (not isinstance(step, ConvStep) or (fused and not WGMMA_THEN_POOL) or self.wgmma_arithmetic is None
                 or torch.device(self.device).type != "cuda"):
             return False
         M, C, K, _ = self.params[f"{step.name}.weight"].shape
@@ -232,8 +253,12 @@ class WholeNetwork:
             k = self.params[f"{step.name}.weight"]
             if self.uses_wgmma(step):
                 out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
-                wgmma.launch(h, k, out, self.wgmma_arithmetic)
-                return out
+                if not (step.act or step.pool):
+                    wgmma.launch(h, k, out, self.wgmma_arithmetic)
+                    return out
+                conv = torch.empty(output_shape(h.shape, k.shape), device=h.device)  # (a capture: the graph's pool)
+                wgmma.launch(h, k, conv, self.wgmma_arithmetic)
+                return pool_then_activate(conv, step.pool, step.act, out)
             return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)
         if isinstance(step, FlattenStep):
             return h.reshape(B, -1)

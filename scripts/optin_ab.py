@@ -1,0 +1,123 @@
+"""gpu-igemm-tc's and the whole network's opt-in kernels against the shipped ones, on the GPU, in one process.
+
+layers: the pooled single-channel layers (conv1 + activation + 2x2 max pool of the course nets) on the mma kernel's
+POOL (gpu_14_igemm_tc_c1.cu) and on the FMA kernel (gpu_14_igemm_tc_c1_fma.cu, igemm.C1_FMA), on their real inputs
+(the first B test images, as `convbench sweep` takes them): each output's relative error against float64 (poisoned
+with NaN first) and the median Op Time (CUDA events, inputs rotated through copies larger than L2, after a warm-up).
+whole: the whole network (`run --whole-network`'s CUDA graph) shipped, with igemm.C1_FMA, with graph.WGMMA_THEN_POOL
+(pooled convs with long reductions on gpu-wgmma's kernel, then PyTorch's pool and activation), and with both: the
+median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark without baselines).
+The candidates alternate three times; the best median of each is kept. Needs a CUDA GPU.
+
+    python3 scripts/optin_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 10000,100 [--what layers,whole] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import torch
+import torch.nn.functional as F
+
+from convbench.cli.sweep import course_layers
+from convbench.core import gpu
+from convbench.core import reference as ops
+from convbench.core.timing import median_time
+from convbench.data.fashion_mnist import load_dataset
+from convbench.impls import gpu_14_igemm_tc as igemm
+from convbench.network.weights import load_weights
+from convbench.whole import graph as whole
+
+KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
+CONFIGS = {"shipped": (igemm.C1_FMA, whole.WGMMA_THEN_POOL), "c1-fma": (True, False),
+           "wgmma-then-pool": (False, True), "both": (True, True)}  # name -> (C1_FMA, WGMMA_THEN_POOL)
+
+
+def switch(c1_fma: bool, wgmma_then_pool: bool = False) -> None:
+    """Set the opt-ins; prepared launches are dropped (they hold the kernel they were made with)."""
+    igemm.C1_FMA, whole.WGMMA_THEN_POOL = c1_fma, wgmma_then_pool
+    igemm.LAUNCHES.clear()
+
+
+def conv1_rows(net: str, B: int, reps: int) -> list[dict]:
+    layer = course_layers(net, B)[0]
+    x, k = layer.x, layer.k
+    want = ops.pool(ops.activation(F.conv2d(x.double(), k.double()), layer.act), layer.pool)
+    y = torch.empty(want.shape, device="cuda")
+
+    def call(i):
+        igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, "tf32x3", out=y)
+
+    errors, times = {}, {name: [] for name in KERNELS}
+    for name in KERNELS:
+        switch(KERNELS[name])
+        y.fill_(math.nan)
+        call(0)
+        torch.cuda.synchronize()
+        errors[name] = float((y.double() - want).norm() / want.norm()) if torch.isfinite(y).all() else math.inf
+    for _ in range(3):
+        for name in KERNELS:
+            switch(KERNELS[name])
+            times[name].append(median_time("cuda", call, len(layer.sets), reps, warmup=3))
+    rows = []
+    for name in KERNELS:
+        switch(KERNELS[name])
+        kind = "fma" if igemm.takes_c1_fma(x.shape, k.shape, igemm.TF32X3, layer.pool) else "mma"
+        rows.append({"net": net, "B": B, "kernel": name, "ran": kind, "us": min(times[name]) * 1e6,
+                     "rel_error": errors[name]})
+    mma, fma = rows
+    print(f"{net:8} B={B:6d} conv1+act+pool  mma {mma['us']:9.1f} us  fma {fma['us']:9.1f} us  "
+          f"mma/fma {mma['us'] / fma['us']:5.2f}x  error mma {mma['rel_error']:.1e} fma {fma['rel_error']:.1e}",
+          flush=True)
+    return rows
+
+
+def whole_rows(net: str, B: int, reps: int) -> list[dict]:
+    weights = load_weights("own", net)
+    data = load_dataset(weights.spec.input_size, count=B, quiet=True)
+    networks, results = {}, {name: [] for name in CONFIGS}
+    for name in CONFIGS:
+        switch(*CONFIGS[name])
+        networks[name] = whole.WholeNetwork(weights)  # its graphs captured with this configuration's kernels
+    for _ in range(3):
+        for name in CONFIGS:
+            switch(*CONFIGS[name])
+            results[name].append(whole.benchmark(networks[name], data.images, data.labels, reps=reps,
+                                                 baselines=False)["whole"])
+    rows = []
+    for name, runs in results.items():
+        best = min(runs, key=lambda r: r["time_s"])
+        rows.append({"net": net, "B": B, "config": name, "us": best["time_s"] * 1e6,
+                     "correctness": best["correctness"], "rel_error": best["rel_error_vs_fp64"],
+                     "arithmetic": networks[name].layer_arithmetic()})
+        print(f"{net:8} B={B:6d} {name:16} {best['time_s'] * 1e6:9.1f} us  x shipped "
+              f"{rows[0]['us'] / rows[-1]['us']:5.2f}  Correctness {best['correctness']}  "
+              f"error {best['rel_error_vs_fp64']:.1e}", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
+    ap.add_argument("--sizes", default="10000,100")
+    ap.add_argument("--what", default="layers,whole", help="layers, whole or both (comma-separated)")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("optin_ab.py: no CUDA GPU here; run it on the device machine")
+    shipped = (igemm.C1_FMA, whole.WGMMA_THEN_POOL)
+    what = {"layers": conv1_rows, "whole": whole_rows}
+    rows = [r for part in args.what.split(",") for B in map(int, args.sizes.split(","))
+            for net in args.nets.split(",") for r in what[part](net, B, args.reps)]
+    switch(*shipped)
+    print(f"launch path: {gpu.launch_path()}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
