@@ -31,7 +31,8 @@
 #               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
 #                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json
 #   sanitize    compute-sanitizer (SANITIZE_TOOLS, default memcheck): verify of gpu-wgmma and gpu-igemm-tc on a few
-#               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel
+#               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel, the FMA kernel
+#               for pooled conv1 layers
 #                                                                              -> $OUT/sanitize.log
 #   sandbox     the sandbox's self-test on this GPU grader, its GPU attacks and its limits (tests/adversarial)
 #                                                                              -> $OUT/sandbox.log
@@ -282,7 +283,8 @@ step_sanitize() {  # every tensor its own allocation (as scripts/sanitize.sh): a
     for tool in ${SANITIZE_TOOLS//,/ }; do
         for one in "python3 -m convbench verify --device cuda --impl gpu-wgmma,gpu-igemm-tc --shapes 8 --seed 7" \
                    "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_wgmma.py -k kernel_itself" \
-                   "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches"; do
+                   "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_whole.py -k dense_matches" \
+                   "python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_mma.py -k fma_kernel_matches"; do
             echo "== compute-sanitizer --tool $tool $one" >> "$OUT/sanitize.log"
             COLUMNS=160 timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 $one 2>&1 \
                 | tail -20 >> "$OUT/sanitize.log"

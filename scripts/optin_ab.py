@@ -5,11 +5,15 @@ POOL (gpu_14_igemm_tc_c1.cu) and on the FMA kernel (gpu_14_igemm_tc_c1_fma.cu, i
 (the first B test images, as `convbench sweep` takes them): each output's relative error against float64 (poisoned
 with NaN first) and the median Op Time (CUDA events, inputs rotated through copies larger than L2, after a warm-up).
 whole: the whole network (`run --whole-network`'s CUDA graph) shipped, with igemm.C1_FMA, with graph.WGMMA_THEN_POOL
-(pooled convs with long reductions on gpu-wgmma's kernel, then PyTorch's pool and activation), and with both: the
-median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark without baselines).
+(pooled convs with long reductions on gpu-wgmma's kernel, then PyTorch's pool and activation), with gpu-wgmma's
+kernel on reductions down to 64 (wgmma.MIN_REDUCTION), and with all three: the median graph replay, Correctness and
+the error against float64 (whole/graph.py's benchmark without baselines).
+short: the plain conv layers whose reductions are under gpu-wgmma's MIN_REDUCTION but not under 64 (sp19's conv2:
+150), on gpu-igemm-tc's kernel (where gpu-wgmma sends them) and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
 The candidates alternate three times; the best median of each is kept. Needs a CUDA GPU.
 
-    python3 scripts/optin_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 10000,100 [--what layers,whole] [--json OUT]
+    python3 scripts/optin_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 10000,100 [--what layers,short,whole]
+                                [--json OUT]
 """
 
 from __future__ import annotations
@@ -27,18 +31,22 @@ from convbench.core import reference as ops
 from convbench.core.timing import median_time
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
+from convbench.impls import gpu_15_wgmma as wgmma
 from convbench.network.weights import load_weights
 from convbench.whole import graph as whole
 
 KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
-CONFIGS = {"shipped": (igemm.C1_FMA, whole.WGMMA_THEN_POOL), "c1-fma": (True, False),
-           "wgmma-then-pool": (False, True), "both": (True, True)}  # name -> (C1_FMA, WGMMA_THEN_POOL)
+SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION)
+CONFIGS = {"shipped": SHIPPED, "c1-fma": (True, False, SHIPPED[2]), "wgmma-then-pool": (False, True, SHIPPED[2]),
+           "wgmma-short": (False, False, 64), "all": (True, True, 64)}  # name -> switch()'s arguments
 
 
-def switch(c1_fma: bool, wgmma_then_pool: bool = False) -> None:
-    """Set the opt-ins; prepared launches are dropped (they hold the kernel they were made with)."""
-    igemm.C1_FMA, whole.WGMMA_THEN_POOL = c1_fma, wgmma_then_pool
+def switch(c1_fma: bool, wgmma_then_pool: bool = False, min_reduction: int = SHIPPED[2]) -> None:
+    """Set the opt-ins (igemm.C1_FMA, graph.WGMMA_THEN_POOL, and the shortest reduction gpu-wgmma's kernel takes in
+    the whole network); prepared launches are dropped (they hold the kernel they were made with)."""
+    igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, min_reduction
     igemm.LAUNCHES.clear()
+    wgmma.LAUNCHES.clear()
 
 
 def conv1_rows(net: str, B: int, reps: int) -> list[dict]:
@@ -74,6 +82,36 @@ def conv1_rows(net: str, B: int, reps: int) -> list[dict]:
     return rows
 
 
+def short_rows(net: str, B: int, reps: int) -> list[dict]:
+    rows = []
+    for layer in course_layers(net, B):
+        x, k = layer.x, layer.k
+        n = x.shape[1] * k.shape[2] * k.shape[3]
+        if not 64 <= n < wgmma.MIN_REDUCTION:
+            continue
+        want = F.conv2d(x.double(), k.double())
+        y = torch.empty(want.shape, device="cuda")
+        calls = {"igemm": lambda i: igemm.launch(layer.sets[i], k, y, "tf32x3"),
+                 "wgmma": lambda i: wgmma.launch(layer.sets[i], k, y, "fp16x3", force=True)}
+        errors, times = {}, {name: [] for name in calls}
+        for name, call in calls.items():
+            y.fill_(math.nan)
+            call(0)
+            torch.cuda.synchronize()
+            errors[name] = float((y.double() - want).norm() / want.norm()) if torch.isfinite(y).all() else math.inf
+        for _ in range(3):
+            for name, call in calls.items():
+                times[name].append(median_time("cuda", call, len(layer.sets), reps, warmup=3))
+        for name in calls:
+            rows.append({"net": net, "B": B, "layer": layer.name, "kernel": name, "us": min(times[name]) * 1e6,
+                         "rel_error": errors[name]})
+        a, b = rows[-2:]
+        print(f"{net:8} B={B:6d} {layer.name} (C*K*K {n})  igemm {a['us']:9.1f} us  wgmma {b['us']:9.1f} us  "
+              f"igemm/wgmma {a['us'] / b['us']:5.2f}x  error igemm {a['rel_error']:.1e} wgmma {b['rel_error']:.1e}",
+              flush=True)
+    return rows
+
+
 def whole_rows(net: str, B: int, reps: int) -> list[dict]:
     weights = load_weights("own", net)
     data = load_dataset(weights.spec.input_size, count=B, quiet=True)
@@ -102,17 +140,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
     ap.add_argument("--sizes", default="10000,100")
-    ap.add_argument("--what", default="layers,whole", help="layers, whole or both (comma-separated)")
+    ap.add_argument("--what", default="layers,short,whole", help="some of layers, short, whole (comma-separated)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("optin_ab.py: no CUDA GPU here; run it on the device machine")
-    shipped = (igemm.C1_FMA, whole.WGMMA_THEN_POOL)
-    what = {"layers": conv1_rows, "whole": whole_rows}
+    what = {"layers": conv1_rows, "short": short_rows, "whole": whole_rows}
     rows = [r for part in args.what.split(",") for B in map(int, args.sizes.split(","))
             for net in args.nets.split(",") for r in what[part](net, B, args.reps)]
-    switch(*shipped)
+    switch(*SHIPPED)
     print(f"launch path: {gpu.launch_path()}")
     if args.json:
         with open(args.json, "w") as f:
