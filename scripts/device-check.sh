@@ -25,8 +25,9 @@
 #   dense       scripts/dense_ab.py at DENSE_SIZES (default 100,1000,10000): the dense layers' mma and wgmma GEMMs,
 #               time and error                                                 -> $OUT/dense-ab.json, .txt
 #   c1          scripts/optin_ab.py at 10000 and 100 images: the pooled conv1 layers on gpu-igemm-tc's mma kernel
-#               (POOL) and its FMA kernel (igemm.C1_FMA), then the whole network with each opt-in (C1_FMA,
-#               graph.WGMMA_THEN_POOL)                                       -> $OUT/optin-ab.json, .txt
+#               (POOL) and its FMA kernel (igemm.C1_FMA), sp19's conv2 on gpu-wgmma's kernel, then the whole
+#               network with each opt-in (C1_FMA, graph.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION 64)
+#                                                                              -> $OUT/optin-ab.json, .txt
 #   sweep       convbench sweep --impl gpu-igemm-tc --quick of SWEEP_NETS (fa19,fa18) at SWEEP_SIZES (10000,100):
 #               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
 #                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json

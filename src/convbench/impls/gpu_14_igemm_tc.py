@@ -237,7 +237,7 @@ def single_channel(B: int, C: int, M: int, K: int, prec: int, epi, pool: Pool | 
     if not c1_fits(C, M, K, prec):
         return False
     if epi:
-        return size in C1_POOL_MIN_MAPS and C1_POOL_MIN_MAPS[size] <= M and c1_pools(pool, out_hw)
+        return C1_POOL_MIN_MAPS[size] <= M and c1_pools(pool, out_hw)
     return C1_MIN_MAPS[size] <= M
 
 
@@ -304,7 +304,7 @@ def c1_operand_words(H, W, K, pool: bool, pitch: int) -> np.ndarray:
     for s in range(-(-KK // 8)):
         for h in range(2):
             tap = 8 * s + t + 4 * h
-            off = np.where(tap < KK, np.minimum(tap, KK - 1) // K * pitch + np.minimum(tap, KK - 1) % K, -1)
+            off = np.where(tap < KK, tap // K * pitch + tap % K, -1)
             out.append(np.where(off >= 0, at + off, -1))
     return np.stack(out, axis=1).reshape(-1, 32)
 
@@ -323,12 +323,11 @@ def c1_pad(H, W, K, pool: bool = False) -> int:
     core/gpu/banks.py's model of an image's B-operand loads and band stores, each sample scaled to the whole image
     (ties: the smallest pad). Pooled tiles read 2 x 4 pixels of two rows, so a pitch == 0 (mod 32) puts both rows in
     the same banks; a pitch == W (mod 32) stores the band's rows without a seam."""
-    NP, _ = c1_pixels(H, W, K, pool)
-    tiles = min(-(-NP // 8), C1_SAMPLE_TILES)
+    T8 = -(-c1_pixels(H, W, K, pool)[0] // 8)
 
     def cost(pad):
         pitch = 2 * W + pad
-        loads = banks.wavefronts(c1_operand_words(H, W, K, pool, pitch)).sum() * -(-NP // 8) / tiles
+        loads = banks.wavefronts(c1_operand_words(H, W, K, pool, pitch)).sum() * T8 / min(T8, C1_SAMPLE_TILES)
         stores = banks.wavefronts(c1_store_words(H, W, pitch)).sum() * H / min(H, C1_SAMPLE_ROWS)
         return loads + stores
 

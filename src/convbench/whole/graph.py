@@ -225,8 +225,8 @@ class WholeNetwork:
     def uses_wgmma(self, step: Step) -> bool:
         """A conv with a reduction long enough for gpu-wgmma's kernel (sm_90 only) and nothing to fuse after it (or
         with WGMMA_THEN_POOL, its activation and pool after it in PyTorch)."""
-        fused = step.act or step.pool if isinstance(step, ConvStep) else False
-        if (not isinstance(step, ConvStep) or (fused and not WGMMA_THEN_POOL) or self.wgmma_arithmetic is None
+        if (not isinstance(step, ConvStep) or ((step.act or step.pool) and not WGMMA_THEN_POOL)
+                or self.wgmma_arithmetic is None
                 or torch.device(self.device).type != "cuda"):
             return False
         M, C, K, _ = self.params[f"{step.name}.weight"].shape
