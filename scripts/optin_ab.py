@@ -1,15 +1,17 @@
-"""gpu-igemm-tc's and the whole network's opt-in kernels against the shipped ones, on the GPU, in one process.
+"""gpu-igemm-tc's and the whole network's kernel switches against the shipped settings, on the GPU, in one process.
 
 layers: the pooled single-channel layers (conv1 + activation + 2x2 max pool of the course nets) on the mma kernel's
-POOL (gpu_14_igemm_tc_c1.cu) and on the FMA kernel (gpu_14_igemm_tc_c1_fma.cu, igemm.C1_FMA), on their real inputs
-(the first B test images, as `convbench sweep` takes them): each output's relative error against float64 (poisoned
-with NaN first) and the median Op Time (CUDA events, inputs rotated through copies larger than L2, after a warm-up).
-whole: the whole network (`run --whole-network`'s CUDA graph) shipped, with igemm.C1_FMA, with graph.WGMMA_THEN_POOL
-(pooled convs with long reductions on gpu-wgmma's kernel, then PyTorch's pool and activation), with gpu-wgmma's
-kernel on reductions down to 64 (wgmma.MIN_REDUCTION), and with all three: the median graph replay, Correctness and
-the error against float64 (whole/graph.py's benchmark without baselines).
-short: the plain conv layers whose reductions are under gpu-wgmma's MIN_REDUCTION but not under 64 (sp19's conv2:
-150), on gpu-igemm-tc's kernel (where gpu-wgmma sends them) and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
+POOL (gpu_14_igemm_tc_c1.cu, igemm.C1_FMA False) and on the FMA kernel (gpu_14_igemm_tc_c1_fma.cu, C1_FMA True, on
+the recorded knobs), on their real inputs (the first B test images, as `convbench sweep` takes them): each output's
+relative error against float64 (poisoned with NaN first) and the median Op Time (CUDA events, inputs rotated through
+copies larger than L2, after a warm-up).
+whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv1 on the mma kernel everywhere
+(c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
+graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel on reductions of 192 or more at every batch (wgmma-long,
+wgmma.MIN_REDUCTION): the median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark
+without baselines).
+short: the plain conv layers whose reductions are under gpu-wgmma's large-batch MIN_REDUCTION but not under 64
+(sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
 The candidates alternate three times; the best median of each is kept. Needs a CUDA GPU.
 
     python3 scripts/optin_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 10000,100 [--what layers,short,whole]
@@ -36,15 +38,16 @@ from convbench.network.weights import load_weights
 from convbench.whole import graph as whole
 
 KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
-SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION)
-CONFIGS = {"shipped": SHIPPED, "c1-fma": (True, False, SHIPPED[2]), "wgmma-then-pool": (False, True, SHIPPED[2]),
-           "wgmma-short": (False, False, 64), "all": (True, True, 64)}  # name -> switch()'s arguments
+SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, dict(wgmma.MIN_REDUCTION))
+CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True, *SHIPPED[1:]),
+           "fused-pool": (SHIPPED[0], False, SHIPPED[2]),
+           "wgmma-long": (*SHIPPED[:2], dict.fromkeys(SHIPPED[2], SHIPPED[2]["large"]))}  # name -> switch()'s args
 
 
-def switch(c1_fma: bool, wgmma_then_pool: bool = False, min_reduction: int = SHIPPED[2]) -> None:
-    """Set the opt-ins (igemm.C1_FMA, graph.WGMMA_THEN_POOL, and the shortest reduction gpu-wgmma's kernel takes in
-    the whole network); prepared launches are dropped (they hold the kernel they were made with)."""
-    igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, min_reduction
+def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: dict = SHIPPED[2]) -> None:
+    """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, and the shortest reduction gpu-wgmma's kernel takes
+    by batch class); prepared launches are dropped (they hold the kernel they were made with)."""
+    igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, dict(min_reduction)
     igemm.LAUNCHES.clear()
     wgmma.LAUNCHES.clear()
 
@@ -87,7 +90,7 @@ def short_rows(net: str, B: int, reps: int) -> list[dict]:
     for layer in course_layers(net, B):
         x, k = layer.x, layer.k
         n = x.shape[1] * k.shape[2] * k.shape[3]
-        if not 64 <= n < wgmma.MIN_REDUCTION:
+        if not 64 <= n < wgmma.MIN_REDUCTION["large"]:
             continue
         want = F.conv2d(x.double(), k.double())
         y = torch.empty(want.shape, device="cuda")

@@ -108,7 +108,8 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
     folder = resources.files("convbench") / "tuning"
     files = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
     assert "default.json" in files and "NVIDIA-H100-80GB-HBM3.json" in files and "NVIDIA-H200.json" in files
-    classes = {"gpu-igemm-tc": igemm.LaunchPlan, "gpu-wgmma": wgmma.LaunchPlan, "c1": igemm.C1LaunchPlan}
+    classes = {"gpu-igemm-tc": igemm.LaunchPlan, "gpu-wgmma": wgmma.LaunchPlan, "c1": igemm.C1LaunchPlan,
+               "c1fma": igemm.C1FmaLaunchPlan}
     default = tuning.shipped(tuning.DEFAULT)
     for name in files:
         text = (folder / name).read_text()
@@ -116,8 +117,8 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
         assert text == tuning.dumps(doc), f"{name} is not in the format `convbench sweep` writes"
         for impl, table in tuning.shipped(name[:-5]).items():
             for key, fields in table.items():
-                single = "/c1/" in key or "/c1pool/" in key
-                plan = classes["c1" if single else impl].of(fields)  # every field named, nothing unknown
+                kind = "c1fma" if "/c1fma/" in key else "c1" if "/c1/" in key or "/c1pool/" in key else impl
+                plan = classes[kind].of(fields)  # every field named, nothing unknown
                 assert plan.fields() == fields
                 tuning.parse_plan_key(key)
                 if name != "default.json":  # the default is what a card without a file gets: today's plans

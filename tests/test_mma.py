@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from convbench.core import gpu
+from convbench.core.gpu import tuning
 from convbench.core.errors import UsageError
 from convbench.core.shapes import fused_output_shape
 from convbench.core.spec import NETWORKS, Conv, Pool
@@ -162,10 +163,14 @@ C1_VARIANTS += [dict(KS=k, IW=w, PREC=0, NW=nw, TT=tt, MINB=minb, **pool, PPAD=_
 
 
 # the FMA kernel for pooled layers (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' plans, the largest map group
-C1_FMA_VARIANTS = [dict(KS=K, MG=_mma.c1_fma_plan(H, W, M, K).MG, TW=_mma.C1_FMA_TW, NTB=_mma.C1_FMA_NTB, MINB=2,
-                        ACT=act) for C, H, W, M, K in sorted(set(course_layers())) if C == 1 for act in (1, 2)]
-C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_MAX_MG, TW=_mma.C1_FMA_TW, NTB=_mma.C1_FMA_NTB, MINB=2, ACT=3)
-                    for K in (1, 3, 8)]
+# on the rule's knobs and on every plan the shipped files record
+_FMA_KNOBS = {_mma.C1_FMA_RULE} | {_mma.C1FmaLaunchPlan.of(fields) for card in ("default", "NVIDIA-H200")
+                                  for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items() if "/c1fma/" in key}
+C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
+                   for K, p in sorted({(K, _mma.c1_fma_plan(H, W, M, K, kn)) for C, H, W, M, K in set(course_layers())
+                                       if C == 1 for kn in _FMA_KNOBS}, key=str) for act in (1, 2)]
+C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, NTB=_mma.C1_FMA_RULE.NTB,
+                         MINB=_mma.C1_FMA_RULE.MINB, ACT=3) for K in (1, 3, 8)]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -668,11 +673,21 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     assert len(timed) >= len(sweep_cli.C1_POOL_BLOCKS)
     key = _mma.c1_plan_key(30, 30, 12, 5, 64, pool=True)
     fastest = min(timed, key=lambda t: t.seconds)
-    assert sorted(chosen) == sorted([key, _mma.c1_plan_key(30, 30, 12, 5, 64)])
+    fma_key = _mma.c1_fma_plan_key(30, 30, 12, 5, 64)
+    assert sorted(chosen) == sorted([key, _mma.c1_plan_key(30, 30, 12, 5, 64), fma_key])
     assert chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
     assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
+    # and the FMA kernel's knobs (kind c1fma): the fastest recorded, USE where it beat the fastest c1pool plan
+    fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
+    assert len(fma) >= 8
+    best_fma = min(fma, key=lambda t: t.seconds)
+    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB")}, "USE": int(best_fma.seconds < fastest.seconds)}
+    assert chosen[fma_key].fields() == want
+    tuning.record("gpu-igemm-tc", fma_key, chosen[fma_key])
+    monkeypatch.setattr(_mma, "C1_FMA", None)
+    assert _mma.takes_c1_fma((64, 1, 30, 30), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2)) == bool(want["USE"])
     tuning._table.cache_clear()
 
 
@@ -702,41 +717,62 @@ def c1_fma_outputs(H, W, M, K, p):
 
 
 def test_the_fma_kernels_threads_write_every_pooled_output_once():
+    """On the rule's knobs and on random ones (the sweep's range): every pooled output written by one thread, each
+    thread's window inside the staged slab, the block within its knobs' threads."""
+    from convbench.cli import sweep as sweep_cli
+
     rng = random.Random(9)
     shapes = [(H, W, M, K) for C, H, W, M, K in course_layers() if C == 1]
     shapes += [(rng.randint(K + 1, 200), rng.randint(K + 1, 200), rng.randint(1, 24), K)
                for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
-    for H, W, M, K in shapes:
-        p = _mma.c1_fma_plan(H, W, M, K)
-        assert p.RP * p.nseg <= p.threads <= _mma.C1_FMA_NTB and p.MG <= _mma.C1_FMA_MAX_MG and p.XW % 4 == 0
-        assert p.XW >= W and p.smem == 4 * (2 * p.RP + K - 1) * p.XW
+    for i, (H, W, M, K) in enumerate(shapes):
+        kn = _mma.C1_FMA_RULE if i % 2 else _mma.C1FmaLaunchPlan(1, *rng.choice(sweep_cli.C1_FMA_KNOBS))
+        try:
+            p = _mma.c1_fma_plan(H, W, M, K, kn)
+        except _mma.TooBig:  # a pooled row wider than 128 threads
+            assert kn.NTB < 2 * ((W - K + 1) // 2) / kn.TW, (H, W, K, kn)
+            continue
+        assert p.RP * p.nseg <= p.threads <= kn.NTB and p.MG <= kn.MG and p.XW % 4 == 0
+        assert p.XW >= W and p.smem == 4 * (2 * p.RP + K - 1) * p.XW and (p.NTB, p.MINB) == (kn.NTB, kn.MINB)
         written = list(c1_fma_outputs(H, W, M, K, p))
         POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
         assert len(written) == len(set(written)) == M * POH * POW, (H, W, M, K, p)
     with pytest.raises(_mma.TooBig):
-        _mma.c1_fma_plan(8, 2 * 4 * _mma.C1_FMA_NTB + 10, 4, 5)  # a pooled row wider than a block's threads
+        _mma.c1_fma_plan(8, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10, 4, 5)  # a pooled row wider than a block's threads
+    with pytest.raises(UsageError, match="multiple of 4"):
+        _mma.c1_fma_plan(70, 70, 12, 5, (1, 6, 6, 256, 2))
 
 
-def test_pooled_single_channel_layers_take_the_fma_kernel_only_when_it_is_on(fake_gpu, monkeypatch):
+def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fake_gpu, monkeypatch, tmp_path):
+    """C1_FMA False: never; True: always, on the recorded knobs; None (shipped): where the recorded plan says USE."""
+    monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path))
+    tuning._table.cache_clear()
     compiled = []
     monkeypatch.setattr(gpu, "kernel", lambda source, name, **d: compiled.append((source, d)) or FakeKernel())
     x, k, y = FakeTensor((1000, 1, 86, 86), 1), FakeTensor((4, 1, 7, 7), 2), FakeTensor((1000, 4, 40, 40), 3)
     monkeypatch.setattr(_mma, "C1_FMA", False)
     _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
-    monkeypatch.setattr(_mma, "C1_FMA", True)
+    key = _mma.c1_fma_plan_key(86, 86, 4, 7, 1000)
+    for use in (0, 1):
+        tuning.record(_mma.NAME, key, _mma.C1FmaLaunchPlan(USE=use, TW=8, MG=4, NTB=128, MINB=3))
+        monkeypatch.setattr(_mma, "C1_FMA", None)
+        assert _mma.takes_c1_fma(x.shape, k.shape, _mma.TF32X3, Pool(2, 2)) == bool(use)
+        monkeypatch.setattr(_mma, "C1_FMA", True)
+        assert _mma.takes_c1_fma(x.shape, k.shape, _mma.TF32X3, Pool(2, 2))
+    assert _mma.c1_fma_plan_key(86, 86, 4, 7, 999) != key  # the other batch class: its own plan
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
-    p = _mma.c1_fma_plan(86, 86, 4, 7)
-    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=p.TW, NTB=_mma.C1_FMA_NTB, MINB=2,
-                                                      ACT=_mma.ACTS["relu"]))
+    p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3))
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, NTB=128, MINB=3, ACT=_mma.ACTS["relu"]))
     assert got.grid == (1000 * p.nslabs, p.groups, 1) and got.block == (p.threads, 1, 1) and got.smem == p.smem
     assert got.args[3:] == (4, 86, 86, p.RP, p.nslabs, p.nseg, p.XW) and got.slots == _mma.SLOTS
     # not for: the plain conv, an average or overlapping pool, reduced-precision arithmetic, more input channels
     for prec, epi, pool, C in ((_mma.TF32X3, 0, None, 1), (_mma.TF32X3, 1, Pool(2, 2, kind="avg"), 1),
                                (_mma.TF32X3, 2, Pool(4, 4), 1), (_mma.FP16, 2, Pool(2, 2), 1),
                                (_mma.TF32, 2, Pool(2, 2), 1), (_mma.TF32X3, 2, Pool(2, 2), 3)):
-        assert not _mma.c1_fma_serves(C, 4, 7, prec, pool, (80, 80))
-    assert _mma.c1_fma_serves(1, 4, 7, _mma.TF32X3, Pool(2, 2), (80, 80))
+        assert not _mma.c1_fma_serves(C, 7, prec, pool, (80, 80))
+    assert _mma.c1_fma_serves(1, 7, _mma.TF32X3, Pool(2, 2), (80, 80))
+    tuning._table.cache_clear()
 
 
 @pytest.mark.gpu
@@ -780,7 +816,7 @@ def test_the_fma_kernel_routing_agrees_with_its_plan(monkeypatch):
     3xFP16's short reductions count as the 3xTF32 they run in."""
     monkeypatch.setattr(_mma, "C1_FMA", True)
     assert _mma.takes_c1_fma((8, 1, 70, 70), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
-    assert not _mma.takes_c1_fma((8, 1, 9, 2 * 4 * _mma.C1_FMA_NTB + 10), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
+    assert not _mma.takes_c1_fma((8, 1, 9, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
     assert _mma.takes_c1_fma((8, 1, 6, 6), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # a 2x2 conv output: one window
     assert not _mma.takes_c1_fma((8, 1, 5, 5), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # 1x1: none
     assert _mma.fused_code("fp16x3", 1, 5) == _mma.TF32X3 and _mma.fused_code("fp16x3", 12, 5) == _mma.FP16X3
@@ -806,7 +842,8 @@ def test_a_nan_input_reaches_exactly_the_pooled_outputs_whose_windows_read_it(ro
     monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
     C = 3 if route == "general" else 1
     B, H, W, M, K = 100, 30, 31, 8, 5
-    assert _mma.single_channel(B, C, M, K, _mma.TF32X3, 2, Pool(2, 2), (H - K + 1, W - K + 1)) == (route == "c1pool")
+    assert _mma.single_channel(B, C, M, K, _mma.TF32X3, 2, Pool(2, 2), (H - K + 1, W - K + 1)) == (route != "general")
+    assert _mma.takes_c1_fma((B, C, H, W), (M, C, K, K), _mma.TF32X3, Pool(2, 2)) == (route == "fma")
     for act in ("relu", "tanh", "sigmoid"):
         g = torch.Generator().manual_seed(7)
         x = torch.randn(B, C, H, W, generator=g)

@@ -420,23 +420,31 @@ def test_whole_network_runs_odd_layer_orders(cpu_standins):
 
 def test_no_wgmma_step_off_the_gpu(cpu_standins):
     wn = whole.WholeNetwork(random_weights(NETWORKS["fa19"]), device="cpu")
-    assert not any(wn.uses_wgmma(step) for step in wn.steps) and wn.layer_arithmetic() == {}
+    assert not any(wn.uses_wgmma(step, B) for step in wn.steps for B in (100, 10000))
+    assert {a for B in (100, 10000) for a in wn.layer_arithmetic(B).values()} <= {"fp32"}  # (conv1 on FMAs)
 
 
 def test_the_floor_counts_pooled_single_channel_convs_on_the_fma_kernel_as_fp32(cpu_standins, monkeypatch):
+    """At each batch the floor counts conv1 as fp32 exactly where gpu-igemm-tc runs it on the FMA kernel: never with
+    C1_FMA off, always with it on, and (shipped, None) where the tuning files' plan for that batch class says USE."""
     for net in NETWORKS:
         wn = whole.WholeNetwork(random_weights(NETWORKS[net]), device="cpu")
-        monkeypatch.setattr(whole.igemm, "C1_FMA", False)
-        assert wn.layer_arithmetic() == {}
-        monkeypatch.setattr(whole.igemm, "C1_FMA", True)
         conv1 = next(s for s in wn.steps if isinstance(s, whole.ConvStep))
-        C = wn.params[f"{conv1.name}.weight"].shape[1]
+        M, C, K, _ = wn.params[f"{conv1.name}.weight"].shape
         pooled = C == 1 and conv1.pool is not None and (conv1.pool.size, conv1.pool.stride) == (2, 2)
-        assert wn.uses_c1_fma(conv1) == pooled, net
-        assert {n for n, a in wn.layer_arithmetic().items() if a == "fp32"} == (set(conv1.covers) if pooled else set())
+        S = NETWORKS[net].input_size
+        for B in (100, 10000):
+            monkeypatch.setattr(whole.igemm, "C1_FMA", False)
+            assert wn.layer_arithmetic(B) == {}
+            for setting in (True, None):
+                monkeypatch.setattr(whole.igemm, "C1_FMA", setting)
+                use = pooled and (setting or whole.igemm.c1_fma_choice(B, S, S, M, K).USE == 1)
+                assert wn.uses_c1_fma(conv1, B) == use, (net, B, setting)
+                fp32 = {n for n, a in wn.layer_arithmetic(B).items() if a == "fp32"}
+                assert fp32 == (set(conv1.covers) if use else set())
     monkeypatch.setattr(whole.igemm, "C1_FMA", True)
     wn = whole.WholeNetwork(random_weights(NETWORKS["fa19"]), precision="tf32", device="cpu")
-    assert wn.layer_arithmetic() == {}  # reduced precision: the mma kernels
+    assert wn.layer_arithmetic(10000) == {}  # reduced precision: the mma kernels
 
 
 @pytest.mark.parametrize("pool", [Pool(2, 2), Pool(2, 2, ceil=True), Pool(2, 2, kind="avg"), Pool(4, 4), None])
@@ -596,15 +604,16 @@ def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact(monkeypat
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["shipped", "c1-fma", "wgmma-then-pool"])
+@pytest.mark.parametrize("variant", ["shipped", "c1-fma", "c1-mma", "fused-pool"])
 @pytest.mark.parametrize("net", list(NETWORKS))
 def test_whole_network_matches_float64(net, variant, monkeypatch):
-    """The shipped kernels, and the two opt-in ones (igemm.C1_FMA, graph.WGMMA_THEN_POOL) until they are timed."""
+    """The shipped kernels, and each alternative a switch makes: conv1 on the FMA kernel everywhere it can run
+    (igemm.C1_FMA True) or nowhere (False), pooled convs on gpu-igemm-tc's fused kernel (graph.WGMMA_THEN_POOL off)."""
     from convbench.data.fashion_mnist import load_dataset
 
-    monkeypatch.setattr(whole.igemm, "C1_FMA", variant == "c1-fma")
+    monkeypatch.setattr(whole.igemm, "C1_FMA", {"c1-fma": True, "c1-mma": False}.get(variant))
     monkeypatch.setattr(whole.igemm, "LAUNCHES", type(whole.igemm.LAUNCHES)())
-    monkeypatch.setattr(whole, "WGMMA_THEN_POOL", variant == "wgmma-then-pool")
+    monkeypatch.setattr(whole, "WGMMA_THEN_POOL", variant != "fused-pool")
     weights = load_weights("own", net)
     spec = weights.spec
     data = load_dataset(spec.input_size, count=37, quiet=True)
@@ -646,10 +655,10 @@ def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision
     wn = whole.WholeNetwork(load_weights("own", "fa19"), precision)
     conv2 = [s for s in wn.steps if isinstance(s, ConvStep) and s.name == "conv2"][0]
     want = whole.wgmma_arithmetic(precision)
-    assert wn.uses_wgmma(conv2) == (want is not None)  # fa19's conv2: C*K*K = 300, no activation or pool after it
-    assert wn.arithmetic(conv2) == (want or precision)
-    assert wn.layer_arithmetic() == ({"conv2": want} if want and want != precision else {})  # only the differing
-    assert not any(wn.uses_wgmma(s) for s in wn.steps if s is not conv2)  # conv1: fused, and C*K*K = 25
+    assert wn.uses_wgmma(conv2, 100) == (want is not None)  # fa19's conv2: C*K*K = 300, no activation or pool after
+    assert wn.arithmetic(conv2, 100) == (want or precision)
+    assert wn.layer_arithmetic(100) == ({"conv2": want} if want and want != precision else {})  # only the differing
+    assert not any(wn.uses_wgmma(s, 100) for s in wn.steps if s is not conv2)  # conv1: C*K*K = 25
 
 
 @pytest.mark.gpu

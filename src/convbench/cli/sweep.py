@@ -64,6 +64,9 @@ C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2
 # POOL (conv + activation + pool: a quarter of the bytes to write) also with more warps an SM
 C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4, 4), (4, 2, 6, 0), (8, 4, 3, 0)]
 C1_SWEPT = "tf32x3"
+# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB), each plan deduplicated by
+# the launch it makes; the best is recorded with USE 1 where it beat the mma kernel's best POOL plan, else USE 0
+C1_FMA_KNOBS = list(itertools.product((4, 8), (4, 6, 8, 12), (128, 256), (1, 2, 3)))
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
@@ -184,7 +187,8 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
     """Trials of the single-channel kernel's plans on a layer it serves, and the best under its plan key ({}: the
     layer is not one it serves): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
     computes, conv + activation + pool (kind c1pool, at any batch: the sweep is what says whether it beats the
-    general fused kernel)."""
+    general fused kernel), and there the FMA kernel's knobs too (kind c1fma: recorded with USE 1 where its best beat
+    the best c1pool plan)."""
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
@@ -224,7 +228,41 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
                 best = (trial.seconds, plan)
         if best:
             chosen[igemm.c1_plan_key(H, W, M, K, batch, pool)] = best[1]
+        if pool and igemm.c1_fma_serves(C, K, prec, layer.pool, (H - K + 1, W - K + 1)):
+            fma_trials, fma_best = c1_fma_trials(layer, y, want, reps)
+            trials += fma_trials
+            if fma_best:
+                use = int(best is None or fma_best[0] < best[0])
+                chosen[igemm.c1_fma_plan_key(H, W, M, K, batch)] = replace(fma_best[1], USE=use)
     return trials, chosen
+
+
+def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
+    """Trials of the FMA kernel's knobs (C1_FMA_KNOBS) on a pooled single-channel layer, and (seconds, plan) of the
+    fastest (None: none ran)."""
+    x, k = layer.x, layer.k
+    _, _, H, W = x.shape
+    M, _, K, _ = k.shape
+    trials, best, seen = [], None, set()
+    for TW, MG, NTB, MINB in C1_FMA_KNOBS:
+        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB)
+        try:
+            p = igemm.c1_fma_plan(H, W, M, K, knobs)
+        except igemm.TooBig:
+            continue
+        if p in seen:  # a larger MG than the maps need: the same launch
+            continue
+        seen.add(p)
+
+        def call(i, knobs=knobs):
+            igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, C1_SWEPT, out=y, override=knobs)
+
+        trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1fma", **knobs.fields()}, call, y, want,
+                              C1_SWEPT, reps)
+        trials.append(trial)
+        if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+            best = (trial.seconds, knobs)
+    return trials, best
 
 
 def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:
@@ -232,7 +270,7 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
-    if C * K * K < wgmma.MIN_REDUCTION:  # launch() sends the layer to gpu-igemm-tc's kernel: no plan is read
+    if C * K * K < wgmma.min_reduction(batch):  # launch() sends it to gpu-igemm-tc's kernel: no plan is read
         return [Trial(layer.name, {"arithmetic": WGMMA_SWEPT}, None, "short reduction: runs gpu-igemm-tc's kernel")], {}
     T = wgmma.tiles(H, W, K)
     sms = torch.cuda.get_device_properties(0).multi_processor_count

@@ -114,12 +114,12 @@ def plan_key(C, H, W, M, K, prec: int, epi: int, B: int) -> str:
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
     """The generic default's plans of the general kernel as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's
     fields in order (tests read it; plan() reads the files through tuning). The single-channel kernel's (c1_plan_key:
-    kinds c1 and c1pool) are left out."""
+    kinds c1 and c1pool, and c1_fma_plan_key's c1fma) are left out."""
     codes = {name: code for code, name in ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
         parts = tuning.parse_plan_key(key)
-        if parts[5] in ("c1", "c1pool"):
+        if parts[5] in ("c1", "c1pool", "c1fma"):
             continue
         C, H, W, M, K, arith, epi, batch = parts
         out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
@@ -394,8 +394,35 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
 # ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
 # (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, blocks of at most NTB threads
 
-C1_FMA = False  # whether the pooled layers it serves take it: not until it is timed against the mma kernel's POOL
-C1_FMA_NTB, C1_FMA_TW, C1_FMA_MAX_MG = 256, 4, 8  # (MG <= 8 at TW = 4 keeps the accumulators in 128 registers)
+
+@dataclass(frozen=True)
+class C1FmaLaunchPlan(tuning.LaunchPlan):
+    """The FMA kernel's knobs for a pooled single-channel layer, and whether it serves that layer at all: `convbench
+    sweep` times them against the mma kernel's POOL per GPU, layer and batch class and records both under
+    c1_fma_plan_key. Where none is recorded, C1_FMA_RULE's knobs, and the mma kernel serves the layer."""
+
+    USE: int  # 1: the FMA kernel serves the layer (where C1_FMA is None); 0: the mma kernel's POOL was faster
+    TW: int = 4  # conv columns a thread (a multiple of 4: its input window is read as float4s)
+    MG: int = 8  # the most maps a thread computes: the maps go in the fewest groups of at most MG, as even as they go
+    NTB: int = 256  # the most threads a block
+    MINB: int = 2  # __launch_bounds__' blocks an SM (2 x 256 threads leave 128 registers a thread)
+
+
+C1_FMA_RULE = C1FmaLaunchPlan(USE=0)
+# Which pooled single-channel layers the FMA kernel serves: None, those whose recorded plan says USE (the sweep's
+# verdict on this GPU, at this batch class); True, every one it can (tests and A/Bs, on the recorded knobs or the
+# rule's); False, none.
+C1_FMA: bool | None = None
+
+
+def c1_fma_plan_key(H, W, M, K, B: int) -> str:
+    """The tuning files' key of a layer's FMA-kernel plan: "C1M6K5H48W48/c1fma/large"."""
+    return tuning.plan_key(1, H, W, M, K, "c1fma", tuning.batch_class(B))
+
+
+def c1_fma_choice(B: int, H: int, W: int, M: int, K: int) -> C1FmaLaunchPlan:
+    """The recorded FMA-kernel plan of a layer at B's batch class on this GPU, else C1_FMA_RULE."""
+    return tuning.launch_plan(NAME, c1_fma_plan_key(H, W, M, K, B), C1FmaLaunchPlan) or C1_FMA_RULE
 
 
 @dataclass(frozen=True)
@@ -408,6 +435,8 @@ class C1FmaPlan:
     nslabs: int  # blocks an image (the grid's x: B x nslabs)
     XW: int  # the staged input's row pitch, floats
     rows: int  # staged input rows: 2 RP + K - 1
+    NTB: int  # the most threads a block (the kernel's __launch_bounds__)
+    MINB: int  # __launch_bounds__' blocks an SM
 
     @property
     def threads(self) -> int:
@@ -419,10 +448,10 @@ class C1FmaPlan:
         return 4 * self.rows * self.XW
 
 
-def c1_fma_serves(C: int, M: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
-    """Layers the FMA kernel takes while C1_FMA is on: conv + activation + a 2x2 stride-2 max pool over whole windows
-    of one input channel, K <= 8, where fp32 accuracy is asked for (3xTF32); any number of maps."""
-    return C1_FMA and C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_pools(pool, out_hw)
+def c1_fma_serves(C: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
+    """Layers the FMA kernel can run: conv + activation + a 2x2 stride-2 max pool over whole windows of one input
+    channel, K <= 8, where fp32 accuracy is asked for (3xTF32); any number of maps."""
+    return C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_pools(pool, out_hw)
 
 
 def fused_code(precision: str, C: int, K: int, override=None) -> int:
@@ -433,45 +462,54 @@ def fused_code(precision: str, C: int, K: int, override=None) -> int:
 
 
 def takes_c1_fma(x_shape, k_shape, prec: int, pool: Pool | None) -> bool:
-    """Whether conv + act + `pool` of these shapes in kernel arithmetic `prec` runs on the FMA kernel: the layers
-    c1_fma_serves while C1_FMA is on, that its plan fits (prepared() and the whole network's floor both ask this)."""
-    _, C, H, W = x_shape
+    """Whether conv + act + `pool` of these shapes in kernel arithmetic `prec` runs on the FMA kernel: a layer it can
+    run (c1_fma_serves), taken (C1_FMA, else the recorded USE at this batch), whose plan fits (prepared() and the whole
+    network's floor both ask this)."""
+    B, C, H, W = x_shape
     M, _, K, _ = k_shape
-    if not c1_fma_serves(C, M, K, prec, pool, (H - K + 1, W - K + 1)):
+    if C1_FMA is False or not c1_fma_serves(C, K, prec, pool, (H - K + 1, W - K + 1)):
+        return False
+    knobs = c1_fma_choice(B, H, W, M, K)
+    if C1_FMA is None and not knobs.USE:
         return False
     try:
-        c1_fma_plan(H, W, M, K)
+        c1_fma_plan(H, W, M, K, knobs)
     except TooBig:
         return False
     return True
 
 
-def c1_fma_plan(H: int, W: int, M: int, K: int) -> C1FmaPlan:
-    """The rule: maps in the fewest groups of at most C1_FMA_MAX_MG, as even as they go; TW columns a thread across
-    the pooled windows' conv columns; as many whole pooled rows a block as NTB threads hold, the slabs then evened
-    out. TooBig: a pooled row needs more than NTB threads, or the slab more shared memory than a block has."""
+def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple | None = None) -> C1FmaPlan:
+    """The FMA kernel's launch on `knobs` (C1_FMA_RULE's where None): maps in the fewest groups of at most MG, as even
+    as they go; TW columns a thread across the pooled windows' conv columns; as many whole pooled rows a block as NTB
+    threads hold, the slabs then evened out. TooBig: a pooled row needs more than NTB threads, or the slab more shared
+    memory than a block has."""
+    kn = C1FmaLaunchPlan.of(knobs) if knobs is not None else C1_FMA_RULE
+    if kn.TW < 4 or kn.TW % 4 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1:
+        raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW a multiple of 4, MG >= 1, NTB a multiple of 32, "
+                         "MINB >= 1")
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
     if POH < 1 or POW < 1:
         raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
-    groups = -(-M // C1_FMA_MAX_MG)
-    MG, TW = -(-M // groups), C1_FMA_TW
+    groups = -(-M // kn.MG)
+    MG, TW = -(-M // groups), kn.TW
     nseg = -(-2 * POW // TW)
-    if nseg > C1_FMA_NTB:
+    if nseg > kn.NTB:
         raise TooBig(f"gpu-igemm-tc: a pooled row of {POW} outputs is too wide for the single-channel FMA kernel")
-    nslabs = -(-POH // max(1, C1_FMA_NTB // nseg))
+    nslabs = -(-POH // max(1, kn.NTB // nseg))
     RP = -(-POH // nslabs)
     XW = _round4(max(W, (nseg - 1) * TW + _round4(TW + K - 1)))
-    p = C1FmaPlan(MG, groups, TW, nseg, RP, nslabs, XW, 2 * RP + K - 1)
+    p = C1FmaPlan(MG, groups, TW, nseg, RP, nslabs, XW, 2 * RP + K - 1, kn.NTB, kn.MINB)
     if p.smem > SMEM_PER_BLOCK:
         raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the FMA kernel")
     return p
 
 
-def _prepare_c1_fma(x, k, y, act: int):
+def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None):
     B, _, H, W = x.shape
     M, _, K, _ = k.shape
-    p = c1_fma_plan(H, W, M, K)
-    fn = gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, NTB=C1_FMA_NTB, MINB=2, ACT=act)
+    p = c1_fma_plan(H, W, M, K, knobs if knobs is not None else c1_fma_choice(B, H, W, M, K))
+    fn = gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     args = (y, x, k, M, H, W, p.RP, p.nslabs, p.nseg, p.XW)
     return gpu.prepare(fn, (B * p.nslabs, p.groups, 1), (p.threads, 1, 1), args, p.smem, "igemm_c1_fma_kernel", SLOTS)
@@ -508,6 +546,12 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
                              f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
                              "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")
         return _prepare_c1(x, k, y, prec, skip, override, pool=pools, act=ACTS[act] if pools else 0)
+    if isinstance(override, C1FmaLaunchPlan):  # (sweeps, tests) the FMA kernel on these knobs, or an error
+        if not (epi and c1_fma_serves(C, K, prec, pool, (H - K + 1, W - K + 1))):
+            raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs ({override}) for a layer of {C} input channels, "
+                             f"{K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: it takes "
+                             "C = 1, K <= 8, conv + activation + a 2x2 max pool, 3xTF32")
+        return _prepare_c1_fma(x, k, y, ACTS[act], override)
     if override is None and epi and takes_c1_fma(x.shape, k.shape, prec, pool):
         return _prepare_c1_fma(x, k, y, ACTS[act])
     if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
@@ -553,7 +597,8 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
             prec = fused_code(precision, x.shape[1], k.shape[2], override)
             n = x.shape[1] * k.shape[2] * k.shape[3]
             try:
-                fma = epi and override is None and takes_c1_fma(x.shape, k.shape, prec, pool)
+                fma = epi and (isinstance(override, C1FmaLaunchPlan)
+                               or override is None and takes_c1_fma(x.shape, k.shape, prec, pool))
                 if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None and not fma:
                     raise TooBig("too few products an output for 3xTF32: fp32 FMA (precision.TF32X3_MIN_REDUCTION)")
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)

@@ -5,9 +5,9 @@
 //  * Plain fp32 FMAs, exact as fp32: no TF32 split, no mma tile whose 16 rows hold only 4..12 maps, no per-pixel
 //    operand addressing. Each thread computes the 2 conv rows x TW columns under TW / 2 pooled outputs, for MG maps,
 //    and reduces them to the pooled values in registers: a quarter of the conv outputs ever leave it.
-//  * A block stages a slab of its image's input rows once (2 RP + K - 1 rows, zero-padded to XW columns) and its MG
-//    maps' weights (rows padded to KP, read as broadcast float4s). For each of the K + 1 input rows a thread reads
-//    its window of TW + K - 1 values into registers once, and feeds it to both conv rows and every map.
+//  * A block stages a slab of its image's input rows once by cp.async (2 RP + K - 1 rows, zero-padded to XW columns)
+//    and its MG maps' weights (rows padded to KP, read as broadcast float4s). For each of the K + 1 input rows a
+//    thread reads its window of TW + K - 1 values into registers once, and feeds it to both conv rows and every map.
 //  * Grid: (images x slabs, map groups); no persistence: many small blocks an SM overlap one's staging with another's
 //    FMAs.
 // Why faster: the course's conv1 layers do 25..49 multiply-adds an output on 4..12 maps; an mma tile of 16 maps x 8
@@ -16,6 +16,9 @@
 // at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G about 0.37 ms. Per K taps of a row the
 // thread issues K x TW FMAs against KP / 4 shared loads of weights (> 90 % FMAs at TW = 4), plus its input window
 // once per row. Reading the input (4 B a pixel) and writing pooled maps (M / 4 x 4 B a pixel) is under 0.1 ms.
+// Every thread also issues its staging copies and, per pooled output, the activation and the 2x2 max: at K = 5
+// these come near the FMAs' count, so it wins on the layers with few maps (where an mma tile wastes most) and not on
+// 12 maps; `convbench sweep` times both kernels per layer and batch class and records which serves (c1fma plans).
 // Limits: C = 1, K <= 8, a 2x2 stride-2 max pool over whole windows (floor), activation monotone (it is applied
 // after the max, as the mma kernel's POOL does). An Inf or NaN input reaches only the outputs whose windows read it
 // (the max keeps NaN, as PyTorch's does).
@@ -39,7 +42,7 @@
 #define ACT 0  // common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
 #endif
 
-#include "common.cuh"  // activate(), max_nan()
+#include "common.cuh"  // activate(), max_nan(), cp_async4_zfill()
 
 #if TW % 4 != 0 || KS < 1 || KS > 8
 #error "TW must be a multiple of 4 and KS in 1..8"
@@ -67,15 +70,29 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
     const int h0 = 2 * slab * RP;  // the slab's first input row
     const int rows = 2 * RP + KS - 1;
 
+    // Staging by cp.async: every copy of a thread is in flight at once, so a block waits for one global latency
+    // rather than one a copy (a load-then-store loop is not unrolled: its trip count is the host's). Out-of-range
+    // elements are zero-filled (src-size 0, from a valid address).
     for (int e = tid; e < MG * KS * KP; e += nt) {
         const int g = e / (KS * KP), r = e / KP % KS, q = e % KP;
-        Ws[e] = (g0 + g < M && q < KS) ? __ldg(k + ((g0 + g) * KS + r) * KS + q) : 0.0f;
+        const bool ok = g0 + g < M && q < KS;
+        cp_async4_zfill(Ws + e, ok ? k + ((g0 + g) * KS + r) * KS + q : k, ok);
     }
     const float *xb = x + static_cast<size_t>(b) * H * W;
-    for (int e = tid; e < rows * XW; e += nt) {
-        const int r = e / XW, col = e - r * XW, h = h0 + r;
-        Xs[e] = (h < H && col < W) ? __ldg(xb + static_cast<size_t>(h) * W + col) : 0.0f;
+    {
+        // element e = r XW + col of the slab, from offset (h0 + r) W + col of the image; a step of nt elements is dr
+        // rows and dc < XW columns, with a carry into the next row
+        const int dr = nt / XW, dc = nt - dr * XW, valid_rows = min(rows, H - h0);
+        int r = tid / XW, col = tid - r * XW, off = (h0 + r) * W + col;
+        for (int e = tid; e < rows * XW; e += nt) {
+            const bool ok = r < valid_rows && col < W;
+            cp_async4_zfill(Xs + e, xb + (ok ? off : 0), ok);
+            col += dc, r += dr, off += dr * W + dc;
+            if (col >= XW) col -= XW, ++r, off += W - XW;
+        }
     }
+    cp_async_commit();
+    cp_async_wait_0();
     __syncthreads();
 
     const int hl = tid / nseg, seg = tid - hl * nseg;

@@ -94,10 +94,16 @@ def tiles_per_warpgroup(NN: int) -> int:
     return 4 if NN <= 32 else 2
 
 
-# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel: there the output, not the
-# multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and the shifted GEMM's staging,
-# its W - OW dropped columns and its scalar stores cost more than wgmma saves.
-MIN_REDUCTION = 192
+# Layers whose reduction C*K*K is shorter than this (by batch class) run gpu-igemm-tc's kernel: there the output, not
+# the multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and the shifted GEMM's
+# staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. At small batches a 150-term
+# layer (sp19's conv2) gained on wgmma (scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned).
+MIN_REDUCTION = {"large": 192, "small": 64}
+
+
+def min_reduction(B: int) -> int:
+    """The shortest reduction this kernel takes at batch B (MIN_REDUCTION)."""
+    return MIN_REDUCTION[tuning.batch_class(B)]
 IGEMM_ORDER = ("tf32x3", "fp16x3", "tf32", "fp16", "bf16")  # fp32-accurate: 3xTF32 is the faster of the two there
 
 
@@ -218,7 +224,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
 
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
-    even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
+    even where min_reduction sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
     job = prepared(x, k, y, precision, skip, override, force)
     if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
         igemm.fallback(x, k, y)
@@ -251,7 +257,7 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
     try:
         if not supported(x.get_device()):
             raise TooBig("gpu-wgmma needs an sm_90 GPU (H100, H200)")
-        if C * K * K < MIN_REDUCTION and override is None and not force:
+        if C * K * K < min_reduction(x.shape[0]) and override is None and not force:
             raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
         return _prepare(x, k, y, kernel_code(precision), skip, override)
     except TooBig as e:

@@ -54,9 +54,10 @@ from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
 
 MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
 # A conv with an activation / pool after it on gpu-wgmma's kernel (where its reduction is long enough), its output then
-# pooled and activated by PyTorch, instead of gpu-igemm-tc's fused kernel: off until the two are timed against each
-# other (scripts/optin_ab.py); the conv's whole output makes a round trip through memory
-WGMMA_THEN_POOL = False
+# pooled and activated by PyTorch, instead of gpu-igemm-tc's fused kernel: the conv's whole output makes a round trip
+# through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the fused kernel reduces
+# slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
+WGMMA_THEN_POOL = True
 
 
 # ------------------------------------------------------------------------------------------ layer grouping
@@ -222,36 +223,36 @@ class WholeNetwork:
             h = self.run_step(step, h, B, buffers.get(i))
         return h
 
-    def uses_wgmma(self, step: Step) -> bool:
-        """A conv with a reduction long enough for gpu-wgmma's kernel (sm_90 only) and nothing to fuse after it (or
-        with WGMMA_THEN_POOL, its activation and pool after it in PyTorch)."""
+    def uses_wgmma(self, step: Step, B: int) -> bool:
+        """A conv at batch B with a reduction long enough for gpu-wgmma's kernel there (sm_90 only) and nothing to
+        fuse after it (or with WGMMA_THEN_POOL, its activation and pool after it in PyTorch)."""
         if (not isinstance(step, ConvStep) or ((step.act or step.pool) and not WGMMA_THEN_POOL)
                 or self.wgmma_arithmetic is None
                 or torch.device(self.device).type != "cuda"):
             return False
         M, C, K, _ = self.params[f"{step.name}.weight"].shape
-        return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
+        return C * K * K >= wgmma.min_reduction(B) and wgmma.supported(torch.device(self.device).index or 0)
 
-    def uses_c1_fma(self, step: Step) -> bool:
-        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe (igemm.takes_c1_fma)."""
-        if not isinstance(step, ConvStep) or step.pool is None or self.uses_wgmma(step):
+    def uses_c1_fma(self, step: Step, B: int) -> bool:
+        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe at batch B (igemm.takes_c1_fma)."""
+        if not isinstance(step, ConvStep) or step.pool is None or self.uses_wgmma(step, B):
             return False
         k_shape = tuple(self.params[f"{step.name}.weight"].shape)
         C, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
         prec = igemm.fused_code(self.precision, C, k_shape[2])
-        return igemm.takes_c1_fma((1, C, H, W), k_shape, prec, step.pool)
+        return igemm.takes_c1_fma((B, C, H, W), k_shape, prec, step.pool)
 
-    def arithmetic(self, step: Step) -> str:
-        """What the step's FLOPs run on (the floor divides them by that arithmetic's ceiling)."""
-        if self.uses_wgmma(step):
+    def arithmetic(self, step: Step, B: int) -> str:
+        """What the step's FLOPs run on at batch B (the floor divides them by that arithmetic's ceiling)."""
+        if self.uses_wgmma(step, B):
             return self.wgmma_arithmetic
-        return "fp32" if self.uses_c1_fma(step) else self.precision
+        return "fp32" if self.uses_c1_fma(step, B) else self.precision
 
     def run_step(self, step: Step, h: torch.Tensor, B: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """One step on its input h (into `out` where the step has a static buffer)."""
         if isinstance(step, ConvStep):
             k = self.params[f"{step.name}.weight"]
-            if self.uses_wgmma(step):
+            if self.uses_wgmma(step, B):
                 out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
                 if not (step.act or step.pool):
                     wgmma.launch(h, k, out, self.wgmma_arithmetic)
@@ -278,9 +279,10 @@ class WholeNetwork:
             self._buffers[B] = bufs
         return self._buffers[B]
 
-    def layer_arithmetic(self) -> dict[str, str]:
-        """Layer name -> arithmetic, for the layers whose step does not run in self.precision's."""
-        return {name: a for step in self.steps if (a := self.arithmetic(step)) != self.precision for name in step.covers}
+    def layer_arithmetic(self, B: int) -> dict[str, str]:
+        """Layer name -> arithmetic at batch B, for the layers whose step does not run in self.precision's."""
+        return {name: a for step in self.steps if (a := self.arithmetic(step, B)) != self.precision
+                for name in step.covers}
 
     def _check_input(self, x: torch.Tensor) -> None:
         S = self.spec.input_size
@@ -487,7 +489,7 @@ def benchmark(net: WholeNetwork, images: np.ndarray, labels: np.ndarray, reps: i
                 if "time_s" in result[name]:
                     result["whole"][f"speedup_vs_{name}"] = result[name]["time_s"] / result["whole"]["time_s"]
     if ceilings is not None:
-        floor = whole_network_floor(spec, B, ceilings, net.precision, net.layer_arithmetic())
+        floor = whole_network_floor(spec, B, ceilings, net.precision, net.layer_arithmetic(B))
         result["floor"] = {"seconds": floor.seconds, "memory_s": floor.memory_s, "compute_s": floor.compute_s,
                            "flops": floor.flops, "input_bytes": floor.input_bytes}
         result["whole"]["x_floor"] = result["whole"]["time_s"] / floor.seconds
@@ -551,11 +553,12 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
                       if key.rsplit(".", 1)[0] == name)
         out_numel = out.numel() if out is not None else inp.numel()
         nbytes = 4 * (inp.numel() + out_numel) + weights
-        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "arithmetic": net.arithmetic(step),
-               "kernel": "wgmma" if net.uses_wgmma(step) else "", "seconds": seconds, "flops": flops, "bytes": nbytes}
+        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "arithmetic": net.arithmetic(step, B),
+               "kernel": "wgmma" if net.uses_wgmma(step, B) else "", "seconds": seconds, "flops": flops,
+               "bytes": nbytes}
         if ceilings is not None:
             mem_s = nbytes / ceilings.copy_bytes_per_s
-            comp_s = flops / ceilings.flop_per_s(net.arithmetic(step))
+            comp_s = flops / ceilings.flop_per_s(net.arithmetic(step, B))
             row.update(floor_s=max(mem_s, comp_s), memory_floor_s=mem_s, compute_floor_s=comp_s,
                        x_floor=seconds / max(mem_s, comp_s) if max(mem_s, comp_s) > 0 else float("nan"))
         if isinstance(step, DenseStep):
