@@ -26,10 +26,10 @@
 #               time and error                                                 -> $OUT/dense-ab.json, .txt
 #   c1          scripts/optin_ab.py at 10000 and 100 images: the pooled conv1 layers on gpu-igemm-tc's mma kernel
 #               (POOL) and its FMA kernel (igemm.C1_FMA), sp19's conv2 on gpu-wgmma's kernel, then the whole
-#               network with each opt-in (C1_FMA, graph.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION 64)
+#               network shipped and with each switch turned (C1_FMA, graph.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION)
 #                                                                              -> $OUT/optin-ab.json, .txt
 #   sweep       convbench sweep --impl gpu-igemm-tc --quick of SWEEP_NETS (fa19,fa18) at SWEEP_SIZES (10000,100):
-#               the general kernel's plans, the single-channel ones, plain and pooled (c1pool)
+#               the general kernel's plans, the single-channel ones, plain and pooled (c1pool, c1fma)
 #                                                     -> $OUT/sweep-NET-SIZE.txt, $OUT/sweep-plans.json
 #   sanitize    compute-sanitizer (SANITIZE_TOOLS, default memcheck): verify of gpu-wgmma and gpu-igemm-tc on a few
 #               shapes, the wgmma kernel forced onto random shapes, the whole network's dense kernel, the FMA kernel
@@ -216,7 +216,7 @@ step_dense() {  # the whole network's dense layers with each GEMM kernel (script
     return $rc
 }
 
-step_c1() {  # the opt-in kernels against the shipped ones (scripts/optin_ab.py): the layers, then the whole network
+step_c1() {  # the kernel switches against the shipped settings (scripts/optin_ab.py): the layers, then the whole network
     timeout 500 python3 scripts/optin_ab.py --nets "$NETS" --sizes 10000,100 --json "$OUT/optin-ab.json" \
         > "$OUT/optin-ab.txt" 2>&1
     local rc=$?

@@ -1,7 +1,8 @@
 """gpu-igemm-tc (+ -tf32, -fp16, -bf16, -fp16x3) — implicit GEMM on mma.sync tensor cores, fp32-accurate in 3xTF32,
 with a fused conv + activation + pooling path that the whole-network graph (convbench.whole) uses. This file plans
 and launches; the kernel and its notes: gpu_14_igemm_tc.cu, and for single-channel layers (conv1, TF32 operands: the
-plain conv, or at small batches conv + activation + 2x2 max pool) gpu_14_igemm_tc_c1.cu.
+plain conv, or conv + activation + 2x2 max pool) gpu_14_igemm_tc_c1.cu; pooled single-channel layers where the
+tuning files choose it (few maps) gpu_14_igemm_tc_c1_fma.cu, on fp32 FMAs.
 """
 
 from __future__ import annotations
