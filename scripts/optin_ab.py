@@ -130,9 +130,10 @@ def whole_rows(net: str, B: int, reps: int) -> list[dict]:
     rows = []
     for name, runs in results.items():
         best = min(runs, key=lambda r: r["time_s"])
+        switch(*CONFIGS[name])  # (the routing that layer_arithmetic reads)
         rows.append({"net": net, "B": B, "config": name, "us": best["time_s"] * 1e6,
                      "correctness": best["correctness"], "rel_error": best["rel_error_vs_fp64"],
-                     "arithmetic": networks[name].layer_arithmetic()})
+                     "arithmetic": networks[name].layer_arithmetic(B)})
         print(f"{net:8} B={B:6d} {name:16} {best['time_s'] * 1e6:9.1f} us  x shipped "
               f"{rows[0]['us'] / rows[-1]['us']:5.2f}  Correctness {best['correctness']}  "
               f"error {best['rel_error_vs_fp64']:.1e}", flush=True)

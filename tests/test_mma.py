@@ -162,13 +162,15 @@ C1_VARIANTS += [dict(KS=k, IW=w, PREC=0, NW=nw, TT=tt, MINB=minb, **pool, PPAD=_
                 for nw, tt, minb in {_mma.C1_BLOCK[k * k <= 32, "large"][:3], _mma.C1_POOL_BLOCK["large"][:3]}]
 
 
-# the FMA kernel for pooled layers (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' plans, the largest map group
-# on the rule's knobs and on every plan the shipped files record
-_FMA_KNOBS = {_mma.C1_FMA_RULE} | {_mma.C1FmaLaunchPlan.of(fields) for card in ("default", "NVIDIA-H200")
-                                  for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items() if "/c1fma/" in key}
+# the FMA kernel for pooled layers (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' launches on the rule's knobs, and
+# each layer's on the knobs the shipped files let serve it (USE 1; a USE 0 plan is the best FMA candidate of a layer
+# where it lost, kept for A/Bs, and may spill); then the rule on other tap counts
+_FMA_LAUNCHES = {(K, _mma.c1_fma_plan(H, W, M, K)) for C, H, W, M, K in set(course_layers()) if C == 1}
+_FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields)) for card in ("default", "NVIDIA-H200")
+                  for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items()
+                  if "/c1fma/" in key and fields["USE"] for _, H, W, M, K, *_ in [tuning.parse_plan_key(key)]}
 C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
-                   for K, p in sorted({(K, _mma.c1_fma_plan(H, W, M, K, kn)) for C, H, W, M, K in set(course_layers())
-                                       if C == 1 for kn in _FMA_KNOBS}, key=str) for act in (1, 2)]
+                   for K, p in sorted(_FMA_LAUNCHES, key=str) for act in (1, 2)]
 C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, NTB=_mma.C1_FMA_RULE.NTB,
                          MINB=_mma.C1_FMA_RULE.MINB, ACT=3) for K in (1, 3, 8)]
 
@@ -247,6 +249,7 @@ def c1_key(K, W, NW, TT, MINB, prec, pool=False, act=0):
 
 
 def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
+    monkeypatch.setattr(_mma, "C1_FMA", False)  # the mma kernel's POOL route (the FMA kernel's: further down)
     c1 = {}
     monkeypatch.setattr(_mma, "_c1_kernel", lambda *a: c1.setdefault(a, FakeKernel()))
     x, k = FakeTensor((100, 1, 70, 70), 1), FakeTensor((12, 1, 5, 5), 2)
@@ -640,7 +643,7 @@ def test_the_pooled_single_channel_kernel_matches_the_reference_on_random_shapes
 
 
 @pytest.mark.gpu
-def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(tmp_path, monkeypatch):
+def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(tmp_path, monkeypatch, request):
     """convbench sweep's single-channel part on a small layer: every candidate that fits is checked (NaN-poisoned,
     against float64) and timed, the fastest is the one recorded, and c1_plan then reads it; a layer the kernel does
     not serve gets no trials."""
@@ -651,6 +654,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
 
     monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path))
     tuning._table.cache_clear()
+    request.addfinalizer(tuning._table.cache_clear)
     g = torch.Generator().manual_seed(3)
     x = torch.randn(64, 1, 30, 30, generator=g).cuda()
     k = torch.randn(12, 1, 5, 5, generator=g).cuda()
@@ -679,7 +683,8 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
     assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
-    # and the FMA kernel's knobs (kind c1fma): the fastest recorded, USE where it beat the fastest c1pool plan
+    # and the FMA kernel's knobs (kind c1fma): the fastest recorded, USE where it beat the fastest c1pool plan (12 maps
+    # at 64 images: single_channel sends the layer to the POOL epilogue, so that is the bar)
     fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
     assert len(fma) >= 8
     best_fma = min(fma, key=lambda t: t.seconds)
@@ -707,8 +712,10 @@ def c1_fma_outputs(H, W, M, K, p):
                 pr = slab * p.RP + hl
                 if hl >= p.RP or pr >= POH:
                     continue
-                # the thread's input window: rows 2 hl .. 2 hl + K of the slab, columns seg TW .. + XR, all staged
+                # the thread's input window: rows 2 hl .. 2 hl + K of the slab, columns seg TW .. + XR, all staged;
+                # its last row inside the image (the kernel stages no row past it)
                 assert 2 * hl + K < p.rows and seg * p.TW + -(-(p.TW + K - 1) // 4) * 4 <= p.XW
+                assert 2 * slab * p.RP + 2 * hl + K <= H - 1
                 for g in range(p.MG):
                     for j in range(p.TW // 2):
                         pc = seg * p.TW // 2 + j
@@ -727,11 +734,7 @@ def test_the_fma_kernels_threads_write_every_pooled_output_once():
                for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
     for i, (H, W, M, K) in enumerate(shapes):
         kn = _mma.C1_FMA_RULE if i % 2 else _mma.C1FmaLaunchPlan(1, *rng.choice(sweep_cli.C1_FMA_KNOBS))
-        try:
-            p = _mma.c1_fma_plan(H, W, M, K, kn)
-        except _mma.TooBig:  # a pooled row wider than 128 threads
-            assert kn.NTB < 2 * ((W - K + 1) // 2) / kn.TW, (H, W, K, kn)
-            continue
+        p = _mma.c1_fma_plan(H, W, M, K, kn)  # (rows of 200 need at most 50 threads: every plan fits)
         assert p.RP * p.nseg <= p.threads <= kn.NTB and p.MG <= kn.MG and p.XW % 4 == 0
         assert p.XW >= W and p.smem == 4 * (2 * p.RP + K - 1) * p.XW and (p.NTB, p.MINB) == (kn.NTB, kn.MINB)
         written = list(c1_fma_outputs(H, W, M, K, p))
@@ -739,14 +742,19 @@ def test_the_fma_kernels_threads_write_every_pooled_output_once():
         assert len(written) == len(set(written)) == M * POH * POW, (H, W, M, K, p)
     with pytest.raises(_mma.TooBig):
         _mma.c1_fma_plan(8, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10, 4, 5)  # a pooled row wider than a block's threads
+    assert _mma.c1_fma_plan(8, 600, 4, 5, (1, 4, 8, 256, 2)).nseg == 149  # 149 threads a pooled row: fits 256
+    with pytest.raises(_mma.TooBig):
+        _mma.c1_fma_plan(8, 600, 4, 5, (1, 4, 8, 128, 2))  # ... not 128
     with pytest.raises(UsageError, match="multiple of 4"):
         _mma.c1_fma_plan(70, 70, 12, 5, (1, 6, 6, 256, 2))
 
 
-def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fake_gpu, monkeypatch, tmp_path):
-    """C1_FMA False: never; True: always, on the recorded knobs; None (shipped): where the recorded plan says USE."""
+def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fake_gpu, monkeypatch, tmp_path, request):
+    """C1_FMA False: never; True: always, on the recorded knobs; None (shipped): where the recorded plan of the
+    layer's batch class says USE."""
     monkeypatch.setenv("CONVBENCH_CACHE", str(tmp_path))
     tuning._table.cache_clear()
+    request.addfinalizer(tuning._table.cache_clear)  # (so the next read, under the real cache, loads its files)
     compiled = []
     monkeypatch.setattr(gpu, "kernel", lambda source, name, **d: compiled.append((source, d)) or FakeKernel())
     x, k, y = FakeTensor((1000, 1, 86, 86), 1), FakeTensor((4, 1, 7, 7), 2), FakeTensor((1000, 4, 40, 40), 3)
@@ -760,7 +768,14 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
         assert _mma.takes_c1_fma(x.shape, k.shape, _mma.TF32X3, Pool(2, 2)) == bool(use)
         monkeypatch.setattr(_mma, "C1_FMA", True)
         assert _mma.takes_c1_fma(x.shape, k.shape, _mma.TF32X3, Pool(2, 2))
-    assert _mma.c1_fma_plan_key(86, 86, 4, 7, 999) != key  # the other batch class: its own plan
+    # the other batch class reads its own plan: USE 0 there, so 999 images take the mma route, 1000 the FMA kernel
+    tuning.record(_mma.NAME, _mma.c1_fma_plan_key(86, 86, 4, 7, 999), _mma.C1FmaLaunchPlan(USE=0))
+    monkeypatch.setattr(_mma, "C1_FMA", None)
+    x999, y999 = FakeTensor((999, 1, 86, 86), 1), FakeTensor((999, 4, 40, 40), 3)
+    assert not _mma.takes_c1_fma(x999.shape, k.shape, _mma.TF32X3, Pool(2, 2))
+    compiled.clear()
+    _mma._prepare(x999, k, y999, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
+    assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3))
     assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, NTB=128, MINB=3, ACT=_mma.ACTS["relu"]))
@@ -772,7 +787,6 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
                                (_mma.TF32, 2, Pool(2, 2), 1), (_mma.TF32X3, 2, Pool(2, 2), 3)):
         assert not _mma.c1_fma_serves(C, 7, prec, pool, (80, 80))
     assert _mma.c1_fma_serves(1, 7, _mma.TF32X3, Pool(2, 2), (80, 80))
-    tuning._table.cache_clear()
 
 
 @pytest.mark.gpu

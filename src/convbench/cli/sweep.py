@@ -65,7 +65,7 @@ C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2
 C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4, 4), (4, 2, 6, 0), (8, 4, 3, 0)]
 C1_SWEPT = "tf32x3"
 # The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB), each plan deduplicated by
-# the launch it makes; the best is recorded with USE 1 where it beat the mma kernel's best POOL plan, else USE 0
+# the launch it makes; the best is recorded with USE 1 where it beat the layer's route without it, else USE 0
 C1_FMA_KNOBS = list(itertools.product((4, 8), (4, 6, 8, 12), (128, 256), (1, 2, 3)))
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
@@ -188,7 +188,8 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
     layer is not one it serves): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
     computes, conv + activation + pool (kind c1pool, at any batch: the sweep is what says whether it beats the
     general fused kernel), and there the FMA kernel's knobs too (kind c1fma: recorded with USE 1 where its best beat
-    the best c1pool plan)."""
+    the route the layer takes without it: the best c1pool plan where single_channel sends it there, else the general
+    fused kernel)."""
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
@@ -231,10 +232,30 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
         if pool and igemm.c1_fma_serves(C, K, prec, layer.pool, (H - K + 1, W - K + 1)):
             fma_trials, fma_best = c1_fma_trials(layer, y, want, reps)
             trials += fma_trials
+            # the bar: the best POOL plan where the mma kernel's POOL takes the layer at this batch, else the route
+            # it takes without the FMA kernel (gpu-igemm-tc's general fused kernel, on the plan in force)
+            bar = best[0] if best and igemm.single_channel(B, C, M, K, prec, 2, layer.pool, (H - K + 1, W - K + 1)) \
+                else None
+            if bar is None:
+                routed = routed_without_fma(layer, y, want, reps)
+                trials.append(routed)
+                bar = routed.seconds
             if fma_best:
-                use = int(best is None or fma_best[0] < best[0])
+                use = int(bar is None or fma_best[0] < bar)
                 chosen[igemm.c1_fma_plan_key(H, W, M, K, batch)] = replace(fma_best[1], USE=use)
     return trials, chosen
+
+
+def routed_without_fma(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int) -> Trial:
+    """conv + act + pool as gpu-igemm-tc routes it with the FMA kernel off (igemm.C1_FMA False, the plans in force)."""
+    saved = igemm.C1_FMA
+    igemm.C1_FMA = False
+    try:
+        return checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "routed without c1fma"},
+                             lambda i: igemm.conv_act_pool(layer.sets[i], layer.k, layer.act, layer.pool, C1_SWEPT,
+                                                           out=y), y, want, C1_SWEPT, reps)
+    finally:
+        igemm.C1_FMA = saved
 
 
 def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):

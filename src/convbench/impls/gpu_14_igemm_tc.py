@@ -399,10 +399,11 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
 @dataclass(frozen=True)
 class C1FmaLaunchPlan(tuning.LaunchPlan):
     """The FMA kernel's knobs for a pooled single-channel layer, and whether it serves that layer at all: `convbench
-    sweep` times them against the mma kernel's POOL per GPU, layer and batch class and records both under
-    c1_fma_plan_key. Where none is recorded, C1_FMA_RULE's knobs, and the mma kernel serves the layer."""
+    sweep` times them against the layer's route without it (the mma kernel's POOL, or the general fused kernel) per
+    GPU, layer and batch class and records both under c1_fma_plan_key. Where none is recorded, C1_FMA_RULE's knobs,
+    and the route without it serves the layer."""
 
-    USE: int  # 1: the FMA kernel serves the layer (where C1_FMA is None); 0: the mma kernel's POOL was faster
+    USE: int  # 1: the FMA kernel serves the layer (where C1_FMA is None); 0: the route without it was faster
     TW: int = 4  # conv columns a thread (a multiple of 4: its input window is read as float4s)
     MG: int = 8  # the most maps a thread computes: the maps go in the fewest groups of at most MG, as even as they go
     NTB: int = 256  # the most threads a block

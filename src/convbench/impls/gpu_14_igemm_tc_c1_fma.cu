@@ -11,14 +11,15 @@
 //  * Grid: (images x slabs, map groups); no persistence: many small blocks an SM overlap one's staging with another's
 //    FMAs.
 // Why faster: the course's conv1 layers do 25..49 multiply-adds an output on 4..12 maps; an mma tile of 16 maps x 8
-// pixels wastes 25..75 % of its products and spends more instructions on operand addresses than on mma.
-// What bounds it: the FMA pipe. fa19 conv1 at 10000 images is 10000 x 12 x 66 x 66 x 25 = 13.1 G FMAs, about 0.39 ms
-// at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G about 0.37 ms. Per K taps of a row the
-// thread issues K x TW FMAs against KP / 4 shared loads of weights (> 90 % FMAs at TW = 4), plus its input window
-// once per row. Reading the input (4 B a pixel) and writing pooled maps (M / 4 x 4 B a pixel) is under 0.1 ms.
-// Every thread also issues its staging copies and, per pooled output, the activation and the 2x2 max: at K = 5
-// these come near the FMAs' count, so it wins on the layers with few maps (where an mma tile wastes most) and not on
-// 12 maps; `convbench sweep` times both kernels per layer and batch class and records which serves (c1fma plans).
+// pixels wastes 25..75 % of its products (most at 4 and 6 maps) and spends more instructions on operand addresses
+// than on mma.
+// What bounds it: instruction issue. The FMAs alone: fa19 conv1 at 10000 images is 10000 x 12 x 66 x 66 x 25 = 13.1 G
+// FMAs, about 0.39 ms at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G about 0.37 ms. The
+// loop over a row's taps is > 80 % FMAs (K x TW a map against KP / 4 broadcast weight loads, the input window once a
+// row), but every thread also issues its staging copies and, per pooled output, the 2x2 max, the activation and the
+// store: at K = 5 with tanh about as many instructions as its FMAs. So it wins where an mma tile wastes most (4 and
+// 6 maps) and not on 12; `convbench sweep` times both per layer and batch class and records which serves (c1fma
+// plans). Reading the input (4 B a pixel) and writing pooled maps (M / 4 x 4 B a pixel) is under 0.1 ms.
 // Limits: C = 1, K <= 8, a 2x2 stride-2 max pool over whole windows (floor), activation monotone (it is applied
 // after the max, as the mma kernel's POOL does). An Inf or NaN input reaches only the outputs whose windows read it
 // (the max keeps NaN, as PyTorch's does).
@@ -71,25 +72,22 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
     const int rows = 2 * RP + KS - 1;
 
     // Staging by cp.async: every copy of a thread is in flight at once, so a block waits for one global latency
-    // rather than one a copy (a load-then-store loop is not unrolled: its trip count is the host's). Out-of-range
-    // elements are zero-filled (src-size 0, from a valid address).
+    // rather than one a copy (a load-then-store loop is not unrolled: its trip count is the host's). Weights of maps
+    // past M are zero (src-size 0, from a valid address).
     for (int e = tid; e < MG * KS * KP; e += nt) {
         const int g = e / (KS * KP), r = e / KP % KS, q = e % KP;
         const bool ok = g0 + g < M && q < KS;
         cp_async4_zfill(Ws + e, ok ? k + ((g0 + g) * KS + r) * KS + q : k, ok);
     }
-    const float *xb = x + static_cast<size_t>(b) * H * W;
+    // The slab's input rows, a warp a row, its lanes across the XW columns (zero past W). Rows past the image are
+    // not staged: a thread of pooled row pr reads input rows up to 2 pr + K <= H - 1, so only the threads past the
+    // last pooled row, which return first, would read them.
     {
-        // element e = r XW + col of the slab, from offset (h0 + r) W + col of the image; a step of nt elements is dr
-        // rows and dc < XW columns, with a carry into the next row
-        const int dr = nt / XW, dc = nt - dr * XW, valid_rows = min(rows, H - h0);
-        int r = tid / XW, col = tid - r * XW, off = (h0 + r) * W + col;
-        for (int e = tid; e < rows * XW; e += nt) {
-            const bool ok = r < valid_rows && col < W;
-            cp_async4_zfill(Xs + e, xb + (ok ? off : 0), ok);
-            col += dc, r += dr, off += dr * W + dc;
-            if (col >= XW) col -= XW, ++r, off += W - XW;
-        }
+        const float *xs = x + (static_cast<size_t>(b) * H + h0) * W;
+        const int lane = tid & 31, valid_rows = min(rows, H - h0);
+        for (int r = tid >> 5; r < valid_rows; r += nt >> 5)
+            for (int col = lane; col < XW; col += 32)
+                cp_async4_zfill(Xs + r * XW + col, xs + r * W + (col < W ? col : 0), col < W);
     }
     cp_async_commit();
     cp_async_wait_0();

@@ -96,14 +96,17 @@ def tiles_per_warpgroup(NN: int) -> int:
 
 # Layers whose reduction C*K*K is shorter than this (by batch class) run gpu-igemm-tc's kernel: there the output, not
 # the multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and the shifted GEMM's
-# staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. At small batches a 150-term
-# layer (sp19's conv2) gained on wgmma (scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned).
-MIN_REDUCTION = {"large": 192, "small": 64}
+# staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. At small batches the one course
+# layer in between, 150 terms (sp19's and sp18's conv2), gained on wgmma (scripts/optin_ab.py,
+# results/2026-11-29-0800-h200-fma-tuned); shorter ones than 3xFP16's own bound never come here.
+MIN_REDUCTION = {"large": 192, "small": igemm.FP16X3_MIN_REDUCTION}
 
 
 def min_reduction(B: int) -> int:
     """The shortest reduction this kernel takes at batch B (MIN_REDUCTION)."""
     return MIN_REDUCTION[tuning.batch_class(B)]
+
+
 IGEMM_ORDER = ("tf32x3", "fp16x3", "tf32", "fp16", "bf16")  # fp32-accurate: 3xTF32 is the faster of the two there
 
 
