@@ -693,7 +693,15 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     tuning.record("gpu-igemm-tc", fma_key, chosen[fma_key])
     monkeypatch.setattr(_mma, "C1_FMA", None)
     assert _mma.takes_c1_fma((64, 1, 30, 30), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2)) == bool(want["USE"])
-    tuning._table.cache_clear()
+    # 4 maps at 64 images: single_channel leaves the pooled layer to the general fused kernel, which is then the bar
+    four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x, x.clone()], "relu", Pool(2, 2))
+    assert not _mma.single_channel(64, 1, 4, 5, _mma.TF32X3, 2, Pool(2, 2), (26, 26))
+    trials, chosen = sweep_cli.c1_sweep(four, 64, 3)
+    routed = [t for t in trials if t.config["kind"] == "routed without c1fma"]
+    fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
+    assert len(routed) == 1 and routed[0].seconds is not None and fma
+    fma_key = _mma.c1_fma_plan_key(30, 30, 4, 5, 64)
+    assert chosen[fma_key].USE == int(min(t.seconds for t in fma) < routed[0].seconds)
 
 
 # ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
