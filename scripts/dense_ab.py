@@ -9,7 +9,8 @@ after a warm-up); the GEMM's plan. Needs an H100 / H200 for the wgmma kernel (el
     python3 scripts/dense_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 100,1000,10000 [--min-batch 1] [--json OUT.json]
 
 --min-batch sets dense.WGMMA_MIN_BATCH for the run (the smallest batch the wgmma kernel takes), to time it where the
-plan leaves it out.
+plan leaves it out. --knobs times the wgmma kernel alone on every (WGMMA_NWG, WGMMA_BK, WGMMA_STAGES) that compiles
+and fits shared memory (the shipped ones first; each plan re-made by wgmma_plan for the knobs), instead of the A/B.
 """
 
 from __future__ import annotations
@@ -64,6 +65,49 @@ def measure(net: str, B: int, reps: int) -> list[dict]:
     return rows
 
 
+KNOBS = [(nwg, bk, stages) for nwg in (1, 2, 3) for bk in (16, 32) for stages in (3, 4, 6)]
+
+
+def knob_rows(net: str, B: int, reps: int) -> list[dict]:
+    """The wgmma GEMM of the net's dense step on each knob set (KNOBS), the shipped one first: error and time."""
+    weights = load_weights("own", net)
+    params = {k: v.cuda() for k, v in weights.params.items()}
+    step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
+    shipped = (dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES)
+    g = torch.Generator(device="cuda").manual_seed(B)
+    rows, x, sets, ref = [], None, None, None
+    for knobs in [shipped] + [k for k in KNOBS if k != shipped]:
+        dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES = knobs
+        layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
+                                params[f"{step.fused}.weight"] if step.fused else None,
+                                params[f"{step.fused}.bias"] if step.fused else None)
+        if layer.gemm(B) != "wgmma":
+            continue  # does not fit shared memory (or not this GPU / layer)
+        if x is None:
+            x = torch.randn(B, layer.F, device="cuda", generator=g)
+            sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
+            ref = reference(layer, x)
+        out = torch.full((B, layer.out_features), float("nan"), device="cuda")
+        try:
+            layer(x, out)
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - a knob set the kernel's static_asserts refuse is a row, not a crash
+            print(f"{net:8} B={B:6d} NWG, BK, STAGES {knobs}: {str(e).splitlines()[0][:100]}", flush=True)
+            continue
+        err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
+        seconds = median_time("cuda", lambda i: layer(sets[i], out), len(sets), reps, warmup=5)
+        rows.append({"net": net, "B": B, "knobs": knobs, "shipped": knobs == shipped, "us": seconds * 1e6,
+                     "rel_error": err, "plan": repr(layer.wgmma_plan_for(B))})
+        print(f"{net:8} B={B:6d} NWG, BK, STAGES {knobs}{' (shipped)' if knobs == shipped else ''}: "
+              f"{seconds * 1e6:9.1f} us  error {err:.2e}", flush=True)
+    dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES = shipped
+    if rows:
+        best = min(rows, key=lambda r: r["us"])
+        print(f"{net:8} B={B:6d} best {best['knobs']} {best['us']:.1f} us, shipped {rows[0]['us']:.1f} us "
+              f"({rows[0]['us'] / best['us']:.2f}x)", flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
@@ -71,11 +115,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--min-batch", type=int, help=f"dense.WGMMA_MIN_BATCH (default {dense_mod.WGMMA_MIN_BATCH})")
+    ap.add_argument("--knobs", action="store_true", help="the wgmma GEMM on every NWG, BK, STAGES (KNOBS)")
     args = ap.parse_args()
     if args.min_batch is not None:
         dense_mod.WGMMA_MIN_BATCH = args.min_batch
+    one = knob_rows if args.knobs else measure
     rows = [r for B in map(int, args.sizes.split(",")) for net in args.nets.split(",")
-            for r in measure(net, B, args.reps)]
+            for r in one(net, B, args.reps)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
