@@ -333,6 +333,20 @@ def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, 
         assert blocks / (-(-blocks // 132) * 132) >= 0.9, p
 
 
+def test_wgmma_dense_splits_can_be_forced(monkeypatch):
+    """WGMMA_SPLITS (sweeps) makes the plan split F exactly so many ways, where chunks of whole slices give that many
+    (else no plan); None is the cost model's choice."""
+    model = _dense.wgmma_plan(10000, 20184, 160, False)
+    for s in (1, 3, 8):
+        monkeypatch.setattr(_dense, "WGMMA_SPLITS", s)
+        p = _dense.wgmma_plan(10000, 20184, 160, False)
+        assert p.splits == s and p.kchunk * s >= 20184 > p.kchunk * (s - 1) and p.row_tiles == model.row_tiles
+    monkeypatch.setattr(_dense, "WGMMA_SPLITS", 60)  # chunks of 352 features: 58 of them, not 60 (no plan)
+    assert _dense.wgmma_plan(10000, 20184, 160, False) is None
+    monkeypatch.setattr(_dense, "WGMMA_SPLITS", None)
+    assert _dense.wgmma_plan(10000, 20184, 160, False) == model
+
+
 def test_tf32_parts_split_weights_into_two_exact_tf32_values():
     w = torch.randn(160, 333) * torch.logspace(-20, 20, 333)
     w[0, :4] = torch.tensor([1.0 + 2.0**-11, -(1.0 + 2.0**-11), 3.0, 0.0])  # half a TF32 ulp: ties away from zero

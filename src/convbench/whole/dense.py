@@ -69,6 +69,7 @@ WGMMA_MIN_BATCH = 1000
 WGMMA_MAC_PER_CLK = 1024
 WGMMA_BLOCK_FIXED_CLK = 2000
 WGMMA_MAX_SPLITS = 64
+WGMMA_SPLITS: int | None = None  # a forced number of splits of F (sweeps: scripts/dense_ab.py); None, the cost model's
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,8 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
     for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
         kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
         splits = -(-F // kchunk)
-        if splits != s:
-            continue  # the same as a smaller s
+        if splits != s or WGMMA_SPLITS not in (None, s):
+            continue  # the same as a smaller s, or not the forced one
         if splits * B * N * 4 > (512 << 20):
             continue  # keep the workspace under 512 MB, as plan() does
         waves = -(-tiles * splits // sms)
