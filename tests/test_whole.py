@@ -320,7 +320,8 @@ def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, 
     if N > _dense.WGMMA_MAX_N or F_ % 4 or B < _dense.WGMMA_MIN_BATCH:
         assert p is None
         return
-    bm = 64 * _dense.WGMMA_NWG
+    assert p.nwg == (2 if -(-N // 16) * 16 > _dense.WGMMA_NWG3_MAX_N else _dense.WGMMA_NWG) and p.threads == 128 * p.nwg
+    bm = 64 * p.nwg
     assert p.row_tiles * bm >= B > (p.row_tiles - 1) * bm
     assert p.kchunk % _dense.WGMMA_BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk
     assert 1 <= p.splits <= _dense.WGMMA_MAX_SPLITS and p.grid == (p.row_tiles, p.splits, 1)
@@ -359,7 +360,7 @@ def test_tf32_parts_split_weights_into_two_exact_tf32_values():
 
 
 WGMMA_DENSE_VARIANTS = [  # (FIN, NOUT, WLO): the course's fc1 layers, then the edges of the kernel's N
-    (20184, 160, 0), (17496, 160, 1), (5184, 140, 0), (1296, 32, 1), (10816, 140, 1), (8, 256, 1), (300, 10, 0)]
+    (20184, 160, 0), (17496, 160, 1), (5184, 140, 0), (1296, 32, 1), (10816, 140, 1), (8, 256, 1), (8, 208, 1), (300, 10, 0)]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")

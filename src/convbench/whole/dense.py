@@ -59,10 +59,12 @@ FINISH_FIXED_CLK = 3000  # dense_finish_kernel's launch after the GEMM and its r
 FINISH_THREADS = 256  # the kernel's FTHREADS
 PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
 
-# dense_wgmma.cu (sm_90, 3xTF32, N <= 256): warpgroups a block (64 rows each), features a pipeline slice, slices in
-# the ring; the batches it takes (below, dense_mma_kernel's plans spread a few rows over many SMs); its cost model:
-# TF32 multiply-adds an SM's tensor cores do a clock through wgmma, and a block's fixed cost
-WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 2, 16, 4
+# dense_wgmma.cu (sm_90, 3xTF32, N <= 256): warpgroups a block (64 rows each; 3 only up to WGMMA_NWG3_MAX_N outputs,
+# for the accumulators' registers, else 2), features a pipeline slice, slices in the ring; the batches it takes
+# (below, dense_mma_kernel's plans spread a few rows over many SMs); its cost model: TF32 multiply-adds an SM's
+# tensor cores do a clock through wgmma, and a block's fixed cost
+WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 3, 16, 4
+WGMMA_NWG3_MAX_N = 208
 WGMMA_DENSE = True  # whether layers take it (scripts/dense_ab.py times it against dense_mma_kernel)
 WGMMA_MAX_N = 256
 WGMMA_MIN_BATCH = 1000
@@ -115,9 +117,10 @@ class WgmmaPlan:
 
     splits: int
     kchunk: int  # features per split (a multiple of WGMMA_BK)
-    row_tiles: int  # blocks along the batch (64 * WGMMA_NWG rows each)
+    row_tiles: int  # blocks along the batch (64 * nwg rows each)
     smem: int
     finish_rows: int
+    nwg: int  # warpgroups a block (wgmma_nwg)
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -125,7 +128,7 @@ class WgmmaPlan:
 
     @property
     def threads(self) -> int:
-        return 128 * WGMMA_NWG
+        return 128 * self.nwg
 
 
 def wgmma_n(n: int) -> int:
@@ -133,9 +136,15 @@ def wgmma_n(n: int) -> int:
     return -(-n // 16) * 16
 
 
+def wgmma_nwg(n: int) -> int:
+    """Warpgroups a block for n outputs: WGMMA_NWG, but 2 where 3 would not have the registers (the kernel's
+    static_assert)."""
+    return min(WGMMA_NWG, 2) if wgmma_n(n) > WGMMA_NWG3_MAX_N else WGMMA_NWG
+
+
 def wgmma_smem_bytes(n: int, wlo: bool) -> int:
     """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (wgmma_n(n) rows)."""
-    return WGMMA_STAGES * (64 * WGMMA_NWG * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
+    return WGMMA_STAGES * (64 * wgmma_nwg(n) * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
 
 
 def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: int = 227 * 1024) -> WgmmaPlan | None:
@@ -146,8 +155,9 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
     smem = wgmma_smem_bytes(N, wlo)
     if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
         return None
-    tiles = -(-B // (64 * WGMMA_NWG))
-    slice_clk = WGMMA_NWG * 64 * wgmma_n(N) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
+    nwg = wgmma_nwg(N)
+    tiles = -(-B // (64 * nwg))
+    slice_clk = nwg * 64 * wgmma_n(N) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
     best = None
     for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
         kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
@@ -160,7 +170,7 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
         cost = (waves * (kchunk // WGMMA_BK * slice_clk + WGMMA_BLOCK_FIXED_CLK)
                 + 4 * splits * B * N / (sms * SM_B_PER_CLK) + FINISH_FIXED_CLK)
         if best is None or (cost, splits) < best[0]:
-            best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms)))
+            best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms), nwg))
     return best[1] if best else None
 
 
@@ -339,7 +349,7 @@ class Dense:
                 "VEC": int(vec), "SMEM": plan_.smem}
 
     def wgmma_defines(self) -> dict:
-        return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": WGMMA_NWG, "BK": WGMMA_BK,
+        return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": wgmma_nwg(self.N), "BK": WGMMA_BK,
                 "STAGES": WGMMA_STAGES, "SMEM": wgmma_smem_bytes(self.N, self.wlo)}
 
     def prepare(self, B: int) -> Plan:

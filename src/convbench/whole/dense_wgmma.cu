@@ -39,7 +39,7 @@
 #define WLO 1  // PREC 0: 1 = W has a low part (3 products), 0 = W is exactly TF32 (2 products)
 #endif
 #ifndef NWG
-#define NWG 2  // warpgroups per block, 64 rows each
+#define NWG 3  // warpgroups per block, 64 rows each (3 needs NOUT <= 208: dense.py picks 2 above)
 #endif
 #ifndef BK
 #define BK 16  // features per pipeline slice (a multiple of 8)
