@@ -324,6 +324,7 @@ def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, 
     bm = 64 * p.nwg
     assert p.row_tiles * bm >= B > (p.row_tiles - 1) * bm
     assert p.kchunk % _dense.WGMMA_BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk
+    assert p.kchunk <= _dense.WGMMA_MAX_KCHUNK  # the accuracy bound of one fp32 accumulator
     assert 1 <= p.splits <= _dense.WGMMA_MAX_SPLITS and p.grid == (p.row_tiles, p.splits, 1)
     n16 = -(-N // 16) * 16
     ring = _dense.WGMMA_STAGES * (bm * (_dense.WGMMA_BK + 4) * 4 + (2 if wlo else 1) * n16 * _dense.WGMMA_BK * 4)
@@ -338,11 +339,13 @@ def test_wgmma_dense_splits_can_be_forced(monkeypatch):
     """WGMMA_SPLITS (sweeps) makes the plan split F exactly so many ways, where chunks of whole slices give that many
     (else no plan); None is the cost model's choice."""
     model = _dense.wgmma_plan(10000, 20184, 160, False)
-    for s in (1, 3, 8):
+    for s in (10, 13, 16):
         monkeypatch.setattr(_dense, "WGMMA_SPLITS", s)
         p = _dense.wgmma_plan(10000, 20184, 160, False)
         assert p.splits == s and p.kchunk * s >= 20184 > p.kchunk * (s - 1) and p.row_tiles == model.row_tiles
     monkeypatch.setattr(_dense, "WGMMA_SPLITS", 60)  # chunks of 352 features: 58 of them, not 60 (no plan)
+    assert _dense.wgmma_plan(10000, 20184, 160, False) is None
+    monkeypatch.setattr(_dense, "WGMMA_SPLITS", 2)  # 10096 features a split: past WGMMA_MAX_KCHUNK (no plan)
     assert _dense.wgmma_plan(10000, 20184, 160, False) is None
     monkeypatch.setattr(_dense, "WGMMA_SPLITS", None)
     assert _dense.wgmma_plan(10000, 20184, 160, False) == model

@@ -71,6 +71,9 @@ WGMMA_MIN_BATCH = 1000
 WGMMA_MAC_PER_CLK = 1024
 WGMMA_BLOCK_FIXED_CLK = 2000
 WGMMA_MAX_SPLITS = 64
+# The most features one split sums: wgmma's fp32 accumulators lose accuracy in proportion to the features summed
+# into them (linearly, not as rounding to nearest would), so long reductions are split further
+WGMMA_MAX_KCHUNK = 2048
 WGMMA_SPLITS: int | None = None  # a forced number of splits of F (sweeps: scripts/dense_ab.py); None, the cost model's
 
 
@@ -150,8 +153,9 @@ def wgmma_smem_bytes(n: int, wlo: bool) -> int:
 def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: int = 227 * 1024) -> WgmmaPlan | None:
     """dense_wgmma_kernel's plan for x (B, F) @ w (N, F).T in 3xTF32, or None where it does not apply (more than
     WGMMA_MAX_N outputs, F % 4 != 0, a batch below WGMMA_MIN_BATCH, a ring larger than shared memory). The splits
-    of F are chosen by a cost model: waves of blocks over the SMs, each its slices at the tensor cores' rate plus a
-    fixed cost, then the partials through the finish kernel (pure arithmetic: testable anywhere)."""
+    of F (each at most WGMMA_MAX_KCHUNK features) are chosen by a cost model: waves of blocks over the SMs, each its
+    slices at the tensor cores' rate plus a fixed cost, then the partials through the finish kernel (pure
+    arithmetic: testable anywhere)."""
     smem = wgmma_smem_bytes(N, wlo)
     if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
         return None
@@ -162,8 +166,8 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
     for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
         kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
         splits = -(-F // kchunk)
-        if splits != s or WGMMA_SPLITS not in (None, s):
-            continue  # the same as a smaller s, or not the forced one
+        if splits != s or WGMMA_SPLITS not in (None, s) or kchunk > WGMMA_MAX_KCHUNK:
+            continue  # the same as a smaller s, not the forced one, or too long a sum for fp32 accuracy
         if splits * B * N * 4 > (512 << 20):
             continue  # keep the workspace under 512 MB, as plan() does
         waves = -(-tiles * splits // sms)
