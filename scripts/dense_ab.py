@@ -9,9 +9,9 @@ after a warm-up); the GEMM's plan. Needs an H100 / H200 for the wgmma kernel (el
     python3 scripts/dense_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 100,1000,10000 [--min-batch 1] [--json OUT.json]
 
 --min-batch sets dense.WGMMA_MIN_BATCH for the run (the smallest batch the wgmma kernel takes), to time it where the
-plan leaves it out. --knobs times the wgmma kernel alone on every (WGMMA_NWG, WGMMA_BK, WGMMA_STAGES, WGMMA_SPLITS)
-of KNOBS that compiles and fits shared memory (the shipped ones first; each plan re-made by wgmma_plan for the
-knobs), instead of the A/B.
+plan leaves it out. --knobs times the wgmma kernel alone on every (WGMMA_NWG, WGMMA_BK, WGMMA_STAGES, WGMMA_SPLITS,
+WGMMA_SETS) of KNOBS that compiles and fits shared memory (the shipped ones first; each plan re-made by wgmma_plan
+for the knobs), instead of the A/B; --knobs sets only those of SETS_KNOBS (slices in flight against ring depth).
 """
 
 from __future__ import annotations
@@ -66,21 +66,30 @@ def measure(net: str, B: int, reps: int) -> list[dict]:
     return rows
 
 
-# (NWG, BK, STAGES, splits of F): splits None is the cost model's choice for the other three
-KNOBS = [(nwg, bk, stages, splits) for nwg in (1, 2, 3) for bk in (16, 32) for stages in (3, 4, 6)
+# (NWG, BK, STAGES, splits of F, SETS): splits None is the cost model's choice for the others
+KNOBS = [(nwg, bk, stages, splits, 2) for nwg in (1, 2, 3) for bk in (16, 32) for stages in (3, 4, 6)
          for splits in (None, 2, 3, 4, 6, 8)]
+SETS_KNOBS = [(nwg, 16, stages, None, sets) for nwg in (2, 3) for sets in (2, 3) for stages in (4, 5, 6)]
+KNOBS += [k for k in SETS_KNOBS if k not in KNOBS]
+NAMES = ("WGMMA_NWG", "WGMMA_BK", "WGMMA_STAGES", "WGMMA_SPLITS", "WGMMA_SETS")
 
 
-def knob_rows(net: str, B: int, reps: int) -> list[dict]:
-    """The wgmma GEMM of the net's dense step on each knob set (KNOBS), the shipped one first: error and time."""
+def set_knobs(knobs: tuple) -> None:
+    for name, value in zip(NAMES, knobs):
+        setattr(dense_mod, name, value)
+
+
+def knob_rows(net: str, B: int, reps: int, knob_set: list[tuple] = KNOBS) -> list[dict]:
+    """The wgmma GEMM of the net's dense step on each knob set (of knob_set), the shipped one first: error and
+    time."""
     weights = load_weights("own", net)
     params = {k: v.cuda() for k, v in weights.params.items()}
     step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
-    shipped = (dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES, dense_mod.WGMMA_SPLITS)
+    shipped = tuple(getattr(dense_mod, name) for name in NAMES)
     g = torch.Generator(device="cuda").manual_seed(B)
     rows, x, sets, ref = [], None, None, None
-    for knobs in [shipped] + [k for k in KNOBS if k != shipped]:
-        dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES, dense_mod.WGMMA_SPLITS = knobs
+    for knobs in [shipped] + [k for k in knob_set if k != shipped]:
+        set_knobs(knobs)
         layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
                                 params[f"{step.fused}.weight"] if step.fused else None,
                                 params[f"{step.fused}.bias"] if step.fused else None)
@@ -95,15 +104,15 @@ def knob_rows(net: str, B: int, reps: int) -> list[dict]:
             layer(x, out)
             torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001 - a knob set the kernel's static_asserts refuse is a row, not a crash
-            print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits {knobs}: {str(e).splitlines()[0][:100]}", flush=True)
+            print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits, SETS {knobs}: {str(e).splitlines()[0][:100]}", flush=True)
             continue
         err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
         seconds = median_time("cuda", lambda i: layer(sets[i], out), len(sets), reps, warmup=5)
         rows.append({"net": net, "B": B, "knobs": knobs, "shipped": knobs == shipped, "us": seconds * 1e6,
                      "rel_error": err, "plan": repr(layer.wgmma_plan_for(B))})
-        print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits {knobs}{' (shipped)' if knobs == shipped else ''}: "
+        print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits, SETS {knobs}{' (shipped)' if knobs == shipped else ''}: "
               f"{seconds * 1e6:9.1f} us  error {err:.2e}  {layer.wgmma_plan_for(B)}", flush=True)
-    dense_mod.WGMMA_NWG, dense_mod.WGMMA_BK, dense_mod.WGMMA_STAGES, dense_mod.WGMMA_SPLITS = shipped
+    set_knobs(shipped)
     if rows:
         best = min(rows, key=lambda r: r["us"])
         print(f"{net:8} B={B:6d} best {best['knobs']} {best['us']:.1f} us, shipped {rows[0]['us']:.1f} us "
@@ -118,13 +127,14 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--min-batch", type=int, help=f"dense.WGMMA_MIN_BATCH (default {dense_mod.WGMMA_MIN_BATCH})")
-    ap.add_argument("--knobs", action="store_true", help="the wgmma GEMM on every NWG, BK, STAGES, splits (KNOBS)")
+    ap.add_argument("--knobs", nargs="?", const="all", choices=("all", "sets"),
+                    help="the wgmma GEMM on every NWG, BK, STAGES, splits, SETS of KNOBS (or of SETS_KNOBS)")
     args = ap.parse_args()
     if args.min_batch is not None:
         dense_mod.WGMMA_MIN_BATCH = args.min_batch
-    one = knob_rows if args.knobs else measure
+    knob_set = SETS_KNOBS if args.knobs == "sets" else KNOBS
     rows = [r for B in map(int, args.sizes.split(",")) for net in args.nets.split(",")
-            for r in one(net, B, args.reps)]
+            for r in (knob_rows(net, B, args.reps, knob_set) if args.knobs else measure(net, B, args.reps))]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)

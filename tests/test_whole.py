@@ -321,6 +321,7 @@ def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, 
         assert p is None
         return
     assert p.nwg == (2 if -(-N // 16) * 16 > _dense.WGMMA_NWG3_MAX_N else _dense.WGMMA_NWG) and p.threads == 128 * p.nwg
+    assert p.sets == _dense.wgmma_sets(N) < _dense.WGMMA_STAGES
     bm = 64 * p.nwg
     assert p.row_tiles * bm >= B > (p.row_tiles - 1) * bm
     assert p.kchunk % _dense.WGMMA_BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk
@@ -333,6 +334,14 @@ def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, 
     blocks = p.row_tiles * p.splits
     if F_ >= 4096:  # long reductions: enough features to split finely
         assert blocks / (-(-blocks // 132) * 132) >= 0.9, p
+
+
+def test_wgmma_dense_plans_leave_a_slice_landing(monkeypatch):
+    """No plan where the ring holds no more slices than the wgmma in flight read (the kernel's static_assert)."""
+    monkeypatch.setattr(_dense, "WGMMA_SETS", 3)
+    for stages, planned in ((3, False), (4, True), (6, True)):
+        monkeypatch.setattr(_dense, "WGMMA_STAGES", stages)
+        assert (_dense.wgmma_plan(10000, 20184, 160, False) is not None) == planned, stages
 
 
 def test_wgmma_dense_splits_can_be_forced(monkeypatch):
@@ -367,16 +376,21 @@ WGMMA_DENSE_VARIANTS = [  # (FIN, NOUT, WLO): the course's fc1 layers, then the 
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("fin, nout, wlo", WGMMA_DENSE_VARIANTS)
-def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, tmp_path):
+@pytest.mark.parametrize("fin, nout, wlo, sets", [v + (2,) for v in WGMMA_DENSE_VARIANTS]
+                         + [(20184, 160, 0, 3), (17496, 160, 1, 3), (8, 176, 1, 3), (8, 208, 1, 3), (8, 256, 1, 3)])
+def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, sets, tmp_path, monkeypatch):
     """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's ring, without
     spills and without ptxas serializing the wgmma (which it does when a register a wgmma in flight reads is
-    redefined: the kernel's operand fences must prevent that)."""
+    redefined: the kernel's operand fences must prevent that); three slices in flight too (WGMMA_SETS 3, which
+    wgmma_sets takes back to 2 where 3 warpgroups lack the registers: 208 outputs)."""
     from test_kernels_compile import nvcc
 
+    monkeypatch.setattr(_dense, "WGMMA_SETS", sets)
+    monkeypatch.setattr(_dense, "WGMMA_STAGES", max(_dense.WGMMA_STAGES, sets + 2))
     layer = types.SimpleNamespace(F=fin, N=nout, wlo=bool(wlo))
     defines = _dense.Dense.wgmma_defines(layer)
     assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo))
+    assert defines["SETS"] == (2 if defines["NWG"] == 3 and -(-nout // 16) * 16 > 176 else sets)
     assert _dense.gpu.source_arch(_dense.WGMMA_SOURCE) == "sm_90a"
     p = nvcc(_dense.WGMMA_SOURCE, tmp_path / "k.o", defines)
     assert p.returncode == 0, p.stderr
@@ -598,6 +612,42 @@ def test_dense_matches_float64(precision, case, monkeypatch):
     out.fill_(float("nan"))
     y2 = layer(x, out)  # again, on the same workspace: the same bits (the partials are summed in a fixed order)
     assert torch.equal(y2, first)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [4, 5, 6])
+@pytest.mark.parametrize("case", [c for c in DENSE_CASES  # the cases dense_wgmma.cu takes
+                                  if c[0] >= _dense.WGMMA_MIN_BATCH and c[2] <= _dense.WGMMA_MAX_N and c[1] % 4 == 0],
+                         ids=lambda c: "x".join(map(str, c[:3])) + f"-{c[3]}-sm{int(c[4])}-t{c[5]}")
+def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, monkeypatch):
+    """WGMMA_SETS 3 (three slices' wgmma in flight, the ring refilled a slice later): every output written (poisoned
+    with NaN first), bit for bit what two sets give with the same ring and splits (the same products, summed in the
+    same order), within 3xTF32's tolerance of float64."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("dense_wgmma.cu needs an H100 / H200 (sm_90)")
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)
+    monkeypatch.setattr(_dense, "WGMMA_STAGES", stages)
+    B, F_, N, act, softmax, n2 = case
+    g = torch.Generator(device="cuda").manual_seed(B * 7 + F_ + stages)
+    x = torch.randn(B, F_, device="cuda", generator=g)
+    w = torch.randn(N, F_, device="cuda", generator=g) / math.sqrt(F_)
+    b = torch.randn(N, device="cuda", generator=g) * 0.1
+    w2 = torch.randn(n2, N, device="cuda", generator=g) / math.sqrt(N) if n2 else None
+    b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
+    results = []
+    for sets in (3, 2):
+        monkeypatch.setattr(_dense, "WGMMA_SETS", sets)
+        layer = _dense.Dense(w, b, act, softmax, w2, b2)
+        plan = layer.wgmma_plan_for(B)
+        assert plan is not None and plan.sets == _dense.wgmma_sets(N)
+        monkeypatch.setattr(_dense, "WGMMA_SPLITS", plan.splits)  # the second run splits F the same way
+        out = torch.full((B, n2 or N), float("nan"), device="cuda")
+        results.append(layer(x, out))
+        torch.cuda.synchronize()
+    three, two = results
+    assert torch.isfinite(three).all(), "an output element was never written"
+    assert rel(three, reference_dense(x, w, b, act, softmax, w2, b2)) <= TOLERANCE["tf32x3"]
+    assert torch.equal(three, two)
 
 
 @pytest.mark.gpu

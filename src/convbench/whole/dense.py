@@ -65,6 +65,8 @@ PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32
 # tensor cores do a clock through wgmma, and a block's fixed cost
 WGMMA_NWG, WGMMA_BK, WGMMA_STAGES = 3, 16, 4
 WGMMA_NWG3_MAX_N = 208
+WGMMA_SETS = 2  # slices whose wgmma may be in flight (register sets of A fragments; 2..3, fewer than STAGES)
+WGMMA_SETS3_NWG3_MAX_N = 176  # 3 sets with 3 warpgroups: registers for up to this many outputs, else 2 sets
 WGMMA_DENSE = True  # whether layers take it (scripts/dense_ab.py times it against dense_mma_kernel)
 WGMMA_MAX_N = 256
 WGMMA_MIN_BATCH = 1000
@@ -124,6 +126,7 @@ class WgmmaPlan:
     smem: int
     finish_rows: int
     nwg: int  # warpgroups a block (wgmma_nwg)
+    sets: int = 2  # slices whose wgmma may be in flight (wgmma_sets)
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -145,6 +148,11 @@ def wgmma_nwg(n: int) -> int:
     return min(WGMMA_NWG, 2) if wgmma_n(n) > WGMMA_NWG3_MAX_N else WGMMA_NWG
 
 
+def wgmma_sets(n: int) -> int:
+    """Slices in flight for n outputs: WGMMA_SETS, but 2 where 3 warpgroups would not have the registers for 3."""
+    return 2 if wgmma_nwg(n) == 3 and wgmma_n(n) > WGMMA_SETS3_NWG3_MAX_N else WGMMA_SETS
+
+
 def wgmma_smem_bytes(n: int, wlo: bool) -> int:
     """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (wgmma_n(n) rows)."""
     return WGMMA_STAGES * (64 * wgmma_nwg(n) * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
@@ -159,6 +167,9 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
     smem = wgmma_smem_bytes(N, wlo)
     if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
         return None
+    sets = wgmma_sets(N)
+    if WGMMA_STAGES <= sets:
+        return None  # no slice would be landing while the others are multiplied (the kernel refuses it)
     nwg = wgmma_nwg(N)
     tiles = -(-B // (64 * nwg))
     slice_clk = nwg * 64 * wgmma_n(N) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
@@ -174,7 +185,7 @@ def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: in
         cost = (waves * (kchunk // WGMMA_BK * slice_clk + WGMMA_BLOCK_FIXED_CLK)
                 + 4 * splits * B * N / (sms * SM_B_PER_CLK) + FINISH_FIXED_CLK)
         if best is None or (cost, splits) < best[0]:
-            best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms), nwg))
+            best = ((cost, splits), WgmmaPlan(splits, kchunk, tiles, smem, finish_rows(B, N, sms), nwg, sets))
     return best[1] if best else None
 
 
@@ -289,9 +300,10 @@ def _kernel(defines: dict, smem: int, name: str = KERNEL, source: Path = SOURCE)
     defines, allowed `smem` bytes of dynamic shared memory.
 
     The opt-in (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES) is set on the CUfunction every time it is asked for
-    more than the default 48 KB (Dense.prepare asks, and keeps the function it gets for its calls). (An earlier version remembered what it had opted in by
-    id() of CuPy's Function object; RawModule.get_function returns a new object per call, so a freed object's id was
-    reused by another variant's Function and that variant launched without the opt-in: CUDA_ERROR_INVALID_VALUE.)"""
+    more than the default 48 KB (Dense.prepare asks, and keeps the function it gets for its calls). It is not
+    remembered by id() of CuPy's Function object: RawModule.get_function returns a new object per call, so a freed
+    object's id can come back as another variant's, which would then launch without the opt-in
+    (CUDA_ERROR_INVALID_VALUE)."""
     key = (name, *sorted(defines.items()))
     fn = _KERNELS.get(key)
     if fn is None:
@@ -354,7 +366,7 @@ class Dense:
 
     def wgmma_defines(self) -> dict:
         return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": wgmma_nwg(self.N), "BK": WGMMA_BK,
-                "STAGES": WGMMA_STAGES, "SMEM": wgmma_smem_bytes(self.N, self.wlo)}
+                "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N), "SMEM": wgmma_smem_bytes(self.N, self.wlo)}
 
     def prepare(self, B: int) -> Plan:
         """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture). Returns

@@ -12,9 +12,10 @@
 //    (dense.py: hi = rna(W), lo = rna(W - hi)), not per block and slice.
 //  * A (x) comes from registers: ldmatrix of the staged slice gives each warp the m16n8k8 fragment of its 16 rows,
 //    split into hi and lo in registers (3xTF32: lo(x) hi(W), hi(x) lo(W) when W has a low part, hi(x) hi(W)).
-//    wgmma reads those registers asynchronously: two register sets alternate, and a set is reused only after
-//    wgmma.wait_group has seen the slice that read it complete (operand fences keep the compiler from reusing it).
-//  * A STAGES-deep cp.async ring: slice c is multiplied while slices c + 1 .. c + STAGES - 2 land; a buffer is
+//    wgmma reads those registers asynchronously: SETS register sets take turns (SETS slices' wgmma in flight), and
+//    a set is reused only after wgmma.wait_group has seen the slice that read it complete (operand fences keep the
+//    compiler from reusing it).
+//  * A STAGES-deep cp.async ring: slice c is multiplied while slices c + 1 .. c + STAGES - SETS land; a buffer is
 //    refilled only after every warpgroup's wgmma on it has completed.
 // Why faster: mma.sync reaches about 60 % of the tensor cores' TF32 rate on Hopper, and dense_mma_kernel's warps
 // issue every fragment load, split and mma themselves; wgmma reaches the full rate with one instruction per 8-deep
@@ -45,7 +46,10 @@
 #define BK 16  // features per pipeline slice (a multiple of 8)
 #endif
 #ifndef STAGES
-#define STAGES 4  // slices in the cp.async ring (3..6: one multiplied, one read by wgmma in flight, the rest landing)
+#define STAGES 4  // slices in the cp.async ring (3..6: SETS read by wgmma in flight, the rest landing)
+#endif
+#ifndef SETS
+#define SETS 2  // register sets of A fragments: slices whose wgmma may be in flight while the next is staged (2..3)
 #endif
 #ifndef SMEM
 #define SMEM 0  // dynamic shared memory the launcher passes (bytes); 0 = not stated (standalone nvcc checks)
@@ -67,6 +71,7 @@ static_assert(NOUT >= 1 && WGMMA_N <= 256, "NOUT: 1..256 (one wgmma spans every 
 static_assert(FIN % 4 == 0, "16-byte copies need FIN % 4 == 0");
 static_assert(BK % 8 == 0 && BK >= 8 && BK <= 64, "BK: a multiple of 8 in 8..64");
 static_assert(STAGES >= 3 && STAGES <= 6, "STAGES: 3..6 (cp_async_wait counts up to 3 pending)");
+static_assert(SETS >= 2 && SETS <= 3 && STAGES > SETS, "SETS: 2..3, with at least one slice landing (STAGES > SETS)");
 static_assert(NWG >= 1 && NWG <= 3 && (NWG < 3 || WGMMA_N <= 208), "NWG: 1..3 warpgroups (3: registers for N <= 208)");
 static_assert(PREC == PREC_TF32X3, "PREC: 3xTF32");
 static_assert(XBYTES % 128 == 0 && WBYTES % 128 == 0, "stage buffers on 128-byte boundaries");
@@ -184,37 +189,37 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         acc[i] = 0.0f;
         keep(acc[i]);
     }
-    unsigned ah[2][KSTEPS][4], al[2][KSTEPS][4];  // two register sets: one read by wgmma in flight, one being filled
+    unsigned ah[SETS][KSTEPS][4], al[SETS][KSTEPS][4];  // register sets: read by wgmma in flight, or being filled
 
 #pragma unroll
-    for (int c = 0; c < STAGES - 2; ++c) {  // the ring's first slices
+    for (int c = 0; c < STAGES - SETS; ++c) {  // the ring's first slices
         if (c < slices) load_slice(smem + c * STAGE_BYTES, x, whi, wlo, m0, kbeg + c * BK, kend, B, tid);
         cp_async_commit();
     }
-    // Slice c: wait for it to land, then (after the barrier: every warpgroup's slice c - 2 has completed) refill its
-    // buffer with slice c + STAGES - 2, multiply slice c with register set c % 2, and wait until slice c - 1 (the
-    // other set) has completed. The loop goes two slices a turn, so the set is a compile-time index.
-    for (int c = 0; c < slices; c += 2) {
+    // Slice c: wait for it to land, then (after the barrier: every warpgroup's slice c - SETS has completed) refill
+    // that buffer with slice c - SETS + STAGES, multiply slice c with register set c % SETS, and wait until slice
+    // c - SETS + 1 (the next set) has completed. The loop goes SETS slices a turn, so the set is a compile-time index.
+    for (int c = 0; c < slices; c += SETS) {
 #pragma unroll
-        for (int p = 0; p < 2; ++p) {
+        for (int p = 0; p < SETS; ++p) {
             const int cc = c + p;
             if (cc >= slices) break;
-            cp_async_wait<STAGES - 3>();
+            cp_async_wait<STAGES - SETS - 1>();
             fence_async_smem();
             __syncthreads();
-            const int nc = cc + STAGES - 2;
+            const int nc = cc - SETS + STAGES;
             if (nc < slices) load_slice(smem + (nc % STAGES) * STAGE_BYTES, x, whi, wlo, m0, kbeg + nc * BK, kend, B,
                                         tid);
             cp_async_commit();
             const unsigned stage_at = smem_at + (cc % STAGES) * STAGE_BYTES;
             multiply_slice(acc, ah[p], al[p], stage_at + a_off, stage_at + XBYTES);
-            wgmma_wait<1>();  // slice cc - 1 has completed: register set p ^ 1 and its buffer are free
+            wgmma_wait<SETS - 1>();  // slice cc - SETS + 1 has completed: its register set and its buffer are free
 #pragma unroll
             for (int s = 0; s < KSTEPS; ++s)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    keep(ah[p ^ 1][s][e]);
-                    keep(al[p ^ 1][s][e]);
+                    keep(ah[(p + 1) % SETS][s][e]);
+                    keep(al[(p + 1) % SETS][s][e]);
                 }
         }
     }
@@ -223,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #pragma unroll
     for (int i = 0; i < WGMMA_N / 2; ++i) keep(acc[i]);
 #pragma unroll
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < SETS; ++p)
 #pragma unroll
         for (int s = 0; s < KSTEPS; ++s)
 #pragma unroll
