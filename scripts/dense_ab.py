@@ -36,27 +36,45 @@ def reference(layer: dense_mod.Dense, x: torch.Tensor) -> torch.Tensor:
     return torch.softmax(y, dim=1) if layer.softmax else y
 
 
+def dense_step(net: str) -> tuple[dict, DenseStep]:
+    """The net's weights on the GPU and its dense step (fc1 + its activation, fc2 and softmax: one Dense)."""
+    params = {k: v.cuda() for k, v in load_weights("own", net).params.items()}
+    return params, next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
+
+
+def dense_layer(params: dict, step: DenseStep) -> dense_mod.Dense:
+    """The step as whole/graph.py builds it, on the module's settings of the moment (its kernels' knobs)."""
+    return dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
+                           params[f"{step.fused}.weight"] if step.fused else None,
+                           params[f"{step.fused}.bias"] if step.fused else None)
+
+
+def rotated_input(layer: dense_mod.Dense, B: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Random x for B rows (seeded by B) and the copies the timing rotates through (larger than L2 together)."""
+    x = torch.randn(B, layer.F, device="cuda", generator=torch.Generator(device="cuda").manual_seed(B))
+    return x, [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
+
+
+def error_and_time(layer: dense_mod.Dense, x: torch.Tensor, copies: list[torch.Tensor], ref: torch.Tensor,
+                   reps: int) -> tuple[float, float]:
+    """The call's relative error against float64 (its output poisoned with NaN first) and its median time."""
+    out = torch.full((x.shape[0], layer.out_features), float("nan"), device="cuda")
+    layer(x, out)
+    torch.cuda.synchronize()
+    err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
+    return err, median_time("cuda", lambda i: layer(copies[i], out), len(copies), reps, warmup=5)
+
+
 def measure(net: str, B: int, reps: int) -> list[dict]:
-    weights = load_weights("own", net)
-    params = {k: v.cuda() for k, v in weights.params.items()}
-    step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
+    params, step = dense_step(net)
     rows, shipped = [], dense_mod.WGMMA_DENSE
     for wgmma in (False, True):
         dense_mod.WGMMA_DENSE = wgmma
-        layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
-                                params[f"{step.fused}.weight"] if step.fused else None,
-                                params[f"{step.fused}.bias"] if step.fused else None)
+        layer = dense_layer(params, step)
         if wgmma and layer.gemm(B) != "wgmma":
             continue  # not this GPU, or not this layer
-        g = torch.Generator(device="cuda").manual_seed(B)
-        x = torch.randn(B, layer.F, device="cuda", generator=g)
-        sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
-        out = torch.full((B, layer.out_features), float("nan"), device="cuda")
-        layer(x, out)
-        torch.cuda.synchronize()
-        ref = reference(layer, x)
-        err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
-        seconds = median_time("cuda", lambda i: layer(sets[i], out), len(sets), reps, warmup=5)
+        x, copies = rotated_input(layer, B)
+        err, seconds = error_and_time(layer, x, copies, reference(layer, x), reps)
         plan = layer.wgmma_plan_for(B) if wgmma else layer.prepare(B)
         rows.append({"net": net, "B": B, "gemm": layer.gemm(B), "wlo": layer.wlo, "F": layer.F, "N": layer.N,
                      "us": seconds * 1e6, "rel_error": err, "plan": repr(plan)})
@@ -82,32 +100,22 @@ def set_knobs(knobs: tuple) -> None:
 def knob_rows(net: str, B: int, reps: int, knob_set: list[tuple] = KNOBS) -> list[dict]:
     """The wgmma GEMM of the net's dense step on each knob set (of knob_set), the shipped one first: error and
     time."""
-    weights = load_weights("own", net)
-    params = {k: v.cuda() for k, v in weights.params.items()}
-    step = next(s for s in group_layers(get_network(net)) if isinstance(s, DenseStep))
+    params, step = dense_step(net)
     shipped = tuple(getattr(dense_mod, name) for name in NAMES)
-    g = torch.Generator(device="cuda").manual_seed(B)
-    rows, x, sets, ref = [], None, None, None
+    rows, x, copies, ref = [], None, None, None
     for knobs in [shipped] + [k for k in knob_set if k != shipped]:
         set_knobs(knobs)
-        layer = dense_mod.Dense(params[f"{step.name}.weight"], params[f"{step.name}.bias"], step.act, step.softmax,
-                                params[f"{step.fused}.weight"] if step.fused else None,
-                                params[f"{step.fused}.bias"] if step.fused else None)
+        layer = dense_layer(params, step)
         if layer.gemm(B) != "wgmma":
             continue  # does not fit shared memory (or not this GPU / layer)
-        if x is None:
-            x = torch.randn(B, layer.F, device="cuda", generator=g)
-            sets = [x] + [x.clone() for _ in range(rotation_count(x.numel() * 4) - 1)]
+        if x is None:  # one input for every knob set
+            x, copies = rotated_input(layer, B)
             ref = reference(layer, x)
-        out = torch.full((B, layer.out_features), float("nan"), device="cuda")
         try:
-            layer(x, out)
-            torch.cuda.synchronize()
+            err, seconds = error_and_time(layer, x, copies, ref, reps)
         except Exception as e:  # noqa: BLE001 - a knob set the kernel's static_asserts refuse is a row, not a crash
             print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits, SETS {knobs}: {str(e).splitlines()[0][:100]}", flush=True)
             continue
-        err = float((out.double() - ref).norm() / ref.norm()) if torch.isfinite(out).all() else float("inf")
-        seconds = median_time("cuda", lambda i: layer(sets[i], out), len(sets), reps, warmup=5)
         rows.append({"net": net, "B": B, "knobs": knobs, "shipped": knobs == shipped, "us": seconds * 1e6,
                      "rel_error": err, "plan": repr(layer.wgmma_plan_for(B))})
         print(f"{net:8} B={B:6d} NWG, BK, STAGES, splits, SETS {knobs}{' (shipped)' if knobs == shipped else ''}: "

@@ -126,7 +126,7 @@ class WgmmaPlan:
     smem: int
     finish_rows: int
     nwg: int  # warpgroups a block (wgmma_nwg)
-    sets: int = 2  # slices whose wgmma may be in flight (wgmma_sets)
+    sets: int  # slices whose wgmma may be in flight (wgmma_sets)
 
     @property
     def grid(self) -> tuple[int, int, int]:
