@@ -39,6 +39,23 @@ def reference(x, k):
     return y
 
 
+def staged_planes(flat, G, P, slot_c, slot_e, lbeg, lend):
+    """An item's staged planes as the producer writes them (core/gpu/wgmma_conv.cuh, produce): pixel p of a plane
+    holds its 8 slots' (channel, column offset) at input position lbeg + p + offset, zero past lend."""
+    C = flat.shape[0]
+    Cg = min(C, 8)
+    Xs = np.zeros((G * P, 8))
+    for plane in range(G):
+        for s in range(8):
+            c = plane * Cg + slot_c[s]
+            if slot_c[s] < 0 or c >= C:
+                continue
+            src = lbeg + np.arange(P) + slot_e[s]
+            ok = src < lend
+            Xs[plane * P + np.arange(P)[ok], s] = flat[c, src[ok]]
+    return Xs
+
+
 def emulate(x, k, NR, NN, TPW, NWG=2):
     """y as gpu_wgmma.cu computes it, in float64 (the arithmetic's splitting is not this test's subject)."""
     B, C, H, W = x.shape
@@ -88,16 +105,7 @@ def emulate(x, k, NR, NN, TPW, NWG=2):
             q0 = t_first * 64
             lbeg, lend = q0, min(H * W, q0 + tiles * 64 + (K - 1) * W + K - 1)
             assert 1 <= tiles <= QT and lend - lbeg <= rawc, "an item larger than the kernel's buffers"
-            flat = x[b].reshape(C, H * W)
-            Xs = np.zeros((G * P, 8))
-            for plane in range(G):
-                for s in range(8):
-                    c = plane * Cg + slot_c[s]
-                    if slot_c[s] < 0 or c >= C:
-                        continue
-                    src = lbeg + np.arange(P) + slot_e[s]
-                    ok = src < lend
-                    Xs[plane * P + np.arange(P)[ok], s] = flat[c, src[ok]]
+            Xs = staged_planes(x[b].reshape(C, H * W), G, P, slot_c, slot_e, lbeg, lend)
             computed = [t0 + t for wg in range(NWG) for t0 in range(wg * TPW, tiles, NWG * TPW)
                         for t in range(min(TPW, tiles - t0))]
             assert sorted(computed) == list(range(tiles)), "a tile is computed twice or not at all"
@@ -271,8 +279,9 @@ def test_short_reductions_run_igemm_tc_3xtf32_launch_looked_up_once(monkeypatch)
     monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
     monkeypatch.setattr(_wgmma, "supported", lambda index: True)
     monkeypatch.setattr(_wgmma, "_prepare", lambda *a, **kw: pytest.fail("the wgmma kernel was planned"))
-    monkeypatch.setattr(gpu, "check_tensors", lambda *a: None)
-    monkeypatch.setattr(gpu, "plain_float32", lambda *a: True)
+    for module in (gpu, gpu.launcher):  # the package's names and LaunchCache.layer's
+        monkeypatch.setattr(module, "check_tensors", lambda *a: None)
+        monkeypatch.setattr(module, "plain_float32", lambda *a: True)
     monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
     monkeypatch.setattr(_mma, "prepared", lambda x, k, y, precision, skip: asked.append(precision)
                         or SimpleNamespace(launch=lambda s, *ptrs: ran.append((precision, s, ptrs))))

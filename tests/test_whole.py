@@ -398,14 +398,16 @@ def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo,
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr
 
 
-def test_the_wgmma_header_is_what_its_generator_writes():
+def test_the_wgmma_headers_are_what_their_generator_writes():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_wgmma_tf32.py"
-    spec = importlib.util.spec_from_file_location("gen_wgmma_tf32", path)
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gen_wgmma_headers.py"
+    spec = importlib.util.spec_from_file_location("gen_wgmma_headers", path)
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    assert gen.HEADER.read_text() == gen.text(), "run python scripts/gen_wgmma_tf32.py and commit the header"
+    assert len(gen.HEADERS) == 2
+    for header, make in gen.HEADERS.items():
+        assert header.read_text() == make(), f"run python scripts/gen_wgmma_headers.py and commit {header.name}"
 
 
 def test_exact_tf32_detects_weights_without_a_low_part():
@@ -634,6 +636,8 @@ def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, mon
     b = torch.randn(N, device="cuda", generator=g) * 0.1
     w2 = torch.randn(n2, N, device="cuda", generator=g) / math.sqrt(N) if n2 else None
     b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
+    if _dense.wgmma_plan(B, F_, N, True) is None:
+        pytest.skip(f"N={N}: a ring of {stages} stages does not fit shared memory (the plan is None at any SETS)")
     results = []
     for sets in (3, 2):
         monkeypatch.setattr(_dense, "WGMMA_SETS", sets)

@@ -268,6 +268,16 @@ class LaunchCache(dict):
         self[key] = job
         return job
 
+    def layer(self, key, x, k, y, expected_y, impl: str, make):
+        """A layer's job under key, made by make() the first time; x, k and y checked (check_tensors) whenever
+        they are not plain contiguous float32, and the first time."""
+        job = self.get(key)
+        if job is None or not plain_float32(x, k, y):
+            check_tensors(x, k, y, expected_y, impl)
+            if job is None:
+                job = self.put(key, make())
+        return job
+
 
 LAUNCHES = LaunchCache()  # launch()'s prepared launches
 

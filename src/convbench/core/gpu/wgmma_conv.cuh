@@ -1,0 +1,305 @@
+// The shifted-GEMM convolution's shared parts (impls/gpu_15_wgmma.cu, impls/gpu_16_wgmma_taps.cu): wgmma's
+// synchronization and shared-memory descriptors, the input staged channels-last as 8 16-bit slots a pixel (3xFP16:
+// hi and lo planes), the work item (an image's range of m64 tiles) and its input band, the producer warpgroup that
+// stages one item while the consumers multiply the previous one, and the weights' first coalesced pass.
+// The kernels differ in what a reduction item and a tile are (gpu-wgmma: a filter tap and 64 outputs; the taps rung:
+// a filter row, the taps in the wgmma's N, 64 - reach outputs); both hand those to this file as numbers.
+// Include after precision.cuh and common.cuh, with PREC defined.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+typedef unsigned long long u64;
+
+constexpr int PARTS = PREC == PREC_FP16X3 ? 2 : 1;  // planes per value: hi (+ lo)
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// until at most N committed wgmma groups of this warpgroup are still running
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// keeps the compiler from moving other definitions of an accumulator register into a batch (which serializes it)
+__device__ __forceinline__ void pin(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+// generic-proxy stores to shared memory become visible to the async proxy (wgmma's operand reads)
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Shared-memory matrix descriptor, no swizzle: 8 x 16-byte core matrices; lbo = bytes between the two core
+// matrices of a k16 step (K direction), sbo = bytes between 8-row groups (M or N direction)
+__device__ __forceinline__ u64 descriptor(u32 addr, u32 lbo, u32 sbo) {
+    return static_cast<u64>((addr >> 4) & 0x3FFF) | static_cast<u64>((lbo >> 4) & 0x3FFF) << 16 |
+           static_cast<u64>((sbo >> 4) & 0x3FFF) << 32;
+}
+
+// 3xFP16 (gpu-igemm-tc-fp16x3): a block scaled so its largest finite |value| lies in [2^14, 2^15) (fp16_shift,
+// pow2, block_max: common.cuh), then v = hi + lo
+// two values -> (hi pair, lo pair) as packed 16-bit pairs; PREC 1 / 2: the values rounded, lo = 0
+__device__ __forceinline__ void split2(float a, float b, u32 &hi, u32 &lo) {
+#if PREC == PREC_BF16
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    hi = *reinterpret_cast<const u32 *>(&h);
+    lo = 0u;
+#else
+    const __half2 h = __floats2half2_rn(a, b);
+    hi = *reinterpret_cast<const u32 *>(&h);
+#if PREC == PREC_FP16X3
+    const float2 hf = __half22float2(h);
+    const __half2 l = __floats2half2_rn(a - hf.x, b - hf.y);
+    lo = *reinterpret_cast<const u32 *>(&l);
+#else
+    lo = 0u;
+#endif
+#endif
+}
+
+// 8 values as 16 bytes of hi at `at` (and of lo `part` bytes further, 3xFP16); whether a lo is not 0
+__device__ __forceinline__ bool store_split8(unsigned char *base, u32 at, u32 part, const float (&v)[8]) {
+    uint4 hi, lo;
+    split2(v[0], v[1], hi.x, lo.x);
+    split2(v[2], v[3], hi.y, lo.y);
+    split2(v[4], v[5], hi.z, lo.z);
+    split2(v[6], v[7], hi.w, lo.w);
+    *reinterpret_cast<uint4 *>(base + at) = hi;
+    if (PARTS == 2) *reinterpret_cast<uint4 *>(base + part + at) = lo;
+    return (lo.x | lo.y | lo.z | lo.w) != 0u;
+}
+
+// The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg, packed 4 bits a
+// slot; an unused slot has channel 15 (>= Cg). C >= 8: E = 1, every slot a channel.
+struct Slots {
+    u32 c, e;
+};
+__device__ __forceinline__ Slots slot_tables(int Cg, int E) {
+    Slots t{0u, 0u};
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+        const bool used = s < Cg * E;
+        t.c |= static_cast<u32>(used ? s % Cg : 15) << (4 * s);
+        t.e |= static_cast<u32>(used ? s / Cg : 0) << (4 * s);
+    }
+    return t;
+}
+
+// A work item: one image, one range of its tiles (NR even ranges an image: no row alignment, as the taps are pixel
+// offsets), one group of maps, and the input pixels the range reads. Tiles start `stride` virtual outputs apart
+// (row * W + col); a tile's last row reads `reach` pixels past its first.
+struct Item {
+    int b, mg, q0, nt, lbeg, lend;  // q0: the first virtual output; lbeg..lend: its input positions
+};
+__device__ __forceinline__ Item item_at(int item, int MG, int NR, int T, int stride, int reach, int HW) {
+    Item it;
+    it.mg = item % MG;
+    const int range = (item / MG) % NR, t0 = range * T / NR;
+    it.b = item / (MG * NR);
+    it.nt = (range + 1) * T / NR - t0;
+    it.q0 = t0 * stride;
+    it.lbeg = it.q0;
+    it.lend = min(HW, it.q0 + (it.nt - 1) * stride + reach);
+    return it;
+}
+// the item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 4-byte cp.async:
+// hundreds of loads in flight per thread, none through registers, while the previous item is multiplied. A row's
+// positions past the item's input are zeroed: the largest |x| is then taken over the whole buffer, 16 bytes a load.
+__device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x, const Item &it, int C, int H, int W,
+                                         int rawc, int t, int nt) {
+    const float *xb = x + (static_cast<size_t>(it.b) * C * H * W + it.lbeg);
+    const int n = it.lend - it.lbeg;
+    for (int c = 0; c < C; ++c)
+        for (int i = t; i < rawc; i += nt) {
+            if (i < n) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
+            else raw[c * rawc + i] = 0.0f;
+        }
+}
+
+// Named barriers between the producer warpgroup and the consumers (0 is __syncthreads): FULL + s = staged planes
+// s are ready, EMPTY + s = the consumers are done with them (EMPTY + 1 first: with the raw weights they held),
+// PRODUCER = the producer's own warps, CONSUMER = the consumers' own; a kernel's own barriers start at FREE_BARRIER
+constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5, BAR_CONSUMER = 6, FREE_BARRIER = 7;
+constexpr int PRODUCERS = 128;
+__device__ __forceinline__ void bar_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+
+// What the producer needs to know of a kernel's geometry
+struct Staging {
+    int C, H, W, G, Cg, P, rawc, NR, MG, T, stride, reach;
+    u32 XPART;  // bytes of one part (hi or lo) of a buffer's staged planes
+    Slots slots;
+};
+
+// ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1 (item 0
+// while they lay out the weights). meta[2 s]: the buffer's scale shift, meta[2 s + 1]: some x has a lo part.
+__device__ __forceinline__ void produce(const Staging &st, const float *__restrict__ x, float *raw,
+                                        unsigned char *Xs, u32 *s_red, int *meta, int mine, int threads) {
+    const int ptid = threadIdx.x - (threads - PRODUCERS);
+    auto item = [&](int i) { return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W); };
+    prefetch(raw, x, item(blockIdx.x), st.C, st.H, st.W, st.rawc, ptid, PRODUCERS);
+    cp_async_commit();
+    for (int i = 0; i < mine; ++i) {
+        const int s = i & 1, index = blockIdx.x + i * gridDim.x;
+        const int n = item(index).lend - item(index).lbeg;
+        unsigned char *X = Xs + s * PARTS * st.XPART;
+        if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
+        cp_async_wait_0();
+        if (ptid == 0) meta[2 * s + 1] = 0;
+        bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer holds item i's input
+        // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
+        // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
+        // scale nor overflow)
+        int sx = 0;
+#if PREC == PREC_FP16X3
+        {  // 16-byte loads over the raw buffer (zero past each row's input: prefetch)
+            float xm = 0.0f;
+            const float4 *r4 = reinterpret_cast<const float4 *>(raw);
+            const int rawn = st.C * st.rawc;
+#pragma unroll 4
+            for (int j = ptid; j < rawn / 4; j += PRODUCERS) {
+                const float4 v = r4[j];
+                if (isfinite(v.x)) xm = fmaxf(xm, fabsf(v.x));
+                if (isfinite(v.y)) xm = fmaxf(xm, fabsf(v.y));
+                if (isfinite(v.z)) xm = fmaxf(xm, fabsf(v.z));
+                if (isfinite(v.w)) xm = fmaxf(xm, fabsf(v.w));
+            }
+            block_max(xm, &s_red[1]);
+            bar_sync(BAR_PRODUCER, PRODUCERS);
+            sx = fp16_shift(s_red[1]);
+        }
+#endif
+        int xlo = 0;
+        const float scale = pow2(sx);
+        for (int plane = 0; plane < st.G; ++plane) {
+            if (st.C >= 8) {  // E = 1: slot e is channel 8 plane + e at the pixel itself (no slot table)
+                const float *rp = raw + plane * 8 * st.rawc;
+                const int nc = min(8, st.C - plane * 8);
+#pragma unroll 1
+                for (int p = ptid; p < st.P; p += PRODUCERS) {
+                    float v[8];
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) v[e] = (e < nc && p < n) ? rp[e * st.rawc + p] * scale : 0.0f;
+                    xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
+                }
+            } else {
+#pragma unroll 1
+                for (int p = ptid; p < st.P; p += PRODUCERS) {
+                    float v[8];
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {
+                        const int sc = (st.slots.c >> (4 * e)) & 15, c = plane * st.Cg + sc;
+                        const int j = p + ((st.slots.e >> (4 * e)) & 15);
+                        v[e] = (sc < st.Cg && c < st.C && j < n) ? raw[c * st.rawc + j] * scale : 0.0f;
+                    }
+                    xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
+                }
+            }
+        }
+        if (__any_sync(0xffffffffu, xlo) && (ptid & 31) == 0) atomicOr(&meta[2 * s + 1], 1);
+        if (ptid == 0) meta[2 * s] = sx;
+        fence_async_smem();                 // the planes, for wgmma's reads
+        bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer is converted, s_red[1] read by all
+        bar_arrive(BAR_FULL + s, threads);  // the consumers may start; then the next item's copy is issued
+        if (ptid == 0) s_red[1] = 0u;       // (the next item's max comes after another producer barrier)
+        if (i + 1 < mine) {  // the next item's input is copied during the GEMM of this one
+            prefetch(raw, x, item(index + gridDim.x), st.C, st.H, st.W, st.rawc, ptid, PRODUCERS);
+            cp_async_commit();
+        }
+    }
+}
+
+// The consumers' first pass over the weights: k (nk floats) copied to kraw in shared memory, coalesced, four loads
+// in flight a thread, their largest finite |w| into *wmax (the layout then gathers 8 a row from all over k)
+__device__ __forceinline__ void copy_weights(const float *__restrict__ k, float *kraw, int nk, int tid, int threads,
+                                             u32 *wmax) {
+    float wm = 0.0f;
+    int i = tid;
+    for (; i + 3 * threads < nk; i += 4 * threads) {
+        float v[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) v[u] = __ldg(k + i + u * threads);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            kraw[i + u * threads] = v[u];
+            if (isfinite(v[u])) wm = fmaxf(wm, fabsf(v[u]));
+        }
+    }
+    for (; i < nk; i += threads) {
+        const float v = __ldg(k + i);
+        kraw[i] = v;
+        if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
+    }
+    block_max(wm, wmax);
+}
+
+#ifdef WGMMA_N
+// A batch's k16 steps: steps[j] = (the first item's byte offset in a part of the staged planes, lbo); the weights of
+// step j at wbase + j * wstep; the lo parts xpart (x) and wpart (w) bytes after the hi; tiles tstride bytes apart
+struct KSteps {
+    int nstep;
+    u32 wstep, xpart, wpart, tstride;
+};
+// One batch: NTILE tiles x every k16 step x the products that are not exactly zero, issued and committed as one
+// wgmma group (not waited for: k_loop waits, a kernel with two accumulator sets waits later). FRESH: the first
+// product writes the accumulators (scale-d 0) instead of their being zeroed first, which a kernel must do while
+// another set's wgmma run. (A tile count and the products are template parameters: a branch inside the batch would
+// serialize the wgmma.)
+template <int NTILE, int TILES, bool LO_X, bool LO_W, bool FRESH = false>
+__device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+                                        u32 wbase) {
+    if (!FRESH) {
+#pragma unroll
+        for (int t = 0; t < NTILE; ++t)
+#pragma unroll
+            for (int e = 0; e < WGMMA_N / 2; ++e) {
+                acc[t][e] = 0.0f;
+                pin(acc[t][e]);
+            }
+    }
+    wgmma_fence();
+    for (int j = 0; j < ks.nstep; ++j) {
+        const int2 st = steps[j];
+        const u64 db = descriptor(wbase + j * ks.wstep, 128, 256), da0 = descriptor(xa + st.x, st.y, 128);
+#pragma unroll
+        for (int t = 0; t < NTILE; ++t) {
+            const u64 da = da0 + t * (ks.tstride >> 4);  // the next tile (the address field, no carry)
+            if (FRESH && j == 0) wgmma_f16_first(acc[t], da, db);
+            else wgmma_f16(acc[t], da, db);
+            if (LO_X) wgmma_f16(acc[t], da + (ks.xpart >> 4), db);  // lo(x) * hi(w): the lo part lies xpart further
+            if (LO_W) wgmma_f16(acc[t], da, db + (ks.wpart >> 4));  // hi(x) * lo(w)
+        }
+    }
+    wgmma_commit();
+}
+// the accumulators of a completed group, for the compiler: read only after the wait before this
+template <int NTILE, int TILES>
+__device__ __forceinline__ void k_done(float (&acc)[TILES][WGMMA_N / 2]) {
+#pragma unroll
+    for (int t = 0; t < NTILE; ++t)
+#pragma unroll
+        for (int e = 0; e < WGMMA_N / 2; ++e) pin(acc[t][e]);
+}
+template <int NTILE, int TILES, bool LO_X, bool LO_W>
+__device__ __forceinline__ void k_loop(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+                                       u32 wbase) {
+    k_issue<NTILE, TILES, LO_X, LO_W>(acc, steps, ks, xa, wbase);
+    wgmma_wait<0>();
+    k_done<NTILE>(acc);
+}
+template <int NTILE, int TILES>
+__device__ __forceinline__ void k_issues(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+                                         u32 wbase, bool lo_x, bool lo_w) {
+    if (PARTS == 2 && lo_x && lo_w) k_issue<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
+    else if (PARTS == 2 && lo_x) k_issue<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
+    else if (PARTS == 2 && lo_w) k_issue<NTILE, TILES, false, true>(acc, steps, ks, xa, wbase);
+    else k_issue<NTILE, TILES, false, false>(acc, steps, ks, xa, wbase);
+}
+template <int NTILE, int TILES>
+__device__ __forceinline__ void k_loops(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+                                        u32 wbase, bool lo_x, bool lo_w) {
+    if (PARTS == 2 && lo_x && lo_w) k_loop<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
+    else if (PARTS == 2 && lo_x) k_loop<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
+    else if (PARTS == 2 && lo_w) k_loop<NTILE, TILES, false, true>(acc, steps, ks, xa, wbase);
+    else k_loop<NTILE, TILES, false, false>(acc, steps, ks, xa, wbase);
+}
+#endif
