@@ -239,7 +239,8 @@ def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: b
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
     key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
-    return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME, lambda: _prepared(x, k, y, precision, skip, override, force))
+    return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
+                          lambda: _prepared(x, k, y, precision, skip, override, force))
 
 
 def fast_launch(x, k, y, *, arithmetic):

@@ -20,8 +20,8 @@
 // Why faster: a wgmma of n < 64 costs an SM ~16 + n / 4 clocks (scripts/wgmma_rate.py), most of it reading its
 // operands from shared memory (an m64 x k16 A is 2 KB whatever n is); n >= 64 runs at the tensor pipe's full rate.
 // fa19's conv2 (C 12, K 5, M 24): 25 k16 steps of n24 become 5 of n120, 75 -> 15 wgmma a tile (3xFP16).
-// What bounds it (napkin, fa19 conv2 at 10000 images): 10000 x 16 tiles x 15 n120 wgmma x ~40 clocks (Nsight
-// Compute's tensor-pipe cycles) over 132 SMs at ~1.75 GHz = ~0.42 ms, about the ~0.45 ms memory floor; the
+// What bounds it (napkin, fa19 conv2 at 10000 images): 10000 x 16 tiles x 15 n120 wgmma x ~40 clocks (the tensor
+// pipe's n120 rate) over 132 SMs at ~1.75 GHz = ~0.42 ms, about the ~0.45 ms memory floor; the
 // epilogue's shuffles, (KWI - 1) MP / 2 a thread and tile, and the producer's staging issue beside it. Limits:
 // (KWI - 1) E <= 8 (K <= 9: one wrap of the shuffle), KWI x MP <= 256 (the widest wgmma), M <= 64; other layers run
 // gpu-wgmma's kernel (gpu_16_wgmma_taps.py).

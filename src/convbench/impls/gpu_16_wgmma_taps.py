@@ -27,7 +27,8 @@ SOURCE = Path(__file__).with_suffix(".cu")
 MAX_REACH = 8  # (KWI - 1) E: the epilogue's shuffle wraps once (rows lane / 4 and + 8 of a warp's 16)
 MAX_N = 256  # KWI x MP: the widest wgmma
 NWG = 2  # consumer warpgroups: two accumulator sets fit the 224 registers a consumer gets, not the 152 of three
-MAX_N_TWO_SETS = 128  # wider: one accumulator set (two of n168 ran at half the speed of one)
+# wider than this: one accumulator set (two sets of n168 measured slower: results/2026-11-29-1340-h200-conv2-taps)
+MAX_N_TWO_SETS = 128
 
 
 class NotTaken(wgmma.TooBig):
@@ -74,7 +75,7 @@ class Layout:
     slack: int = 0  # bytes past the kernel's last buffer (wgmma.A_TILE_BYTES, for memcheck)
 
 
-def layout(C, H, W, M, K, QT, prec: int, NWG: int) -> Layout:
+def layout(C, H, W, M, K, QT, prec: int, nwg: int) -> Layout:
     """Mirror of the kernel's shared-memory carve-up, for items of at most QT tiles."""
     t = taps(C, M, K)
     # the highest pixel a tile reads: its row 63 + the lowest filter row's offset (+1 for the padding item)
@@ -85,7 +86,7 @@ def layout(C, H, W, M, K, QT, prec: int, NWG: int) -> Layout:
     reach = 64 + (K - 1) * W + t.E - 1
     raw = C * -(-min((QT - 1) * t.S + reach, H * W) // 4) * 16
     tail = raw + (t.NSTEP + 1) * 8 + 32
-    scratch = NWG * 4 * ((t.KWI - 1) * t.MP // 4) * 32 * 4  # every warp's rows 0..7 of taps 1.. (unconditional)
+    scratch = nwg * 4 * ((t.KWI - 1) * t.MP // 4) * 32 * 4  # every warp's rows 0..7 of taps 1.. (unconditional)
     slack = max(0, wgmma.A_TILE_BYTES - kext - tail - scratch)
     smem = parts * t.NSTEP * t.N * 32 + 2 * planes + kext + tail + scratch + slack
     return Layout(P, smem, slack)
@@ -180,7 +181,8 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options, prepared once and then looked up, or igemm.FALLBACK."""
     key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
-    return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME, lambda: _prepared(x, k, y, precision, skip, override, force))
+    return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
+                          lambda: _prepared(x, k, y, precision, skip, override, force))
 
 
 def fast_launch(x, k, y, *, arithmetic):
