@@ -70,7 +70,7 @@ def rows(net: str, B: int, reps: int) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nets", default="fa19,fa18,sp19,minidnn")
+    ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
     ap.add_argument("--sizes", default="10000,1000,100")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")

@@ -2,10 +2,10 @@
 
 emulate() re-implements the kernel's index math in numpy as the warps see it: the staged planes, the (filter row,
 plane) items paired into k16 steps, the B columns (tap q, map m), one m64 x N product a tile whose accumulators are
-handed out to (warp, lane, register) in wgmma's layout, then the epilogue lane by lane: the rows < D a warp leaves in
-shared memory for the warp above, the shuffle from lane (lane + 4 d) % 32 of what that lane sends, the store mask.
-A design error in the taps, the shift, the wrap across the 8-row halves and warps, or the P bound fails here without
-a GPU; the kernel's own copy is checked on the GPU (outputs poisoned, every shape forced onto it)."""
+handed out to (warp, lane, register) in wgmma's layout, then the epilogue lane by lane: each warp's taps 1.. written
+to the warpgroup's buffer at the kernel's indices, each output's shifted values read back from it, the store mask.
+A design error in the taps, the shift, the rows across warps or the P bound fails here without a GPU; the kernel's
+own copy is checked on the GPU (outputs poisoned, every shape forced onto it)."""
 
 import random
 import re
@@ -28,7 +28,7 @@ def emulate(x, k, NR, NWG=2):
     M, _, K, _ = k.shape
     OH, OW = H - K + 1, W - K + 1
     t = _taps.taps(C, M, K)
-    E, G, KWI, MP, D, S, N = t.E, t.G, t.KWI, t.MP, t.D, t.S, t.N
+    E, G, KWI, MP, S, N = t.E, t.G, t.KWI, t.MP, t.S, t.N
     T = _taps.tiles(H, W, K, S)
     QT = -(-T // NR)
     P = _taps.layout(C, H, W, M, K, QT, FP16, NWG).P
@@ -62,6 +62,8 @@ def emulate(x, k, NR, NWG=2):
 
     lanes = np.arange(32)
     rho = lanes // 4
+    JM = MP // 8
+    dw = ((KWI - 1) * MP + 23) // 32 * 32 + 8  # the kernel's DW
     y = np.full((B, M, OH, OW), np.nan)
     reach = 64 + (K - 1) * W + E - 1
     rawc = min((QT - 1) * S + reach, H * W)
@@ -86,24 +88,24 @@ def emulate(x, k, NR, NWG=2):
                 def acc(w, h, col):  # acc[4 j + 2 h + e2] of every lane of warp w: D[16 w + lane/4 + 8 h][column]
                     return Dm[16 * w + rho + 8 * h, col]
 
+                # the warpgroup's buffer: every warp writes taps 1.. of its rows, 8 spare rows stay unwritten (NaN:
+                # a stored output that read one fails below)
+                dbuf = np.full((72, dw), np.nan)
+                for w in range(4):
+                    for h in (0, 1):
+                        for j in range(JM, KWI * JM):
+                            for e2 in (0, 1):
+                                dbuf[16 * w + rho + 8 * h, (j - JM) * 8 + 2 * (lanes % 4) + e2] = \
+                                    acc(w, h, 8 * j + 2 * (lanes % 4) + e2)
                 for w in range(4):
                     for m in range(M):
                         e2, jm = m % 2, m // 8
                         holder = lanes % 4 == (m % 8) // 2  # the lanes whose columns hold map m
                         out = [acc(w, 0, jm * 8 + 2 * (lanes % 4) + e2), acc(w, 1, jm * 8 + 2 * (lanes % 4) + e2)]
                         for q in range(1, KWI):
-                            d = q * E
-                            col = (q * MP // 8 + jm) * 8 + 2 * (lanes % 4) + e2
-                            h0, h1 = acc(w, 0, col), acc(w, 1, col)
-                            low = rho < d
-                            below = np.zeros(32)
-                            if w < 3:  # the next warp's rows < D, through shared memory (lanes < 4 D wrote them)
-                                written = lanes < 4 * D
-                                below[low & written] = acc(w + 1, 0, col)[low & written]
-                            send0, send1 = np.where(low, h1, h0), np.where(low, below, h1)
-                            src = (lanes + 4 * d) % 32
-                            out[0] = out[0] + send0[src]
-                            out[1] = out[1] + send1[src]
+                            for h in (0, 1):
+                                row = 16 * w + rho + 8 * h + q * E
+                                out[h] = out[h] + dbuf[row, (q - 1) * MP + jm * 8 + 2 * (lanes % 4) + e2]
                         for h in (0, 1):
                             rr = 16 * w + rho + 8 * h
                             v = q0 + tile * S + rr
@@ -140,9 +142,10 @@ def test_the_geometry_and_the_shifted_sum_compute_the_convolution(seed):
 
 
 def test_the_course_conv2_layers_take_the_taps_at_full_width():
-    """The four course nets' conv2: every tap in one wgmma of n >= 64, a few k16 steps, a tile stride of 58 or more,
-    at most three items an image at 10000 images."""
-    want = {"fa19": (5, 120), "fa18": (7, 168), "sp19": (3, 80), "minidnn": (4, 64)}
+    """The course nets' conv2: every tap in one wgmma of n >= 64, a few k16 steps, a tile stride of 58 or more, at
+    most two items an image at 10000 images; fa18's n168 is past two accumulator sets (gpu-wgmma runs it)."""
+    assert _taps.refusal(12, 24, 7) is not None
+    want = {"fa19": (5, 120), "sp19": (3, 80), "minidnn": (4, 64)}
     for net, (nstep, n) in want.items():
         info = NETWORKS[net].conv_layers[1]
         C, H, W = info.in_shape
@@ -150,13 +153,13 @@ def test_the_course_conv2_layers_take_the_taps_at_full_width():
         t = _taps.taps(C, M, K)
         assert (t.NSTEP, t.N) == (nstep, n) and t.S >= 58, (net, t)
         p = _taps.plan(10000, C, H, W, M, K, FP16X3)
-        assert p.lay.smem <= gpu.SMEM_PER_BLOCK and p.NR <= 3, (net, p)
+        assert p.lay.smem <= gpu.SMEM_PER_BLOCK and p.NR <= 2, (net, p)
 
 
-def test_layers_past_the_shuffle_or_the_widest_wgmma_go_to_gpu_wgmma():
-    assert _taps.refusal(12, 24, 11) is not None  # reach 10 rows
-    assert _taps.refusal(12, 48, 7) is not None  # n336
-    assert _taps.refusal(12, 24, 9) is None
+def test_layers_past_the_buffer_or_two_accumulator_sets_go_to_gpu_wgmma():
+    assert _taps.refusal(12, 8, 11) is not None  # reach 10 rows
+    assert _taps.refusal(12, 24, 7) is not None  # n168
+    assert _taps.refusal(12, 16, 7) is None  # n112, reach 6
     with pytest.raises(_wgmma.TooBig):
         _taps.plan(100, 12, 40, 40, 24, 11, FP16X3)
 
@@ -222,7 +225,7 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("net", ["fa19", "fa18", "sp19", "minidnn"])
+@pytest.mark.parametrize("net", ["fa19", "sp19", "minidnn"])
 @pytest.mark.parametrize("B", [1, 100, 1000])
 def test_the_course_conv2_layers_match_gpu_wgmma_within_tolerance(net, B):
     """The course's conv2 at its batch sizes (whole images or ranges an item, several items a block), every plan the

@@ -9,11 +9,11 @@
 //        D[v][(q, m)] = sum over planes and p of X[v + p W][slots] . w[m][c][p][q E + e]     (N = KWI x MP)
 //        y[v][m]      = sum over q of D[v + q E][(q, m)]
 //    so a tile takes KWI times fewer k16 steps, each one wgmma KWI times wider.
-//  * The epilogue's shifted sum: row v + q E of D lies q E rows further, in the lane 4 q E further (rows lane / 4
-//    and + 8 of a warp's 16); a warp shuffle fetches it, its rows past the warp's 16 come from the next warp through
-//    a little shared memory. A tile's last (KWI - 1) E rows have no rows below them: tiles start S = 64 - (KWI - 1) E
+//  * The epilogue's shifted sum: row v + q E of D is q E rows further, maybe in another warp. Each warp writes taps
+//    1 .. KWI - 1 of its rows to a warpgroup buffer in shared memory, and every output then adds its KWI - 1 shifted
+//    values with 8-byte loads. A tile's last (KWI - 1) E rows have no rows below them: tiles start S = 64 - (KWI - 1) E
 //    virtual outputs apart (the overlap is computed twice).
-//  * That epilogue is long, so a consumer warpgroup keeps two accumulator sets (SETS 2, up to n128): tile b + 1's
+//  * A consumer warpgroup keeps two accumulator sets (SETS 2, up to n128): tile b + 1's
 //    wgmma run while tile b is summed and stored (wgmma.wait_group 1). Two sets of n120 are 120 registers a thread:
 //    setmaxnreg gives the consumers 224 and the producer 48. Every product is computed (gpu-wgmma skips an
 //    exactly-zero lo part: a branch between the two sets' wgmma would make ptxas serialize them).
@@ -22,8 +22,8 @@
 // fa19's conv2 (C 12, K 5, M 24): 25 k16 steps of n24 become 5 of n120, 75 -> 15 wgmma a tile (3xFP16).
 // What bounds it (napkin, fa19 conv2 at 10000 images): 10000 x 16 tiles x 15 n120 wgmma x ~40 clocks (the tensor
 // pipe's n120 rate) over 132 SMs at ~1.75 GHz = ~0.42 ms, about the ~0.45 ms memory floor; the
-// epilogue's shuffles, (KWI - 1) MP / 2 a thread and tile, and the producer's staging issue beside it. Limits:
-// (KWI - 1) E <= 8 (K <= 9: one wrap of the shuffle), KWI x MP <= 256 (the widest wgmma), M <= 64; other layers run
+// epilogue's loads, (KWI - 1) MP / 4 a thread and tile, and the producer's staging issue beside it. Limits:
+// (KWI - 1) E <= 8 (K <= 9: the buffer's spare rows), KWI x MP <= 128 (two accumulator sets), M <= 64; others run
 // gpu-wgmma's kernel (gpu_16_wgmma_taps.py).
 
 #include "precision.cuh"
@@ -61,7 +61,9 @@
 #endif
 
 constexpr int JM = MP / 8;             // 8-map groups per tap
-constexpr int NX = (KWI - 1) * JM * 2;  // a thread's accumulators of taps 1 .. KWI - 1 in one 8-row half
+// a row of a warpgroup's buffer of taps 1 .. KWI - 1, in floats: its columns rounded up to 8 past a multiple of 32,
+// so that the 8 rows a warp writes or reads at once (8 floats each) fall on all 32 banks twice, not on the same ones
+constexpr int DW = ((KWI - 1) * MP + 23) / 32 * 32 + 8;
 
 struct Geometry {
     int OH, OW, Cg, G, NI, NSTEP, D, S, T, QT;
@@ -122,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
     int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
-    float *scratch = reinterpret_cast<float *>(meta + 4);       // [NWG][4 warps][NX][32 lanes]: h = 0 rows
+    float *scratch = reinterpret_cast<float *>(meta + 4);       // [NWG][72 rows][DW]: taps 1.. of a tile
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
     const int items = B * NR;
@@ -191,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     fence_async_smem();
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
     if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
-    float *scr = scratch + wg * 4 * NX * 32;  // this warpgroup's
+    float *dbuf = scratch + wg * 72 * DW;  // this warpgroup's
 
     // ---- the consumer warpgroups, per item: its tiles wg, wg + NWG, ... in two accumulator sets, tile b + 1's wgmma
     // issued before tile b's shifted sums are stored
@@ -219,11 +221,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8: h) and columns 8 j + 2 (lane % 4) (+ 1):
         // a[4 j + 2 h + e2], column j of tap q, map group jm being j = q JM + jm
         auto store = [&](const float (&a)[NN / 2], int tile) {
-            if (KWI > 1) {  // first every warp's rows < 8 (h = 0) of taps 1.., for the warp above it (unconditional:
-                // an accumulator read on a divergent path would make ptxas serialize the other set's wgmma)
+            // taps 1.. of the tile's 64 rows go to the warpgroup's buffer (unconditionally: an accumulator read on a
+            // divergent path would make ptxas serialize the other set's wgmma); row r + q E of tap q is then one
+            // 8-byte load, whichever warp holds it (rows past 63: the buffer's 8 spare rows, never stored)
+            if (KWI > 1) {
 #pragma unroll
-                for (int x2 = 0; x2 < NX; ++x2)  // x2 = ((q - 1) JM + jm) 2 + e2
-                    scr[(warp * NX + x2) * 32 + lane] = a[(JM + x2 / 2) * 4 + (x2 & 1)];
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int j = JM; j < KWI * JM; ++j) {
+                        float *at = dbuf + (warp * 16 + rho + 8 * h) * DW + (j - JM) * 8 + 2 * (lane & 3);
+                        *reinterpret_cast<float2 *>(at) = make_float2(a[4 * j + 2 * h], a[4 * j + 2 * h + 1]);
+                    }
                 bar_sync(FREE_BARRIER + wg, 128);
             }
             float out[2][JM * 2];
@@ -232,22 +240,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                 for (int e = 0; e < JM * 2; ++e) out[h][e] = a[(e >> 1) * 4 + 2 * h + (e & 1)];
 #pragma unroll
-            for (int q = 1; q < KWI; ++q) {
-                // row r + d of h = 0 is row r + d of the lane 4 d further, or (past 8) its h = 1 row; of h = 1, its
-                // h = 1 row or (past 16) the next warp's h = 0 row: the source lane sends what is asked of it
-                const int d = q * E, src = (lane + 4 * d) & 31;
-                const bool low = rho < d;
+            for (int q = 1; q < KWI; ++q)
 #pragma unroll
-                for (int e = 0; e < JM * 2; ++e) {
-                    const int j = q * JM + (e >> 1);
-                    const float h0 = a[4 * j + (e & 1)], h1 = a[4 * j + 2 + (e & 1)];
-                    // (warp 3 reads warp 0's: rows past the tile's S outputs, never stored)
-                    const float below = scr[(((warp + 1) & 3) * NX + (q - 1) * JM * 2 + e) * 32 + lane];
-                    out[0][e] += __shfl_sync(0xffffffffu, low ? h1 : h0, src);
-                    out[1][e] += __shfl_sync(0xffffffffu, low ? below : h1, src);
+                for (int h = 0; h < 2; ++h) {
+                    const float *row = dbuf + (warp * 16 + rho + 8 * h + q * E) * DW + (q - 1) * MP + 2 * (lane & 3);
+#pragma unroll
+                    for (int jm = 0; jm < JM; ++jm) {
+                        const float2 v = *reinterpret_cast<const float2 *>(row + jm * 8);
+                        out[h][2 * jm] += v.x;
+                        out[h][2 * jm + 1] += v.y;
+                    }
                 }
-            }
-            if (KWI > 1) bar_sync(FREE_BARRIER + wg, 128);  // the scratch is read: the next tile may write it
+            if (KWI > 1) bar_sync(FREE_BARRIER + wg, 128);  // the buffer is read: the next tile may write it
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int r = warp * 16 + rho + 8 * h;

@@ -24,11 +24,9 @@ from convbench.impls import gpu_15_wgmma as wgmma
 NAME = "gpu-wgmma-taps"
 SOURCE = Path(__file__).with_suffix(".cu")
 
-MAX_REACH = 8  # (KWI - 1) E: the epilogue's shuffle wraps once (rows lane / 4 and + 8 of a warp's 16)
-MAX_N = 256  # KWI x MP: the widest wgmma
+MAX_REACH = 8  # (KWI - 1) E: the rows a tile's epilogue reads past its 64 (its buffer's spare rows)
+MAX_N = 128  # KWI x MP: two accumulator sets of n128 fit a consumer's 224 registers (fa18's n168 runs gpu-wgmma)
 NWG = 2  # consumer warpgroups: two accumulator sets fit the 224 registers a consumer gets, not the 152 of three
-# wider than this: one accumulator set (two sets of n168 measured slower: results/2026-11-29-1340-h200-conv2-taps)
-MAX_N_TWO_SETS = 128
 
 
 class NotTaken(wgmma.TooBig):
@@ -62,9 +60,9 @@ def refusal(C: int, M: int, K: int) -> str | None:
     """Why the kernel does not take a layer, or None."""
     t = taps(C, M, K)
     if t.D > MAX_REACH:
-        return f"a shifted sum reaching {t.D} rows (the epilogue's shuffles reach {MAX_REACH})"
+        return f"a shifted sum reaching {t.D} rows (the epilogue's buffer reaches {MAX_REACH})"
     if t.N > MAX_N:
-        return f"{t.KWI} taps x {t.MP} maps = n{t.N} (the widest wgmma is n{MAX_N})"
+        return f"{t.KWI} taps x {t.MP} maps = n{t.N} (two accumulator sets of n{MAX_N} at the most)"
     return None
 
 
@@ -86,7 +84,8 @@ def layout(C, H, W, M, K, QT, prec: int, nwg: int) -> Layout:
     reach = 64 + (K - 1) * W + t.E - 1
     raw = C * -(-min((QT - 1) * t.S + reach, H * W) // 4) * 16
     tail = raw + (t.NSTEP + 1) * 8 + 32
-    scratch = nwg * 4 * ((t.KWI - 1) * t.MP // 4) * 32 * 4  # every warp's rows 0..7 of taps 1.. (unconditional)
+    dw = ((t.KWI - 1) * t.MP + 23) // 32 * 32 + 8  # the kernel's DW: a buffer row, 8 past a multiple of 32 floats
+    scratch = nwg * 72 * dw * 4 if t.KWI > 1 else 0  # a warpgroup's buffer of taps 1..: 64 rows + 8 spare
     slack = max(0, wgmma.A_TILE_BYTES - kext - tail - scratch)
     smem = parts * t.NSTEP * t.N * 32 + 2 * planes + kext + tail + scratch + slack
     return Layout(P, smem, slack)
@@ -128,7 +127,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, int] 
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise NotTaken(f"gpu-wgmma-taps: plan {override} needs {lay.smem} bytes of shared memory")
         return Plan(NR, QT, SETS, t, lay, B * NR)
-    SETS = 2 if t.N <= MAX_N_TWO_SETS else 1
+    SETS = 2
     fits = next((q for q in range(T, 0, -1)
                  if layout(C, H, W, M, K, q, prec, NWG).smem <= gpu.SMEM_PER_BLOCK), 0)
     if not fits:
@@ -220,7 +219,7 @@ def setup() -> None:
     NAME,
     device="cuda",
     summary="gpu-wgmma with a filter row's column taps in the wgmma's N (fa19's conv2: 5 k16 steps of n120 for 25 "
-            "of n24), the shifted columns added by warp shuffles in the epilogue; 3xFP16 for fp32 accuracy",
+            "of n24), the shifted columns added through shared memory in the epilogue; 3xFP16 for fp32 accuracy",
     demonstrates="shaping the GEMM for the instruction: a narrow wgmma pays for its operands' shared-memory reads "
                  "whatever its width, so the taps that shared an A operand go into N, and the shift moves to the "
                  "epilogue",
