@@ -25,6 +25,8 @@ def variants():
         C, H, W = info.in_shape
         M, K = info.layer.out_channels, info.layer.kernel
         t = taps.taps(C, M, K)
+        if taps.refusal(C, M, K):
+            continue
         for sets in (1, 2):
             out.add((t.MP, t.KWI, sets, kernel_code("fp16x3")))
     return sorted(out)
