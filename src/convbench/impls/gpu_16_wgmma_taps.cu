@@ -13,18 +13,19 @@
 //    1 .. KWI - 1 of its rows to a warpgroup buffer in shared memory, and every output then adds its KWI - 1 shifted
 //    values with 8-byte loads. A tile's last (KWI - 1) E rows have no rows below them: tiles start S = 64 - (KWI - 1) E
 //    virtual outputs apart (the overlap is computed twice).
-//  * A consumer warpgroup keeps two accumulator sets (SETS 2, up to n128): tile b + 1's
-//    wgmma run while tile b is summed and stored (wgmma.wait_group 1). Two sets of n120 are 120 registers a thread:
-//    setmaxnreg gives the consumers 224 and the producer 48. Every product is computed (gpu-wgmma skips an
-//    exactly-zero lo part: a branch between the two sets' wgmma would make ptxas serialize them).
+//  * A consumer warpgroup keeps two accumulator sets (SETS 2, up to n128): tile b + 1's wgmma run while tile b is
+//    summed and stored (wgmma.wait_group 1). Two sets of n120 are 120 registers a thread: setmaxnreg gives the
+//    consumers 224 and the producer 48. Every product is computed (gpu-wgmma skips an exactly-zero lo part: a
+//    branch between the two sets' wgmma would make ptxas serialize them).
 // Why faster: a wgmma of n < 64 costs an SM ~16 + n / 4 clocks (scripts/wgmma_rate.py), most of it reading its
 // operands from shared memory (an m64 x k16 A is 2 KB whatever n is); n >= 64 runs at the tensor pipe's full rate.
-// fa19's conv2 (C 12, K 5, M 24): 25 k16 steps of n24 become 5 of n120, 75 -> 15 wgmma a tile (3xFP16).
-// What bounds it (napkin, fa19 conv2 at 10000 images): 10000 x 16 tiles x 15 n120 wgmma x ~40 clocks (the tensor
-// pipe's n120 rate) over 132 SMs at ~1.75 GHz = ~0.42 ms, about the ~0.45 ms memory floor; the
-// epilogue's loads, (KWI - 1) MP / 4 a thread and tile, and the producer's staging issue beside it. Limits:
-// (KWI - 1) E <= 8 (K <= 9: the buffer's spare rows), KWI x MP <= 128 (two accumulator sets), M <= 64; others run
-// gpu-wgmma's kernel (gpu_16_wgmma_taps.py).
+// fa19's conv2 (C 12, K 5, M 24): 25 k16 steps of n24 become 5 of n120, 75 -> 15 wgmma a tile (3xFP16): the same
+// multiply-adds, ~900 instead of ~1650 tensor clocks a tile.
+// What bounds it (napkin, fa19 conv2 at 10000 images): 10000 x 16 tiles x 15 n120 wgmma x ~60 clocks (64 x 120 x 16
+// multiply-adds at 2048 a clock) over 132 SMs at ~1.75 GHz = ~0.62 ms, against a ~0.45 ms memory floor; the
+// epilogue's stores and loads, (KWI - 1) MP / 4 + (KWI - 1) MP / 8 a thread and tile, and the producer's staging
+// issue beside it. Limits: (KWI - 1) E <= 8 (K <= 9: the buffer's spare rows), KWI x MP <= 128 (two accumulator
+// sets); other layers run gpu-wgmma's kernel (gpu_16_wgmma_taps.py).
 
 #include "precision.cuh"
 
