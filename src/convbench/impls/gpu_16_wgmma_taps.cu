@@ -123,8 +123,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
     float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
-    int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits)
+    int *meta = reinterpret_cast<int *>(s_red + 4);  // per buffer: [sx, (the producer's lo flag, unused here)]
     float *scratch = reinterpret_cast<float *>(meta + 4);       // [NWG][72 rows][DW]: taps 1.. of a tile
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));

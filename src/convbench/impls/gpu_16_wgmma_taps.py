@@ -73,7 +73,7 @@ class Layout:
     slack: int = 0  # bytes past the kernel's last buffer (wgmma.A_TILE_BYTES, for memcheck)
 
 
-def layout(C, H, W, M, K, QT, prec: int, nwg: int) -> Layout:
+def layout(C, H, W, M, K, QT, prec: int) -> Layout:
     """Mirror of the kernel's shared-memory carve-up, for items of at most QT tiles."""
     t = taps(C, M, K)
     # the highest pixel a tile reads: its row 63 + the lowest filter row's offset (+1 for the padding item)
@@ -85,7 +85,7 @@ def layout(C, H, W, M, K, QT, prec: int, nwg: int) -> Layout:
     raw = C * -(-min((QT - 1) * t.S + reach, H * W) // 4) * 16
     tail = raw + (t.NSTEP + 1) * 8 + 32
     dw = ((t.KWI - 1) * t.MP + 23) // 32 * 32 + 8  # the kernel's DW: a buffer row, 8 past a multiple of 32 floats
-    scratch = nwg * 72 * dw * 4 if t.KWI > 1 else 0  # a warpgroup's buffer of taps 1..: 64 rows + 8 spare
+    scratch = NWG * 72 * dw * 4 if t.KWI > 1 else 0  # a warpgroup's buffer of taps 1..: 64 rows + 8 spare
     slack = max(0, wgmma.A_TILE_BYTES - kext - tail - scratch)
     smem = parts * t.NSTEP * t.N * 32 + 2 * planes + kext + tail + scratch + slack
     return Layout(P, smem, slack)
@@ -123,13 +123,13 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, int] 
             raise UsageError(f"gpu-wgmma-taps: plan {override} has {SETS} accumulator sets; the kernel has 1 or 2")
         NR = min(NR, T)
         QT = -(-T // NR)
-        lay = layout(C, H, W, M, K, QT, prec, NWG)
+        lay = layout(C, H, W, M, K, QT, prec)
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise NotTaken(f"gpu-wgmma-taps: plan {override} needs {lay.smem} bytes of shared memory")
         return Plan(NR, QT, SETS, t, lay, B * NR)
     SETS = 2
     fits = next((q for q in range(T, 0, -1)
-                 if layout(C, H, W, M, K, q, prec, NWG).smem <= gpu.SMEM_PER_BLOCK), 0)
+                 if layout(C, H, W, M, K, q, prec).smem <= gpu.SMEM_PER_BLOCK), 0)
     if not fits:
         raise NotTaken(f"gpu-wgmma-taps: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
     fewest = -(-T // fits)
@@ -141,7 +141,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, int] 
 
     NR = fewest if tuning.batch_class(B) == "large" else min(range(fewest, T + 1), key=cost)
     QT = -(-T // NR)
-    return Plan(NR, QT, SETS, t, layout(C, H, W, M, K, QT, prec, NWG), B * NR)
+    return Plan(NR, QT, SETS, t, layout(C, H, W, M, K, QT, prec), B * NR)
 
 
 def _kernel(MP, KWI, SETS, prec):

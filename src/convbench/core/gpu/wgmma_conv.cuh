@@ -287,14 +287,6 @@ __device__ __forceinline__ void k_loop(float (&acc)[TILES][WGMMA_N / 2], const i
     k_done<NTILE>(acc);
 }
 template <int NTILE, int TILES>
-__device__ __forceinline__ void k_issues(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
-                                         u32 wbase, bool lo_x, bool lo_w) {
-    if (PARTS == 2 && lo_x && lo_w) k_issue<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
-    else if (PARTS == 2 && lo_x) k_issue<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
-    else if (PARTS == 2 && lo_w) k_issue<NTILE, TILES, false, true>(acc, steps, ks, xa, wbase);
-    else k_issue<NTILE, TILES, false, false>(acc, steps, ks, xa, wbase);
-}
-template <int NTILE, int TILES>
 __device__ __forceinline__ void k_loops(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
                                         u32 wbase, bool lo_x, bool lo_w) {
     if (PARTS == 2 && lo_x && lo_w) k_loop<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
