@@ -8,7 +8,8 @@ copies larger than L2, after a warm-up).
 whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv1 on the mma kernel everywhere
 (c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
 graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel on reductions of 192 or more at every batch (wgmma-long,
-wgmma.MIN_REDUCTION): the median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark
+wgmma.MIN_REDUCTION); with the long convs on gpu-wgmma-taps' route at every batch (taps, graph.TAPS_CLASSES) and at
+none (no-taps): the median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark
 without baselines).
 short: the plain conv layers whose reductions are under gpu-wgmma's large-batch MIN_REDUCTION but not under 64
 (sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
@@ -34,22 +35,28 @@ from convbench.core.timing import median_time
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
+from convbench.impls import gpu_16_wgmma_taps as taps
 from convbench.network.weights import load_weights
 from convbench.whole import graph as whole
 
 KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
-SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, dict(wgmma.MIN_REDUCTION))
+SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, dict(wgmma.MIN_REDUCTION), whole.TAPS_CLASSES)
 CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True, *SHIPPED[1:]),
-           "fused-pool": (SHIPPED[0], False, SHIPPED[2]),
-           "wgmma-long": (*SHIPPED[:2], dict.fromkeys(SHIPPED[2], SHIPPED[2]["large"]))}  # name -> switch()'s args
+           "fused-pool": (SHIPPED[0], False, *SHIPPED[2:]),
+           "wgmma-long": (*SHIPPED[:2], dict.fromkeys(SHIPPED[2], SHIPPED[2]["large"]), SHIPPED[3]),
+           "taps": (*SHIPPED[:3], frozenset({"small", "large"})),
+           "no-taps": (*SHIPPED[:3], frozenset())}  # name -> switch()'s args
 
 
-def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: dict = SHIPPED[2]) -> None:
-    """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, and the shortest reduction gpu-wgmma's kernel takes
-    by batch class); prepared launches are dropped (they hold the kernel they were made with)."""
+def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: dict = SHIPPED[2],
+           taps_classes: frozenset = SHIPPED[3]) -> None:
+    """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, the shortest reduction gpu-wgmma's kernel takes by
+    batch class, graph.TAPS_CLASSES); prepared launches are dropped (they hold the kernel they were made with)."""
     igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, dict(min_reduction)
+    whole.TAPS_CLASSES = frozenset(taps_classes)
     igemm.LAUNCHES.clear()
     wgmma.LAUNCHES.clear()
+    taps.LAUNCHES.clear()
 
 
 def conv1_rows(net: str, B: int, reps: int) -> list[dict]:
@@ -115,15 +122,18 @@ def short_rows(net: str, B: int, reps: int) -> list[dict]:
     return rows
 
 
+WHOLE_CONFIGS = list(CONFIGS)  # the configurations whole_rows compares (--configs), "shipped" first
+
+
 def whole_rows(net: str, B: int, reps: int) -> list[dict]:
     weights = load_weights("own", net)
     data = load_dataset(weights.spec.input_size, count=B, quiet=True)
-    networks, results = {}, {name: [] for name in CONFIGS}
-    for name in CONFIGS:
+    networks, results = {}, {name: [] for name in WHOLE_CONFIGS}
+    for name in WHOLE_CONFIGS:
         switch(*CONFIGS[name])
         networks[name] = whole.WholeNetwork(weights)  # its graphs captured with this configuration's kernels
     for _ in range(3):
-        for name in CONFIGS:
+        for name in WHOLE_CONFIGS:
             switch(*CONFIGS[name])
             results[name].append(whole.benchmark(networks[name], data.images, data.labels, reps=reps,
                                                  baselines=False)["whole"])
@@ -145,9 +155,15 @@ def main() -> None:
     ap.add_argument("--nets", default="fa19,sp19,minidnn,fa18")
     ap.add_argument("--sizes", default="10000,100")
     ap.add_argument("--what", default="layers,short,whole", help="some of layers, short, whole (comma-separated)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="whole: the configurations (shipped is added first)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
+    unknown = set(args.configs.split(",")) - set(CONFIGS)
+    if unknown:
+        raise SystemExit(f"optin_ab.py: unknown --configs {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(CONFIGS)}")
+    WHOLE_CONFIGS[:] = ["shipped"] + [c for c in args.configs.split(",") if c != "shipped"]
     if not torch.cuda.is_available():
         raise SystemExit("optin_ab.py: no CUDA GPU here; run it on the device machine")
     what = {"layers": conv1_rows, "short": short_rows, "whole": whole_rows}

@@ -227,9 +227,10 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
 @pytest.mark.gpu
 @pytest.mark.parametrize("net", ["fa19", "sp19", "minidnn"])
 @pytest.mark.parametrize("B", [1, 100, 1000])
-def test_the_course_conv2_layers_match_gpu_wgmma_within_tolerance(net, B):
+@pytest.mark.parametrize("weights", ["fp32", "fp16-exact"])
+def test_the_course_conv2_layers_match_gpu_wgmma_within_tolerance(net, B, weights):
     """The course's conv2 at its batch sizes (whole images or ranges an item, several items a block), every plan the
-    sweep tries, against float64."""
+    sweep tries, against float64; fp16-exact weights (ours are stored so) take the item loop without hi(x) * lo(w)."""
     import torch
 
     if not torch.cuda.is_available() or not _taps.supported(0):
@@ -240,6 +241,8 @@ def test_the_course_conv2_layers_match_gpu_wgmma_within_tolerance(net, B):
     g = torch.Generator(device="cuda").manual_seed(B + K)
     x = torch.randn(B, C, H, W, device="cuda", generator=g)
     k = torch.randn(M, C, K, K, device="cuda", generator=g) / K
+    if weights == "fp16-exact":
+        k = k.half().float()
     ref = torch.nn.functional.conv2d(x.double(), k.double())
     for override in (None, (1, 1), (2, 2), (3, 1)):
         y = torch.full(ref.shape, float("nan"), device="cuda")

@@ -288,10 +288,12 @@ C1_SAMPLE_TILES, C1_SAMPLE_ROWS = 128, 32  # the bank model's sample of an image
 
 
 def c1_operand_words(H, W, K, pool: bool, pitch: int) -> np.ndarray:
-    """The single-channel kernel's B-operand loads (hi parts; the lo parts are the same IW words further) over the
-    first tiles of an image, as the kernel addresses them: one row of 32 lane words per (tile, k8 step, half)."""
+    """The single-channel kernel's B-operand loads over the first tiles of an image where no input has a lo part
+    (XLO false: the course's pixel values; else the lo parts too, IW words further), as the kernel addresses them:
+    one row of 32 lane words per (tile, k8 step, half); a k8 step is a filter row s, lane t reading its columns t and
+    t + 4 (hi words). A column t + 4 past a row of K > 4 reads column 4 (lane 0's word, weighted 0); with K <= 4 it
+    is not read (-1)."""
     NP, OW = c1_pixels(H, W, K, pool)
-    KK = K * K
     tiles = np.arange(min(-(-NP // 8), C1_SAMPLE_TILES))
     gq, t = np.arange(32) >> 2, np.arange(32) & 3
     p = np.minimum(tiles[:, None] * 8 + gq, NP - 1)  # (tiles, lanes)
@@ -302,11 +304,11 @@ def c1_operand_words(H, W, K, pool: bool, pitch: int) -> np.ndarray:
         row, col = p // OW, p % OW
     at = row * pitch + col
     out = []
-    for s in range(-(-KK // 8)):
+    for s in range(K):
         for h in range(2):
-            tap = 8 * s + t + 4 * h
-            off = np.where(tap < KK, tap // K * pitch + tap % K, -1)
-            out.append(np.where(off >= 0, at + off, -1))
+            col = t + 4 * h
+            past = at + s * pitch + 4 if K > 4 else np.full_like(at, -1)
+            out.append(np.where(col < K, at + s * pitch + col, past))
     return np.stack(out, axis=1).reshape(-1, 32)
 
 

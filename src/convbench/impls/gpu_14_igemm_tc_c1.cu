@@ -6,8 +6,9 @@
 //    8 pixels. The weights never change, so their A fragments (hi and lo parts, K*K <= 64 taps) live in registers
 //    for the whole kernel.
 //  * A staged band is converted once into B operands, each row's hi parts then its lo parts, so a value is split
-//    once, not once for each of the K*K taps that read it; the row width IW is compiled in, so a value's lo part
-//    is a load immediate away from its hi part, and a k8 step costs 2 address adds and 4 loads for 3 mma.
+//    once, not once for each of the K*K taps that read it. A k8 step is a filter row (lane t: columns t, t + 4) and
+//    the row width IW is compiled in, so every operand lies a load immediate from the lane's pixel word: 4 loads
+//    for 3 mma a step, no address arithmetic.
 //  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
 //    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
 //  * Small blocks (NW warps), one or a few per SM, each staging one item (an image, or a range of its tiles with
@@ -23,7 +24,9 @@
 // poisons only its receptive field (padded taps take 0, not a load). One compile per input width.
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
 // POOL 1: conv + activation + 2x2 max pool (stride 2, floor): a tile's 8 pixels are two pooled outputs' windows,
-// reduced with one shuffle; only the pooled maps are written (a quarter of the bytes).
+// reduced with one shuffle; only the pooled maps are written (a quarter of the bytes). The course's inputs are exact
+// in TF32 (one product a step), so the instructions around the mma bound it (results/2026-11-29-1700-h200-c1-issue):
+// a group's tile addresses by one division and wraps, the activation only where a value below M is stored.
 // Bank conflicts: each converted row is padded by PPAD words, chosen by the host's model of these loads and stores
 // (a pooled tile reads two rows, which a pitch == 0 mod 32 puts in the same banks); POOL's staging rows are swizzled.
 
@@ -72,7 +75,10 @@
 #error "the input is narrower than the filter"
 #endif
 
-constexpr int KK = KS * KS, KSTEPS = (KK + 7) / 8;
+// One k8 step a filter row: lane t's taps are columns t and t + 4 of row s (those past KS weigh 0 and are not read),
+// so a tap's operand lies a compile-time offset from the lane's own pixel word, a load immediate: no offset register
+// and no add a load (a 5 x 5 filter takes 5 steps instead of 4; the steps are not what bounds the kernel)
+constexpr int KK = KS * KS, KSTEPS = KS;
 constexpr int OW = IW - KS + 1;  // output width
 #if POOL
 constexpr int POW = OW / 2;  // pooled output width
@@ -167,11 +173,24 @@ __device__ __forceinline__ int pool_swizzle(int m) { return 2 * ((m * SPROW / 32
 #endif
 template <bool XLO, bool WLO>
 __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *stage, const Item &it,
-                                         const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
-                                         const u32 (&koff)[KSTEPS][2], int M, int NP, int warp, int lane) {
+                                         const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4], int M, int NP,
+                                         int warp, int lane) {
     const int gq = lane >> 2, t = lane & 3;
     const int pend = min(it.tend * 8, NP);  // the item's pixels end here
-    const u32 band0 = ops - 4u * (it.r0 * PITCH);  // the converted band's byte address of row 0
+    const u32 band0 = ops - 4u * (it.r0 * PITCH) + 4u * t;  // row 0's word of this lane's first tap column (t)
+#if POOL
+    // tile j's pixel gq is corner (gq / 2 % 2, gq % 2) of pooled output 2 j + gq / 4: its (row, column) of pooled
+    // outputs by one division a group, for the group's first tile, and by at most one wrap for the next ones
+    // (they are 2 (TT - 1) < POW outputs further; else a division each)
+    const u32 qlast = pend / 4 - 1;  // the item's last pooled output (past it: the same one, in the band)
+    const u32 corner = band0 + 4u * (((gq >> 1) & 1) * PITCH + (gq & 1));
+    const int mstride = 16 / TT * (NP / 4);  // floats between the maps one lane stores
+#endif
+    // tap t + 4 of a row, 16 bytes past tap t. Where it is past the row (4 < K < 8) and XLO is false, the lane reads
+    // its pixel's column 4 instead, the word lane t = 0 reads (a broadcast: no bank of its own), which its zero
+    // weight cancels: a load without a predicate or a register zeroed first. (An Inf there, the one non-finite
+    // value XLO false lets through, is in the output's receptive field, which it poisons anyway.)
+    const u32 off1 = XLO || t + 4 < KS ? 16u : 4u * (4 - t);
 #if !POOL
     float *yb = y + static_cast<size_t>(it.b) * M * NP;
     const bool quads = NP % 4 == 0;                // 16-byte stores need every map's plane on 16 bytes
@@ -180,15 +199,28 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 #endif
     for (int j0 = it.tbeg + warp * TT; j0 < it.tend; j0 += NW * TT) {
         float acc[TT][4];
-        u32 at[TT];  // the tile's pixel gq: its hi part's byte address in the band (tap 0)
+        u32 at[TT];  // the tile's pixel gq: its hi part's byte address in the band (tap (0, t))
+#if POOL
+        const u32 q0 = min(2u * j0 + (gq >> 2), qlast), r0 = q0 / POW, c0 = q0 - r0 * POW;
+#endif
 #pragma unroll
         for (int u = 0; u < TT; ++u) {
+#if POOL
+            const u32 q = min(2u * (j0 + u) + (gq >> 2), qlast);
+            u32 r = r0, c = c0 + (q - q0);
+            if (POW > 2 * (TT - 1)) {
+                if (c >= POW) {
+                    c -= POW;
+                    ++r;
+                }
+            } else {
+                r = q / POW;
+                c = q - r * POW;
+            }
+            at[u] = corner + 8u * (r * PITCH + c);
+#else
             // B column gq: this pixel; past the item's end (the group's last tiles), its last pixel: in the band
             const u32 p = min((j0 + u) * 8 + gq, pend - 1);
-#if POOL
-            const u32 q = p >> 2, row = 2 * (q / POW) + ((p >> 1) & 1), col = 2 * (q % POW) + (p & 1);
-            at[u] = band0 + 4u * (row * PITCH + col);
-#else
             at[u] = band0 + 4u * (p + p / OW * (PITCH - OW));
 #endif
 #pragma unroll
@@ -200,13 +232,17 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
             for (int u = 0; u < TT; ++u) {
                 // taps past K*K (the last step's padding) take 0: an Inf elsewhere in the band must not reach them
                 u32 bh0 = 0u, bl0 = 0u, bh1 = 0u, bl1 = 0u;
-                if (8 * s + t < KK) {
-                    bh0 = lds(at[u] + koff[s][0]);
-                    if (XLO) bl0 = lds(at[u] + koff[s][0] + 4 * IW);
+                if (KS >= 4 || t < KS) {
+                    bh0 = lds(at[u] + 4 * s * PITCH);
+                    if (XLO) bl0 = lds(at[u] + 4 * (s * PITCH + IW));
                 }
-                if (8 * s + t + 4 < KK) {
-                    bh1 = lds(at[u] + koff[s][1]);
-                    if (XLO) bl1 = lds(at[u] + koff[s][1] + 4 * IW);
+                if (KS > 4) {  // (else no lane has a tap t + 4)
+                    if (!XLO) {
+                        bh1 = lds(at[u] + off1 + 4 * s * PITCH);
+                    } else if (t + 4 < KS) {
+                        bh1 = lds(at[u] + 16 + 4 * s * PITCH);
+                        bl1 = lds(at[u] + 4 * (s * PITCH + 4 + IW));
+                    }
                 }
                 if (WLO) mma_tf32(acc[u], al[s], bh0, bh1);  // small terms first
                 if (XLO) mma_tf32(acc[u], ah[s], bl0, bl1);
@@ -216,8 +252,9 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 #if POOL
         // D fragment: maps gq (acc 0, 1) and gq + 8 (acc 2, 3), pixels 2t, 2t + 1 of each tile: two corners of pooled
         // output t / 2 of the tile; lane t ^ 1 holds the other two. The pair splits the maps: lane t takes map
-        // gq + 8 (t & 1), sends its partner the half-window of the other, and activates one value (monotone: the
-        // same as activating first), staged per map as 2 TT consecutive pooled values, then stored.
+        // gq + 8 (t & 1), sends its partner the half-window of the other, and stages the max per map as 2 TT
+        // consecutive pooled values. The stores activate them (monotone: the same as activating first), only the
+        // maps below M.
         const int qend = min(2 * it.tend, NP / 4);  // the item's pooled outputs end here
         const int h = t & 1;
 #pragma unroll
@@ -225,15 +262,18 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
             const float v0 = max_nan(acc[u][0], acc[u][1]), v1 = max_nan(acc[u][2], acc[u][3]);
             const float other = __shfl_xor_sync(0xffffffffu, h ? v0 : v1, 1);  // the partner's half of my map
             const int m = gq + 8 * h;
-            stage[m * SPROW + ((2 * u + (t >> 1)) ^ pool_swizzle(m))] = activate(max_nan(h ? v1 : v0, other));
+            stage[m * SPROW + ((2 * u + (t >> 1)) ^ pool_swizzle(m))] = max_nan(h ? v1 : v0, other);
         }
         __syncwarp();
-        float *yq = y + static_cast<size_t>(it.b) * M * (NP / 4);
+        // lane: value c of map row mr, store k 16 / TT maps further (a map's 2 TT lanes write its values of the group
+        // side by side); pool_swizzle(mr + k 16 / TT) is 2 k, as mr * SPROW < 32
+        const int c = lane % (2 * TT), mr = lane / (2 * TT);
+        float *yc = y + (static_cast<size_t>(it.b) * M + mr) * (NP / 4) + 2 * j0 + c;
+        if (2 * j0 + c < qend) {
 #pragma unroll
-        for (int i = lane; i < 16 * 2 * TT; i += 32) {
-            const int m = i / (2 * TT), c = i % (2 * TT), q = 2 * j0 + c;
-            if (m < M && q < qend)
-                yq[static_cast<size_t>(m) * (NP / 4) + q] = stage[m * SPROW + (c ^ pool_swizzle(m))];
+            for (int k = 0; k < TT; ++k)
+                if (mr + k * (16 / TT) < M)
+                    yc[k * mstride] = activate(stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))]);
         }
         __syncwarp();  // the staging rows are read before the next group's writes
 #else
@@ -294,23 +334,18 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     cp_async_commit();
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3;
-    // A fragments of every k8 step: rows gq, gq + 8 (maps) x columns t, t + 4 (taps); maps >= M and taps >= K*K are 0
+    // A fragments of every k8 step (filter row s): rows gq, gq + 8 (maps) x columns t, t + 4 (taps of the row);
+    // maps >= M and taps past the row's KS are 0
     u32 ah[KSTEPS][4], al[KSTEPS][4];
-    u32 koff[KSTEPS][2];  // this lane's taps' byte offsets from their pixel's operand: 4 (kh * PITCH + kw)
     int wlo = 0;
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            const int m = gq + 8 * (e & 1), tap = 8 * s + t + 4 * (e >> 1);
-            const float v = m < M && tap < KK ? __ldg(k + m * KK + tap) : 0.0f;
+            const int m = gq + 8 * (e & 1), col = t + 4 * (e >> 1);
+            const float v = m < M && col < KS ? __ldg(k + m * KK + s * KS + col) : 0.0f;
             operand(v, ah[s][e], al[s][e]);
             wlo |= al[s][e] != 0u;
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int tap = min(8 * s + t + 4 * h, KK - 1);
-            koff[s][h] = 4u * (tap / KS * PITCH + tap % KS);
         }
     }
     const u32 ops_at = static_cast<u32>(__cvta_generic_to_shared(ops));
@@ -324,10 +359,10 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_wait_1();
         __syncthreads();  // every thread's copies of this band have landed
         const bool x_has_lo = convert_band(ops, raw + (it & 1) * BAND, cur.rows * IW);  // (a barrier)
-        if (x_has_lo && w_has_lo) multiply<true, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
-        else if (x_has_lo) multiply<true, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
-        else if (w_has_lo) multiply<false, true>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
-        else multiply<false, false>(y, ops_at, stage, cur, ah, al, koff, M, NP, warp, lane);
+        if (x_has_lo && w_has_lo) multiply<true, true>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
+        else if (x_has_lo) multiply<true, false>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
+        else if (w_has_lo) multiply<false, true>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
+        else multiply<false, false>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
         if (next >= items) break;
         __syncthreads();  // the bands are read: the next conversion and the copy after it may overwrite them
         item = next;

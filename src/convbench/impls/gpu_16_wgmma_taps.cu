@@ -15,8 +15,9 @@
 //    virtual outputs apart (the overlap is computed twice).
 //  * A consumer warpgroup keeps two accumulator sets (SETS 2, up to n128): tile b + 1's wgmma run while tile b is
 //    summed and stored (wgmma.wait_group 1). Two sets of n120 are 120 registers a thread: setmaxnreg gives the
-//    consumers 224 and the producer 48. Every product is computed (gpu-wgmma skips an exactly-zero lo part: a
-//    branch between the two sets' wgmma would make ptxas serialize them).
+//    consumers 224 and the producer 48. hi(x) * lo(w) is left out of the whole kernel where every weight's lo part
+//    is zero (SKIP; fp16-exact weights, as ours are stored): the item loop is compiled twice and chosen once, before
+//    any wgmma, since a branch between the two sets' wgmma would make ptxas serialize them. lo(x) * hi(w) stays.
 // Why faster: a wgmma of n < 64 costs an SM ~16 + n / 4 clocks (scripts/wgmma_rate.py), most of it reading its
 // operands from shared memory (an m64 x k16 A is 2 KB whatever n is); n >= 64 runs at the tensor pipe's full rate.
 // fa19's conv2 (C 12, K 5, M 24): 25 k16 steps of n24 become 5 of n120, 75 -> 15 wgmma a tile (3xFP16): the same
@@ -43,6 +44,9 @@
 #endif
 #ifndef PREC
 #define PREC PREC_FP16X3  // precision.cuh: 3xFP16 (fp32-accurate, block-scaled), FP16 or BF16
+#endif
+#ifndef SKIP
+#define SKIP 1  // 1: leave out hi(x) * lo(w) where every weight's lo part is zero (exact)
 #endif
 
 #define NN (KWI * MP)
@@ -104,107 +108,37 @@ __device__ __forceinline__ void reg_dealloc() { asm volatile("setmaxnreg.dec.syn
 template <int R>
 __device__ __forceinline__ void reg_alloc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    wgmma_taps_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                      const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
-                      const int P) {
-    const Geometry g = geometry(C, H, W, K, NR, E, P);
-    const int reach = 64 + (K - 1) * W + E - 1;  // a tile's row 63 reads (K - 1) W pixels below, E - 1 slots right
-    const int rawc = (min((g.QT - 1) * g.S + reach, H * W) + 3) / 4 * 4;  // raw floats a channel, 16-byte rows
-    const int rawn = C * rawc;
-    const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
-    // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended
-    // where they need more)
-    const u32 kext = max(0, nk4 * 4 + 16 * g.NSTEP - static_cast<int>(PARTS * g.XPART));
-    extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *Ws = smem;                                        // [PARTS][NSTEP][NN / 8][2][8 rows][16 B]
-    unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
-    float *kraw = reinterpret_cast<float *>(Xs + PARTS * g.XPART);   // [M][C][K][K] (plane buffer 1, + kext)
-    int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
-    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
-    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits)
-    int *meta = reinterpret_cast<int *>(s_red + 4);  // per buffer: [sx, (the producer's lo flag, unused here)]
-    float *scratch = reinterpret_cast<float *>(meta + 4);       // [NWG][72 rows][DW]: taps 1.. of a tile
-    const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
-    const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
-    const int items = B * NR;
-    if (static_cast<int>(blockIdx.x) >= items) return;
-    const int mine = (items - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;  // this block's items
-    // the warpgroup as a warp-uniform value (a shuffle from lane 0): ptxas then knows that the loops over its tiles do
-    // not diverge, and keeps the two accumulator sets' wgmma asynchronous
-    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
-    const Slots slots = slot_tables(g.Cg, E);
-    if (tid < 4) s_red[tid] = 0u;
-    __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
-    if (wg == NWG) {
-        if (SETS == 2) reg_dealloc<PRODUCER_REGS>();
-        const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, 1, g.T, g.S, reach, g.XPART, slots};
-        produce(st, x, raw, Xs, s_red, meta, mine, THREADS);
-        return;
-    }
+// What a consumer warpgroup's item loop reads of the kernel's state (set once a block)
+struct Consumer {
+    Geometry g;
+    float *y;
+    const int2 *steps;
+    const int *meta;
+    float *dbuf;  // this warpgroup's buffer of taps 1..
+    u32 ws_addr, xs_addr;
+    int H, W, M, NR, E, reach, mine, sw, wg, warp, lane;
+    float inv_w;
+};
 
-    // ---- the consumer warpgroups, once per block: the step table and the weights, scaled (3xFP16) and laid out
-    // per step as B operands, column n = q MP + m holding tap group q of map m
-    if (SETS == 2) reg_alloc<CONSUMER_REGS>();
-    const int warp = (tid >> 5) & 3, lane = tid & 31, rho = lane >> 2;
-    // an output's row q / W by a multiply: (q + 1/2) / W is at least 1/(2W) from an integer, and the product's
-    // error stays below that for q < 2^22 (an image's virtual outputs are far fewer)
-    const float inv_w = 1.0f / static_cast<float>(W);
-    for (int j = tid; j <= g.NSTEP; j += CONSUMERS) {
-        // the two items of step j in address order (the descriptor's K offset is unsigned); a missing second item
-        // (odd count) is the first one shifted by a pixel, with zero weights. (+1 entry: gpu_15_wgmma.cu says why)
-        int a = 0, b = 0;
-        if (j < g.NSTEP) {
-            a = item_offset(2 * j, g, W, P);
-            b = 2 * j + 1 < g.NI ? item_offset(2 * j + 1, g, W, P) : a + 16;
-        }
-        const bool swap = b < a;
-        steps[j] = make_int2(swap ? b : a, swap ? a - b : b - a);
-        if (j == g.NSTEP) continue;
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row)
-            const int item = 2 * j + (half ^ static_cast<int>(swap)), plane = item % g.G, p = item / g.G;
-            wsrc[2 * j + half] = item < g.NI ? make_int2(plane * g.Cg * K * K + p * K, plane * g.Cg) : make_int2(-1, 0);
-        }
-    }
-    copy_weights(k, kraw, nk, tid, CONSUMERS, &s_red[0]);
-    bar_sync(BAR_CONSUMER, CONSUMERS);  // the step tables, the raw weights and their max
-    const int sw = PREC == PREC_FP16X3 ? fp16_shift(s_red[0]) : 0;
-    {
-        const float scale = pow2(sw);
-        for (int i = tid; i < g.NSTEP * NN * 2; i += CONSUMERS) {  // 16-byte rows: (step, column, k half)
-            const int half = i & 1, n = (i >> 1) % NN, j = (i >> 1) / NN, q = n / MP, m = n % MP;
-            const int2 src = wsrc[2 * j + half];
-            float v[8];
-#pragma unroll
-            for (int s = 0; s < 8; ++s) v[s] = 0.0f;
-            if (m < M && src.x >= 0) {
-                const float *km = kraw + m * C * K * K + src.x;
-#pragma unroll
-                for (int s = 0; s < 8; ++s) {
-                    const int sc = (slots.c >> (4 * s)) & 15, col = q * E + ((slots.e >> (4 * s)) & 15);
-                    if (sc < g.Cg && src.y + sc < C && col < K) v[s] = km[sc * K * K + col] * scale;
-                }
-            }
-            const u32 at = j * NN * 32 + ((n >> 3) * 2 + half) * 128 + (n & 7) * 16;
-            store_split8(Ws, at, g.WPART, v);
-        }
-    }
-    fence_async_smem();
-    bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
-    if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
-    float *dbuf = scratch + wg * 72 * DW;  // this warpgroup's
-
-    // ---- the consumer warpgroups, per item: its tiles wg, wg + NWG, ... in two accumulator sets, tile b + 1's wgmma
-    // issued before tile b's shifted sums are stored
+// ---- the consumer warpgroups, per item: its tiles wg, wg + NWG, ... in two accumulator sets, tile b + 1's wgmma
+// issued before tile b's shifted sums are stored. LO_W: whether hi(x) * lo(w) is computed (a template parameter, not a
+// branch: a branch between the two sets' wgmma would make ptxas serialize them)
+template <bool LO_W>
+__device__ __forceinline__ void consume(const Consumer &c) {
+    const Geometry &g = c.g;
+    float *const y = c.y, *const dbuf = c.dbuf;
+    const int2 *const steps = c.steps;
+    const u32 ws_addr = c.ws_addr, xs_addr = c.xs_addr;
+    const int H = c.H, W = c.W, M = c.M, NR = c.NR, E = c.E, reach = c.reach, mine = c.mine;
+    const int wg = c.wg, warp = c.warp, lane = c.lane, rho = lane >> 2;
+    const float inv_w = c.inv_w;
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1;
         const Item cur = item_at(blockIdx.x + i * gridDim.x, 1, NR, g.T, g.S, reach, H * W);
         bar_sync(BAR_FULL + s, THREADS);
 #if PREC == PREC_FP16X3
         // undo the block scaling: y = acc * 2^-(sx + sw) as two equal same-sign halves (as gpu-igemm-tc-fp16x3)
-        const int sc = meta[2 * s] + sw;
+        const int sc = c.meta[2 * s] + c.sw;
         const float f1 = pow2(-(sc / 2)), f2 = pow2(-(sc - sc / 2));
 #else
         constexpr float f1 = 1.0f, f2 = 1.0f;
@@ -222,8 +156,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8: h) and columns 8 j + 2 (lane % 4) (+ 1):
         // a[4 j + 2 h + e2], column j of tap q, map group jm being j = q JM + jm
         auto store = [&](const float (&a)[NN / 2], int tile) {
-            // taps 1.. of the tile's 64 rows go to the warpgroup's buffer (unconditionally: an accumulator read on a
-            // divergent path would make ptxas serialize the other set's wgmma); row r + q E of tap q is then one
+            // taps 1.. of the tile's 64 rows go to the warpgroup's buffer (unconditionally: an accumulator read on
+            // a divergent path would make ptxas serialize the other set's wgmma); row r + q E of tap q is then one
             // 8-byte load, whichever warp holds it (rows past 63: the buffer's 8 spare rows, never stored)
             if (KWI > 1) {
 #pragma unroll
@@ -244,7 +178,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             for (int q = 1; q < KWI; ++q)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const float *row = dbuf + (warp * 16 + rho + 8 * h + q * E) * DW + (q - 1) * MP + 2 * (lane & 3);
+                    const float *row =
+                        dbuf + (warp * 16 + rho + 8 * h + q * E) * DW + (q - 1) * MP + 2 * (lane & 3);
 #pragma unroll
                     for (int jm = 0; jm < JM; ++jm) {
                         const float2 v = *reinterpret_cast<const float2 *>(row + jm * 8);
@@ -273,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         float acc1[1][NN / 2];
 #endif
         auto issue = [&](float (&acc)[1][NN / 2], int b) {
-            k_issue<1, 1, PARTS == 2, PARTS == 2, true>(acc, steps, ks, xa(b), ws_addr);
+            k_issue<1, 1, PARTS == 2, PARTS == 2 && LO_W, true>(acc, steps, ks, xa(b), ws_addr);
         };
 #if SETS == 1
         for (int b = 0; b < nb; ++b) {
@@ -315,4 +250,104 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #endif
         if (i + 2 < mine) bar_arrive(BAR_EMPTY + s, THREADS);  // the producer may overwrite these planes
     }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    wgmma_taps_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
+                      const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
+                      const int P) {
+    const Geometry g = geometry(C, H, W, K, NR, E, P);
+    const int reach = 64 + (K - 1) * W + E - 1;  // a tile's row 63 reads (K - 1) W pixels below, E - 1 slots right
+    const int rawc = (min((g.QT - 1) * g.S + reach, H * W) + 3) / 4 * 4;  // raw floats a channel, 16-byte rows
+    const int rawn = C * rawc;
+    const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
+    // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended
+    // where they need more)
+    const u32 kext = max(0, nk4 * 4 + 16 * g.NSTEP - static_cast<int>(PARTS * g.XPART));
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char *Ws = smem;                                        // [PARTS][NSTEP][NN / 8][2][8 rows][16 B]
+    unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
+    float *kraw = reinterpret_cast<float *>(Xs + PARTS * g.XPART);   // [M][C][K][K] (plane buffer 1, + kext)
+    int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
+    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
+    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
+    int *meta = reinterpret_cast<int *>(s_red + 4);  // per buffer: [sx, (the producer's lo flag, unused here)]
+    float *scratch = reinterpret_cast<float *>(meta + 4);       // [NWG][72 rows][DW]: taps 1.. of a tile
+    const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
+    const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
+    const int items = B * NR;
+    if (static_cast<int>(blockIdx.x) >= items) return;
+    const int mine = (items - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;  // this block's items
+    // the warpgroup as a warp-uniform value (a shuffle from lane 0): ptxas then knows that the loops over its tiles do
+    // not diverge, and keeps the two accumulator sets' wgmma asynchronous
+    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+    const Slots slots = slot_tables(g.Cg, E);
+    if (tid < 4) s_red[tid] = 0u;
+    __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
+    if (wg == NWG) {
+        if (SETS == 2) reg_dealloc<PRODUCER_REGS>();
+        const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, 1, g.T, g.S, reach, g.XPART, slots};
+        produce(st, x, raw, Xs, s_red, meta, mine, THREADS);
+        return;
+    }
+
+    // ---- the consumer warpgroups, once per block: the step table and the weights, scaled (3xFP16) and laid out
+    // per step as B operands, column n = q MP + m holding tap group q of map m
+    if (SETS == 2) reg_alloc<CONSUMER_REGS>();
+    const int warp = (tid >> 5) & 3, lane = tid & 31;
+    // an output's row q / W by a multiply: (q + 1/2) / W is at least 1/(2W) from an integer, and the product's
+    // error stays below that for q < 2^22 (an image's virtual outputs are far fewer)
+    const float inv_w = 1.0f / static_cast<float>(W);
+    for (int j = tid; j <= g.NSTEP; j += CONSUMERS) {
+        // the two items of step j in address order (the descriptor's K offset is unsigned); a missing second item
+        // (odd count) is the first one shifted by a pixel, with zero weights. (+1 entry: gpu_15_wgmma.cu says why)
+        int a = 0, b = 0;
+        if (j < g.NSTEP) {
+            a = item_offset(2 * j, g, W, P);
+            b = 2 * j + 1 < g.NI ? item_offset(2 * j + 1, g, W, P) : a + 16;
+        }
+        const bool swap = b < a;
+        steps[j] = make_int2(swap ? b : a, swap ? a - b : b - a);
+        if (j == g.NSTEP) continue;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row)
+            const int item = 2 * j + (half ^ static_cast<int>(swap)), plane = item % g.G, p = item / g.G;
+            wsrc[2 * j + half] = item < g.NI ? make_int2(plane * g.Cg * K * K + p * K, plane * g.Cg) : make_int2(-1, 0);
+        }
+    }
+    copy_weights(k, kraw, nk, tid, CONSUMERS, &s_red[0]);
+    bar_sync(BAR_CONSUMER, CONSUMERS);  // the step tables, the raw weights and their max
+    const int sw = PREC == PREC_FP16X3 ? fp16_shift(s_red[0]) : 0;
+    int wlo = 0;
+    {
+        const float scale = pow2(sw);
+        for (int i = tid; i < g.NSTEP * NN * 2; i += CONSUMERS) {  // 16-byte rows: (step, column, k half)
+            const int half = i & 1, n = (i >> 1) % NN, j = (i >> 1) / NN, q = n / MP, m = n % MP;
+            const int2 src = wsrc[2 * j + half];
+            float v[8];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) v[s] = 0.0f;
+            if (m < M && src.x >= 0) {
+                const float *km = kraw + m * C * K * K + src.x;
+#pragma unroll
+                for (int s = 0; s < 8; ++s) {
+                    const int sc = (slots.c >> (4 * s)) & 15, col = q * E + ((slots.e >> (4 * s)) & 15);
+                    if (sc < g.Cg && src.y + sc < C && col < K) v[s] = km[sc * K * K + col] * scale;
+                }
+            }
+            const u32 at = j * NN * 32 + ((n >> 3) * 2 + half) * 128 + (n & 7) * 16;
+            wlo |= store_split8(Ws, at, g.WPART, v);
+        }
+    }
+    fence_async_smem();
+    if (__any_sync(0xffffffffu, wlo) && lane == 0) atomicOr(&s_red[2], 1u);
+    bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
+    // (warp-uniform by a shuffle, as wg: the two compiled item loops below are then entered without divergence)
+    const bool w_has_lo = __shfl_sync(0xffffffffu, static_cast<int>(!SKIP || s_red[2] != 0u), 0) != 0;
+    if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
+    const Consumer c{g, y, steps, meta, scratch + wg * 72 * DW, ws_addr, xs_addr, H, W, M, NR, E, reach, mine, sw,
+                     wg, warp, lane, inv_w};
+    if (w_has_lo) consume<true>(c);
+    else consume<false>(c);
 }

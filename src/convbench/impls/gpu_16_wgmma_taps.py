@@ -144,20 +144,20 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: tuple[int, int] 
     return Plan(NR, QT, SETS, t, layout(C, H, W, M, K, QT, prec), B * NR)
 
 
-def _kernel(MP, KWI, SETS, prec):
-    return gpu.kernel(SOURCE, "wgmma_taps_kernel", MP=MP, KWI=KWI, NWG=NWG, SETS=SETS, PREC=prec)
+def _kernel(MP, KWI, SETS, prec, skip: bool = True):
+    return gpu.kernel(SOURCE, "wgmma_taps_kernel", MP=MP, KWI=KWI, NWG=NWG, SETS=SETS, PREC=prec, SKIP=int(skip))
 
 
 supported = wgmma.supported
 LAUNCHES = gpu.LaunchCache()  # a launch of this kernel, or gpu-wgmma's prepared launch (its kernel or its fallbacks)
 
 
-def _prepare(x, k, y, prec: int, override=None):
+def _prepare(x, k, y, prec: int, skip: bool, override=None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = _kernel(p.taps.MP, p.taps.KWI, p.SETS, prec)
+    fn = _kernel(p.taps.MP, p.taps.KWI, p.SETS, prec, skip)
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
@@ -168,8 +168,8 @@ def _prepare(x, k, y, prec: int, override=None):
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: this kernel even
     where gpu-wgmma's min_reduction would send the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself).
-    skip: for gpu-wgmma's kernel where it runs the layer (this one computes every product: a branch between its two
-    accumulator sets' wgmma would serialize them)."""
+    skip: leave out the products of exactly-zero lo parts (exact): here hi(x) * lo(w) where every weight is exact in
+    fp16 after scaling (chosen once a launch), in gpu-wgmma's kernel where it runs the layer as that kernel does."""
     job = prepared(x, k, y, precision, skip, override, force)
     if job is igemm.FALLBACK:
         igemm.fallback(x, k, y)
@@ -197,7 +197,7 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
             raise NotTaken("gpu-wgmma-taps needs an sm_90 GPU (H100, H200)")
         if C * K * K < wgmma.min_reduction(x.shape[0]) and override is None and not force:
             raise NotTaken("a short reduction: gpu-igemm-tc's kernel is faster")
-        return _prepare(x, k, y, kernel_code(precision), override)
+        return _prepare(x, k, y, kernel_code(precision), skip, override)
     except wgmma.TooBig as e:
         if override is not None or force:  # asked for this kernel (tests, sweeps): never time another one
             raise UsageError(f"{e}; the forced wgmma-taps kernel cannot run this layer") from None

@@ -40,6 +40,7 @@ import torch
 from convbench.core import reference as ops
 from convbench.core.contract import family_members
 from convbench.core.errors import UsageError
+from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS as ARITHMETIC_TABLE
 from convbench.core.shapes import output_shape
 from convbench.core.spec import Activation, Conv, Flatten, NetSpec, Pool, Softmax
@@ -47,6 +48,7 @@ from convbench.core.spec import Dense as DenseLayer
 from convbench.core.timing import median_time
 from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
+from convbench.impls import gpu_16_wgmma_taps as taps
 from convbench.impls.registry import family_arithmetic, get_impl
 from convbench.network.model import correctness, forward
 from convbench.network.weights import Weights
@@ -58,6 +60,9 @@ MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and poin
 # through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the fused kernel reduces
 # slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
 WGMMA_THEN_POOL = True
+# The batch classes (core/gpu/tuning.batch_class) whose long convs run gpu-wgmma-taps' launch, which takes the layers
+# its kernel serves and sends the others to gpu-wgmma's, as the wgmma route does (scripts/optin_ab.py --what whole)
+TAPS_CLASSES: frozenset[str] = frozenset()
 
 
 # ------------------------------------------------------------------------------------------ layer grouping
@@ -254,11 +259,12 @@ class WholeNetwork:
             k = self.params[f"{step.name}.weight"]
             if self.uses_wgmma(step, B):
                 out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
+                route = taps if tuning.batch_class(B) in TAPS_CLASSES else wgmma
                 if not (step.act or step.pool):
-                    wgmma.launch(h, k, out, self.wgmma_arithmetic)
+                    route.launch(h, k, out, self.wgmma_arithmetic)
                     return out
                 conv = torch.empty(output_shape(h.shape, k.shape), device=h.device)  # (a capture: the graph's pool)
-                wgmma.launch(h, k, conv, self.wgmma_arithmetic)
+                route.launch(h, k, conv, self.wgmma_arithmetic)
                 return pool_then_activate(conv, step.pool, step.act, out)
             return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)
         if isinstance(step, FlattenStep):
