@@ -156,6 +156,10 @@ C1_VARIANTS = [dict(KS=k, IW=70 if prec == 0 else k, PREC=prec, NW=nw, TT=tt, MI
 C1_VARIANTS += [dict(KS=k, IW=70, PREC=prec, NW=nw, TT=tt, MINB=minb, POOL=1, ACT=act) for k in (5, 7)
                 for prec in (0, 1) for act in (1, 2)
                 for nw, tt, minb in {b[:3] for (small, _), b in _mma.C1_BLOCK.items() if small == (k * k <= 32)}]
+# the fp16 pair path (F16, off until a GPU A/B), pooled and plain, on the blocks with registers to spare for its
+# fragments (on 128 registers a thread it spills: igemm.C1_F16's note)
+C1_VARIANTS += [dict(KS=k, IW=70, PREC=0, NW=4, TT=tt, MINB=3, F16=1, **pool) for k in (3, 5, 7) for tt in (2, 4)
+                for pool in ({}, dict(POOL=1, ACT=1))]
 # the bank model's padded rows (sp19's and minidnn's conv1, pooled and plain) and POOL's large-batch block
 C1_VARIANTS += [dict(KS=k, IW=w, PREC=0, NW=nw, TT=tt, MINB=minb, **pool, PPAD=_mma.c1_pad(w, w, k, bool(pool)))
                 for w, k in ((48, 5), (86, 7)) for pool in ({}, dict(POOL=1, ACT=1))
@@ -217,6 +221,56 @@ def test_single_channel_items_cover_every_output_once_and_stage_the_rows_it_read
                 assert seen == list(range(NP))
 
 
+def f16_lane_fragments(x, k, gq_pixels):
+    """gpu_14_igemm_tc_c1.cu's F16 path for one 8-pixel tile, lane by lane, in numpy: each lane's a16 fragment (maps
+    gq, gq + 8 x k 2t, 2t + 1 / 2t + 8, 2t + 9: rows 2s, 2s + 1 of the filter, columns 2t, 2t + 1) and B words (the
+    pair at column 2t of rows 2s, 2s + 1 from its pixel, or column 0 where 2t is past the row: off16), assembled
+    into the mma's A (16 x 16) and B (16 x 8) per k16 step as m16n8k16 reads them, and D = sum of A B."""
+    import numpy as np
+
+    M, K = k.shape[0], k.shape[2]
+    IW = x.shape[1]
+
+    def pair(r, c):  # pair_band: (x[r][c], x[r][c + 1]), 0 past the row
+        return (x[r, c], x[r, c + 1] if c + 1 < IW else 0.0)
+
+    D = np.zeros((16, 8))
+    for s in range(-(-K // 2)):
+        A, B = np.zeros((16, 16)), np.zeros((16, 8))
+        for lane in range(32):
+            gq, t = lane >> 2, lane & 3
+            for e in range(4):  # a16[s][e]
+                m, row = gq + 8 * (e & 1), 2 * s + (e >> 1)
+                for j in range(2):
+                    col = 2 * t + j
+                    A[m, 2 * t + j + 8 * (e >> 1)] = k[m, 0, row, col] if m < M and row < K and col < K else 0.0
+            r, c = gq_pixels[gq]
+            c16 = c + (2 * t if 2 * t < K else 0)  # off16
+            b0 = pair(r + 2 * s, c16)
+            b1 = pair(r + 2 * s + 1, c16) if 2 * s + 1 < K else (0.0, 0.0)
+            B[2 * t:2 * t + 2, gq] = b0
+            B[2 * t + 8:2 * t + 10, gq] = b1
+        D += A @ B
+    return D
+
+
+@pytest.mark.parametrize("K, M", [(5, 12), (7, 12), (7, 4), (3, 16), (8, 9), (1, 6), (2, 16)])
+def test_the_fp16_path_fragments_multiply_each_pixel_by_its_filter(K, M):
+    """The F16 path's index arithmetic (f16_lane_fragments, as the kernel computes it) against the convolution, on
+    pixels anywhere in the band, odd filter sizes (a pair past the row, a row past the filter) included."""
+    import numpy as np
+
+    rng = np.random.default_rng(K * 100 + M)
+    H, IW = 24, 21
+    x = rng.integers(0, 256, (H, IW)).astype(np.float64)
+    k = np.round(rng.standard_normal((M, 1, K, K)) * 64) / 64
+    pixels = [(int(rng.integers(0, H - K + 1)), int(rng.integers(0, IW - K + 1))) for _ in range(8)]
+    D = f16_lane_fragments(x, k, pixels)
+    for n, (r, c) in enumerate(pixels):
+        want = (k[:, 0] * x[r:r + K, c:c + K]).sum(axis=(1, 2))
+        assert np.allclose(D[:M, n], want) and not D[M:, n].any(), (K, M, n)
+
+
 def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_each_window():
     """POOL 1: pixel 4 q + 2 dy + dx is conv output (2 (q / POW) + dy, 2 (q % POW) + dx); every pooled output q is
     stored by exactly one item (tiles [tbeg, tend): pooled outputs [2 tbeg, 2 tend)), whose band holds the input rows
@@ -244,8 +298,8 @@ def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_ea
 
 
 def c1_key(K, W, NW, TT, MINB, prec, pool=False, act=0):
-    """_c1_kernel's arguments for a square W x W layer (3xTF32's SKIP on), its pad from the bank model"""
-    return (K, W, NW, TT, MINB, prec, True, pool, act, _mma.c1_pad(W, W, K, pool))
+    """_c1_kernel's arguments for a square W x W layer (3xTF32's SKIP on), its pad from the bank model, F16 off"""
+    return (K, W, NW, TT, MINB, prec, True, pool, act, _mma.c1_pad(W, W, K, pool), False)
 
 
 def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
@@ -605,6 +659,51 @@ def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith)
             err = float((ok - ref[~hit]).norm() / ref[~hit].norm())
             assert torch.isfinite(ok).all() and err <= ARITHMETICS[arith].tolerance, (case, B, H, W, M, K, override,
                                                                                        err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pool", [False, True])
+def test_the_single_channel_fp16_path_matches_the_reference_and_leaves_inexact_items_to_tf32(pool, monkeypatch):
+    """F16 (igemm.C1_F16): pixel-valued images and fp16-exact weights take the fp16 pairs; one image holds 1/3 (not
+    exact in fp16) and one an Inf, so their items run the TF32 path. Random shapes (K 1..8, odd sizes), outputs
+    poisoned, one range an image and every tile its own range, against float64 (the Inf's receptive field
+    excepted)."""
+    import torch
+    import torch.nn.functional as F
+
+    from convbench.core.precision import ARITHMETICS
+    from convbench.core.reference import activation
+
+    monkeypatch.setattr(_mma, "C1_F16", True)
+    rng = random.Random(13 + pool)
+    for case in range(16):
+        K = rng.choice((1, 2, 3, 5, 7, 8))
+        H, W, M, B = rng.randint(K + 1, 80), rng.randint(K + 1, 80), rng.randint(1, 16), rng.choice((3, 64))
+        g = torch.Generator().manual_seed(300 + case)
+        x = torch.randint(0, 256, (B, 1, H, W), generator=g).float()
+        x[1, 0, H // 2, W // 2] = 1 / 3
+        x[2, 0, H // 2, W // 2] = float("inf")
+        k = (torch.randn(M, 1, K, K, generator=g) / K).half().float()
+        conv = F.conv2d(x.double(), k.double())
+        ref = F.max_pool2d(activation(conv, "relu"), 2, 2) if pool else conv
+        hit = torch.zeros_like(ref, dtype=torch.bool)
+        r, c = (H // 2 - K + 1, W // 2 - K + 1)
+        if pool:
+            hit[2, :, max(0, r) // 2:H // 2 // 2 + 1, max(0, c) // 2:W // 2 // 2 + 1] = True
+        else:
+            hit[2, :, max(0, r):H // 2 + 1, max(0, c):W // 2 + 1] = True
+        xd, kd = x.cuda(), k.cuda()
+        T8 = -(-(ref.shape[2] * ref.shape[3] * (4 if pool else 1)) // 8)
+        for override in ((1, 4, 4, 3), (T8, 4, 2, 3)):
+            y = torch.full(ref.shape, float("nan"), device="cuda")
+            job = _mma._prepare_c1(xd, kd, y, _mma.TF32X3, True, override, pool=pool, act=_mma.ACTS["relu"] if pool
+                                   else 0)
+            job.launch(gpu.current_stream_handle(0), y.data_ptr(), xd.data_ptr(), kd.data_ptr())
+            got = y.double().cpu()
+            ok = got[~hit]
+            err = float((ok - ref[~hit]).norm() / ref[~hit].norm())
+            assert torch.isfinite(ok).all() and err <= ARITHMETICS["tf32x3"].tolerance, (case, B, H, W, M, K,
+                                                                                        override, err)
 
 
 @pytest.mark.gpu

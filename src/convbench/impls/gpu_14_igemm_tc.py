@@ -374,8 +374,16 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     return p
 
 
-def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0, pad=0):
-    extra = {**(dict(POOL=1, ACT=act) if pool else {}), **(dict(PPAD=pad) if pad else {})}
+# The single-channel kernel's fp16 path (F16): an item whose values are finite and exact in fp16 (the course's pixel
+# values), with weights exact in fp16 after a power-of-two scale (ours), takes one fp16 product a k16 step on pairs of
+# columns: half the mma and operand loads of the one TF32 product a k8 step it takes otherwise. Built and checked
+# without a GPU; off until a GPU A/B shows it faster (and on plans of 128 registers a thread it spills).
+C1_F16 = False
+
+
+def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0, pad=0, f16=False):
+    extra = {**(dict(POOL=1, ACT=act) if pool else {}), **(dict(PPAD=pad) if pad else {}),
+             **(dict(F16=1) if f16 else {})}
     return gpu.kernel(SOURCE_C1, "igemm_c1_kernel", KS=K, IW=W, NW=NW, TT=TT, MINB=MINB, PREC=prec, SKIP=int(skip),
                       **extra)
 
@@ -385,7 +393,7 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = c1_plan(B, H, W, M, K, sms, override, pool=pool)
-    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad)
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad, C1_F16 and prec == TF32X3)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     fit = gpu.blocks_per_sm(fn, threads, p.smem)
@@ -593,7 +601,7 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
     """The launch of a layer of these shapes and options: prepared once (plan, compiled kernel, argument block) and
     then looked up, or FALLBACK. Its launch(stream, y, x, k pointers) is all the rest a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override, C1_FMA)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override, C1_FMA, C1_F16)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)

@@ -3,30 +3,28 @@
 //
 // What changes relative to gpu_14_igemm_tc.cu's kernel on a C = 1 layer:
 //  * Transposed GEMM: A = the weights (16 maps x K*K taps), B = the input (taps x 8 output pixels), D = 16 maps x
-//    8 pixels. The weights never change, so their A fragments (hi and lo parts, K*K <= 64 taps) live in registers
-//    for the whole kernel.
-//  * A staged band is converted once into B operands, each row's hi parts then its lo parts, so a value is split
-//    once, not once for each of the K*K taps that read it. A k8 step is a filter row (lane t: columns t, t + 4) and
-//    the row width IW is compiled in, so every operand lies a load immediate from the lane's pixel word: 4 loads
-//    for 3 mma a step, no address arithmetic.
+//    8 pixels. The weights never change: their A fragments (hi and lo parts, K*K <= 64) live in registers.
+//  * A staged band is converted once into B operands, each row's hi parts then its lo parts (a value is split once,
+//    not once a tap). A k8 step is a filter row (lane t: columns t, t + 4) and the row width IW is compiled in, so
+//    every operand is a load immediate from the lane's pixel word: no address arithmetic in the k-loop.
 //  * Pixels are the flattened output (OH * OW per map, contiguous in y). Each warp's TT tiles go out through its own
 //    staging rows: 16-byte stores, TT * 32 bytes of a map each, with a __syncwarp instead of a block barrier.
 //  * Small blocks (NW warps), one or a few per SM, each staging one item (an image, or a range of its tiles with
-//    their input rows, into one of two buffers by cp.async) while it multiplies the previous one. The plan sets how
-//    many an SM holds: at large batches 8 warps an SM (more in flight at once write the output more slowly).
+//    their input rows, into one of two buffers by cp.async) while it multiplies the previous one.
 // Why faster: a C = 1 layer does only K*K multiply-adds per output value, so it should run at the speed its output
 // is written; gpu_14's one persistent block per SM stalls the SM at every item's barriers and its A gather.
-// What bounds it: the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB, about 0.5 ms
-// on an H200), if the SM keeps up: an 8-pixel tile costs 9 instructions a k8 step (2 adds, 4 loads, 3 mma in
-// 3xTF32, 12 of whose 16 A rows are maps on the course layers) plus about 12 for its offsets and stores, the
-// loads and mma a chain of fixed latencies that the few warps an SM must cover. Limits: 9..16 maps at large
-// batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64 taps; an Inf or NaN input
-// poisons only its receptive field (padded taps take 0, not a load). One compile per input width.
-// PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32.
+// What bounds it: the plain conv, the output bytes over DRAM's write bandwidth (fa19 conv1 at 10000 images: 2.1 GB,
+// about 0.5 ms on an H200). POOL writes a quarter of that, and the course's inputs (pixel values, fp16-stored
+// weights) are exact in TF32, one product a step: there the instructions around the mma set the pace, per tile its
+// address, the pool's max and shuffle, the activation and the store (the loop keeps them few: a group's tile
+// addresses by one division and wraps, the activation only where a map below M is stored). Limits: 9..16 maps at
+// large batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64; an Inf or NaN input
+// poisons only its receptive field. One compile per input width.
+// PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32. F16 1
+// (3xTF32; igemm.C1_F16): an item of finite fp16-exact values, with fp16-exact weights (scaled), takes one fp16
+// product a k16 step (two filter rows) on column pairs: half the mma and loads of its one TF32 product a k8 step.
 // POOL 1: conv + activation + 2x2 max pool (stride 2, floor): a tile's 8 pixels are two pooled outputs' windows,
-// reduced with one shuffle; only the pooled maps are written (a quarter of the bytes). The course's inputs are exact
-// in TF32 (one product a step), so the instructions around the mma bound it (results/2026-11-29-1700-h200-c1-issue):
-// a group's tile addresses by one division and wraps, the activation only where a value below M is stored.
+// reduced with one shuffle; only the pooled maps are written.
 // Bank conflicts: each converted row is padded by PPAD words, chosen by the host's model of these loads and stores
 // (a pooled tile reads two rows, which a pitch == 0 mod 32 puts in the same banks); POOL's staging rows are swizzled.
 
@@ -62,6 +60,9 @@
 #ifndef PPAD
 #define PPAD 0  // words after each converted row (0..31): against bank conflicts of the B-operand loads
 #endif
+#ifndef F16
+#define F16 0  // 1 (3xTF32): an item whose values and weights are exact in fp16 runs one fp16 product a k16 step
+#endif
 
 #include "common.cuh"  // u32, split_tf32, tf32_operand, mma_tf32, cp.async
 
@@ -71,6 +72,9 @@
 #if POOL && (TT & (TT - 1))
 #error "POOL's staging swizzle needs TT a power of two"
 #endif
+#if F16 && PREC != PREC_TF32X3
+#error "F16 is a path of the 3xTF32 kernel"
+#endif
 #if IW < KS
 #error "the input is narrower than the filter"
 #endif
@@ -79,6 +83,9 @@
 // so a tap's operand lies a compile-time offset from the lane's own pixel word, a load immediate: no offset register
 // and no add a load (a 5 x 5 filter takes 5 steps instead of 4; the steps are not what bounds the kernel)
 constexpr int KK = KS * KS, KSTEPS = KS;
+// F16: a k16 step is filter rows 2 s and 2 s + 1 (k 0..7, 8..15: their columns), lane t's B words their columns
+// 2 t, 2 t + 1 as one fp16 pair: the band's lo words hold (x[c], x[c + 1]) then (pair_band), the lo parts being 0
+constexpr int KS16 = (KS + 1) / 2;
 constexpr int OW = IW - KS + 1;  // output width
 #if POOL
 constexpr int POW = OW / 2;  // pooled output width
@@ -132,9 +139,10 @@ __device__ __forceinline__ void load_band(float *dst, const float *__restrict__ 
 }
 
 // A landed band (n values) as B operands, rows of PITCH words: element (r, c)'s hi part at r * PITCH + c, its lo
-// part IW words further (0 in TF32). Returns whether any value has a lo part (3xTF32 with SKIP; else whether 3xTF32).
-__device__ __forceinline__ bool convert_band(u32 *ops, const float *raw, int n) {
-    int xlo = 0;
+// part IW words further (0 in TF32). Returns whether any value has a lo part (3xTF32 with SKIP; else whether 3xTF32);
+// F16: exact16, whether every value is finite and exact in fp16 (then none has a lo part)
+__device__ __forceinline__ bool convert_band(u32 *ops, const float *raw, int n, bool &exact16) {
+    int xlo = 0, inexact = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const float v = raw[i];
         u32 hi, lo;
@@ -143,13 +151,26 @@ __device__ __forceinline__ bool convert_band(u32 *ops, const float *raw, int n) 
         ops[at] = hi;
         ops[at + IW] = lo;
         xlo |= v != __uint_as_float(hi);
+        if (F16) inexact |= !(isfinite(v) && __half2float(__float2half_rn(v)) == v);
     }
+    exact16 = F16 && !__syncthreads_or(inexact);
 #if PREC == PREC_TF32X3 && SKIP
     return __syncthreads_or(xlo);
 #else
     __syncthreads();
     return PREC == PREC_TF32X3;
 #endif
+}
+
+// F16: the band's lo words (all 0 when exact16) become fp16 pairs, (r, c) holding x[r][c] and x[r][c + 1] (0 past
+// the row): a lane's B word of two neighbouring columns is then one load, whatever the column's parity
+__device__ __forceinline__ void pair_band(u32 *ops, const float *raw, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const int c = i % IW;
+        const __half2 h = __floats2half2_rn(raw[i], c + 1 < IW ? raw[i + 1] : 0.0f);
+        ops[i + i / IW * (PITCH - IW) + IW] = *reinterpret_cast<const u32 *>(&h);
+    }
+    __syncthreads();
 }
 
 // B operand word at shared byte address `at` (the converted band)
@@ -171,10 +192,12 @@ constexpr int SROW = TT * 8 + 8;  // staging row stride (== 8 mod 32: the fragme
 constexpr int SPROW = 2 * TT;
 __device__ __forceinline__ int pool_swizzle(int m) { return 2 * ((m * SPROW / 32) % TT); }
 #endif
-template <bool XLO, bool WLO>
+// H16 (F16, an exact16 item): the fp16 pairs and a16 (the weights scaled by 2^sw), one product a k16 step, the sums
+// scaled back by unscale = 2^-sw (exact)
+template <bool XLO, bool WLO, bool H16 = false>
 __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *stage, const Item &it,
-                                         const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4], int M, int NP,
-                                         int warp, int lane) {
+                                         const u32 (&ah)[KSTEPS][4], const u32 (&al)[KSTEPS][4],
+                                         const u32 (&a16)[KS16][4], float unscale, int M, int NP, int warp, int lane) {
     const int gq = lane >> 2, t = lane & 3;
     const int pend = min(it.tend * 8, NP);  // the item's pixels end here
     const u32 band0 = ops - 4u * (it.r0 * PITCH) + 4u * t;  // row 0's word of this lane's first tap column (t)
@@ -191,6 +214,9 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
     // weight cancels: a load without a predicate or a register zeroed first. (An Inf there, the one non-finite
     // value XLO false lets through, is in the output's receptive field, which it poisons anyway.)
     const u32 off1 = XLO || t + 4 < KS ? 16u : 4u * (4 - t);
+    // H16: lane t's pair of columns 2 t, 2 t + 1 in the lo words; a lane whose pair is past the row reads column 0's
+    // (every value of an exact16 item is finite, so its zero weights cancel it)
+    const u32 off16 = 4u * IW + (2 * t < KS ? 4u * t : 0u - 4u * t);
 #if !POOL
     float *yb = y + static_cast<size_t>(it.b) * M * NP;
     const bool quads = NP % 4 == 0;                // 16-byte stores need every map's plane on 16 bytes
@@ -227,7 +253,16 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
             for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
         }
 #pragma unroll
-        for (int s = 0; s < KSTEPS; ++s) {
+        for (int s = 0; s < (H16 ? KS16 : 0); ++s) {
+#pragma unroll
+            for (int u = 0; u < TT; ++u) {
+                const u32 b0 = lds(at[u] + off16 + 4 * 2 * s * PITCH);
+                const u32 b1 = 2 * s + 1 < KS ? lds(at[u] + off16 + 4 * (2 * s + 1) * PITCH) : 0u;
+                mma_f16(acc[u], a16[s], b0, b1);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < (H16 ? 0 : KSTEPS); ++s) {
 #pragma unroll
             for (int u = 0; u < TT; ++u) {
                 // taps past K*K (the last step's padding) take 0: an Inf elsewhere in the band must not reach them
@@ -273,7 +308,8 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 #pragma unroll
             for (int k = 0; k < TT; ++k)
                 if (mr + k * (16 / TT) < M)
-                    yc[k * mstride] = activate(stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))]);
+                    yc[k * mstride] = activate(H16 ? stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))] * unscale
+                                                   : stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))]);
         }
         __syncwarp();  // the staging rows are read before the next group's writes
 #else
@@ -283,7 +319,8 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 #pragma unroll
             for (int h = 0; h < 2; ++h)
                 *reinterpret_cast<float2 *>(stage + (gq + 8 * h) * SROW + u * 8 + 2 * t) =
-                    make_float2(acc[u][2 * h], acc[u][2 * h + 1]);
+                    H16 ? make_float2(acc[u][2 * h] * unscale, acc[u][2 * h + 1] * unscale)
+                        : make_float2(acc[u][2 * h], acc[u][2 * h + 1]);
         __syncwarp();
         const int c = lane % Q, p = j0 * 8 + 4 * c, m0 = lane / Q;
         float *dst = yb + static_cast<size_t>(m0) * NP + p;
@@ -350,6 +387,46 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     }
     const u32 ops_at = static_cast<u32>(__cvta_generic_to_shared(ops));
     const bool w_has_lo = PREC == PREC_TF32X3 && __syncthreads_or(wlo);
+    // F16: the weights scaled by 2^sw (their largest finite |w| into [2^14, 2^15), fp16_shift) as m16n8k16 A
+    // fragments: rows gq, gq + 8 (maps) x k 2 t, 2 t + 1 (row 2 s) and 2 t + 8, 2 t + 9 (row 2 s + 1); w16: every
+    // weight finite and exact so (a warp holds all of them: every warp gets the same answer, without a barrier)
+    u32 a16[KS16][4];
+    bool w16 = false;
+    float unscale = 1.0f;
+#if F16
+    {
+        float wmax = 0.0f;
+#pragma unroll
+        for (int i = lane; i < 16 * KK; i += 32) {
+            const float v = i / KK < M ? __ldg(k + i) : 0.0f;
+            if (isfinite(v)) wmax = fmaxf(wmax, fabsf(v));
+        }
+#pragma unroll
+        for (int d = 16; d; d >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, d));
+        const int sw = fp16_shift(__float_as_uint(wmax));
+        const float scale = pow2(sw);
+        unscale = pow2(-sw);
+        int exact = 1;
+#pragma unroll
+        for (int s = 0; s < KS16; ++s)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int m = gq + 8 * (e & 1), row = 2 * s + (e >> 1), c0 = 2 * t;
+                const bool in = m < M && row < KS;
+                const float v0 = in && c0 < KS ? __ldg(k + m * KK + row * KS + c0) * scale : 0.0f;
+                const float v1 = in && c0 + 1 < KS ? __ldg(k + m * KK + row * KS + c0 + 1) * scale : 0.0f;
+                const __half2 h = __floats2half2_rn(v0, v1);
+                exact &= isfinite(v0) && isfinite(v1) && __low2float(h) == v0 && __high2float(h) == v1;
+                a16[s][e] = *reinterpret_cast<const u32 *>(&h);
+            }
+        w16 = __all_sync(0xffffffffu, exact);
+    }
+#else
+#pragma unroll
+    for (int s = 0; s < KS16; ++s)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a16[s][e] = 0u;
+#endif
 
     for (int it = 0;; ++it) {
         const int next = item + gridDim.x;
@@ -358,11 +435,20 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current band")
         cp_async_wait_1();
         __syncthreads();  // every thread's copies of this band have landed
-        const bool x_has_lo = convert_band(ops, raw + (it & 1) * BAND, cur.rows * IW);  // (a barrier)
-        if (x_has_lo && w_has_lo) multiply<true, true>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
-        else if (x_has_lo) multiply<true, false>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
-        else if (w_has_lo) multiply<false, true>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
-        else multiply<false, false>(y, ops_at, stage, cur, ah, al, M, NP, warp, lane);
+        bool exact16;
+        const bool x_has_lo = convert_band(ops, raw + (it & 1) * BAND, cur.rows * IW, exact16);  // (a barrier)
+        if (F16 && w16 && exact16) {
+            pair_band(ops, raw + (it & 1) * BAND, cur.rows * IW);  // (a barrier)
+            multiply<false, false, true>(y, ops_at, stage, cur, ah, al, a16, unscale, M, NP, warp, lane);
+        } else if (x_has_lo && w_has_lo) {
+            multiply<true, true>(y, ops_at, stage, cur, ah, al, a16, 1.0f, M, NP, warp, lane);
+        } else if (x_has_lo) {
+            multiply<true, false>(y, ops_at, stage, cur, ah, al, a16, 1.0f, M, NP, warp, lane);
+        } else if (w_has_lo) {
+            multiply<false, true>(y, ops_at, stage, cur, ah, al, a16, 1.0f, M, NP, warp, lane);
+        } else {
+            multiply<false, false>(y, ops_at, stage, cur, ah, al, a16, 1.0f, M, NP, warp, lane);
+        }
         if (next >= items) break;
         __syncthreads();  // the bands are read: the next conversion and the copy after it may overwrite them
         item = next;

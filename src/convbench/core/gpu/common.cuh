@@ -47,6 +47,14 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const u32 (&a)[4], u32 b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// D[16 x 8] += A[16 x 16] * B[16 x 8], fp16 operands in raw fragments (two values a register, the lower k in the low
+// half), fp32 accumulators
+__device__ __forceinline__ void mma_f16(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // ---- 3xFP16 (block-scaled fp16 hi + lo; gpu_14_igemm_tc.cu tells the scheme and its accuracy) ----
 
 // v = hi + lo as two fp16 values in one word, hi in the low half
