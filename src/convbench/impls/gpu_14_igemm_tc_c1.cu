@@ -265,7 +265,7 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         for (int s = 0; s < (H16 ? 0 : KSTEPS); ++s) {
 #pragma unroll
             for (int u = 0; u < TT; ++u) {
-                // taps past K*K (the last step's padding) take 0: an Inf elsewhere in the band must not reach them
+                // taps past the row (K < 8) weigh 0: not read (XLO), or lane 0's word of the same row (off1)
                 u32 bh0 = 0u, bl0 = 0u, bh1 = 0u, bl1 = 0u;
                 if (KS >= 4 || t < KS) {
                     bh0 = lds(at[u] + 4 * s * PITCH);
@@ -307,9 +307,10 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
         if (2 * j0 + c < qend) {
 #pragma unroll
             for (int k = 0; k < TT; ++k)
-                if (mr + k * (16 / TT) < M)
-                    yc[k * mstride] = activate(H16 ? stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))] * unscale
-                                                   : stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))]);
+                if (mr + k * (16 / TT) < M) {
+                    const float v = stage[(mr + k * (16 / TT)) * SPROW + (c ^ (2 * k))];
+                    yc[k * mstride] = activate(H16 ? v * unscale : v);
+                }
         }
         __syncwarp();  // the staging rows are read before the next group's writes
 #else
@@ -375,6 +376,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     // maps >= M and taps past the row's KS are 0
     u32 ah[KSTEPS][4], al[KSTEPS][4];
     int wlo = 0;
+    float wmax = 0.0f;  // F16: this lane's largest finite |w| (the warp's lanes hold every weight between them)
 #pragma unroll
     for (int s = 0; s < KSTEPS; ++s) {
 #pragma unroll
@@ -383,6 +385,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
             const float v = m < M && col < KS ? __ldg(k + m * KK + s * KS + col) : 0.0f;
             operand(v, ah[s][e], al[s][e]);
             wlo |= al[s][e] != 0u;
+            if (F16 && isfinite(v)) wmax = fmaxf(wmax, fabsf(v));
         }
     }
     const u32 ops_at = static_cast<u32>(__cvta_generic_to_shared(ops));
@@ -395,12 +398,6 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     float unscale = 1.0f;
 #if F16
     {
-        float wmax = 0.0f;
-#pragma unroll
-        for (int i = lane; i < 16 * KK; i += 32) {
-            const float v = i / KK < M ? __ldg(k + i) : 0.0f;
-            if (isfinite(v)) wmax = fmaxf(wmax, fabsf(v));
-        }
 #pragma unroll
         for (int d = 16; d; d >>= 1) wmax = fmaxf(wmax, __shfl_xor_sync(0xffffffffu, wmax, d));
         const int sw = fp16_shift(__float_as_uint(wmax));
