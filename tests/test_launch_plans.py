@@ -185,6 +185,9 @@ def test_the_single_channel_kernel_takes_a_recorded_plan_on_its_card_else_its_ru
     tuning.record("gpu-igemm-tc", pooled, igemm.C1LaunchPlan(NR=2, NW=8, TT=2, MINB=4, CAP=0))
     q = igemm.c1_plan(10000, 70, 70, 12, 5, pool=True)
     assert (q.NR, q.NW, q.TT, q.MINB, q.CAP) == (2, 8, 2, 4, 0) and q.band == igemm.c1_band(70, 70, 5, 2, pool=True)
+    assert rule.F16 == 0 and q.F16 == 0  # the fp16 pair path only where a recorded plan turns it on
+    tuning.record("gpu-igemm-tc", pooled, {"NR": 2, "NW": 8, "TT": 2, "MINB": 4, "CAP": 0, "F16": 1})
+    assert igemm.c1_plan(10000, 70, 70, 12, 5, pool=True).F16 == 1
     assert igemm.c1_plan(10000, 70, 70, 12, 5).NR == 3  # the plain conv keeps its own
     # and a shipped table holding both kinds still reads as the general kernel's table
     monkeypatch.setattr(tuning, "shipped", lambda card: {"gpu-igemm-tc": {key: {"NR": 3}, pooled: {"NR": 2}}})

@@ -156,8 +156,8 @@ C1_VARIANTS = [dict(KS=k, IW=70 if prec == 0 else k, PREC=prec, NW=nw, TT=tt, MI
 C1_VARIANTS += [dict(KS=k, IW=70, PREC=prec, NW=nw, TT=tt, MINB=minb, POOL=1, ACT=act) for k in (5, 7)
                 for prec in (0, 1) for act in (1, 2)
                 for nw, tt, minb in {b[:3] for (small, _), b in _mma.C1_BLOCK.items() if small == (k * k <= 32)}]
-# the fp16 pair path (F16, off until a GPU A/B), pooled and plain, on the blocks with registers to spare for its
-# fragments (on 128 registers a thread it spills: igemm.C1_F16's note)
+# the fp16 pair path (a plan's F16), pooled and plain, on the blocks with registers to spare for its fragments (on 128
+# registers a thread it spills: the note above igemm._c1_kernel)
 C1_VARIANTS += [dict(KS=k, IW=70, PREC=0, NW=4, TT=tt, MINB=3, F16=1, **pool) for k in (3, 5, 7) for tt in (2, 4)
                 for pool in ({}, dict(POOL=1, ACT=1))]
 # the bank model's padded rows (sp19's and minidnn's conv1, pooled and plain) and POOL's large-batch block
@@ -297,9 +297,9 @@ def test_pooled_single_channel_items_cover_every_pooled_output_once_and_stage_ea
                 assert seen == list(range(NQ)), (H, W, K, NR)
 
 
-def c1_key(K, W, NW, TT, MINB, prec, pool=False, act=0):
-    """_c1_kernel's arguments for a square W x W layer (3xTF32's SKIP on), its pad from the bank model, F16 off"""
-    return (K, W, NW, TT, MINB, prec, True, pool, act, _mma.c1_pad(W, W, K, pool), False)
+def c1_key(K, W, NW, TT, MINB, prec, pool=False, act=0, f16=False):
+    """_c1_kernel's arguments for a square W x W layer (3xTF32's SKIP on), its pad from the bank model"""
+    return (K, W, NW, TT, MINB, prec, True, pool, act, _mma.c1_pad(W, W, K, pool), f16)
 
 
 def test_pooled_conv_takes_the_single_channel_kernel_only_for_whole_2x2_max_windows(fake_gpu, monkeypatch):
@@ -392,6 +392,13 @@ def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refus
     with pytest.raises(UsageError, match="a single-channel plan"):
         _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), _mma.TF32X3, True, 1, "relu", Pool(2, 2, kind="avg"),
                       _mma.C1LaunchPlan(2, 8, 4, 2, 0))
+    # a plan's F16 compiles the fp16 pair path into 3xTF32's kernel; TF32's (one product) never takes it
+    c1.clear()
+    for prec in (_mma.TF32X3, _mma.TF32):
+        _mma._prepare(x, k, FakeTensor((1000, 12, 33, 33), 3), prec, True, 2, "relu", Pool(2, 2),
+                      _mma.C1LaunchPlan(2, 8, 4, 2, 0, F16=1))
+    assert list(c1) == [c1_key(5, 70, 8, 4, 2, _mma.TF32X3, True, _mma.ACTS["relu"], f16=True),
+                        c1_key(5, 70, 8, 4, 2, _mma.TF32, True, _mma.ACTS["relu"])]
 
 
 def test_conv_layers_in_the_networks_are_conv():  # the helper above reads them right
@@ -663,8 +670,8 @@ def test_the_single_channel_kernel_matches_the_reference_on_random_shapes(arith)
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("pool", [False, True])
-def test_the_single_channel_fp16_path_matches_the_reference_and_leaves_inexact_items_to_tf32(pool, monkeypatch):
-    """F16 (igemm.C1_F16): pixel-valued images and fp16-exact weights take the fp16 pairs; one image holds 1/3 (not
+def test_the_single_channel_fp16_path_matches_the_reference_and_leaves_inexact_items_to_tf32(pool):
+    """A plan's F16: pixel-valued images and fp16-exact weights take the fp16 pairs; one image holds 1/3 (not
     exact in fp16) and one an Inf, so their items run the TF32 path. Random shapes (K 1..8, odd sizes), outputs
     poisoned, one range an image and every tile its own range, against float64 (the Inf's receptive field
     excepted)."""
@@ -674,7 +681,6 @@ def test_the_single_channel_fp16_path_matches_the_reference_and_leaves_inexact_i
     from convbench.core.precision import ARITHMETICS
     from convbench.core.reference import activation
 
-    monkeypatch.setattr(_mma, "C1_F16", True)
     rng = random.Random(13 + pool)
     for case in range(16):
         K = rng.choice((1, 2, 3, 5, 7, 8))
@@ -694,7 +700,7 @@ def test_the_single_channel_fp16_path_matches_the_reference_and_leaves_inexact_i
             hit[2, :, max(0, r):H // 2 + 1, max(0, c):W // 2 + 1] = True
         xd, kd = x.cuda(), k.cuda()
         T8 = -(-(ref.shape[2] * ref.shape[3] * (4 if pool else 1)) // 8)
-        for override in ((1, 4, 4, 3), (T8, 4, 2, 3)):
+        for override in ((1, 4, 4, 3, 0, 1), (T8, 4, 2, 3, 0, 1)):
             y = torch.full(ref.shape, float("nan"), device="cuda")
             job = _mma._prepare_c1(xd, kd, y, _mma.TF32X3, True, override, pool=pool, act=_mma.ACTS["relu"] if pool
                                    else 0)

@@ -36,6 +36,7 @@ from convbench.core.spec import (
 from convbench.measure.ceilings import Ceilings
 from convbench.network.model import forward
 from convbench.network.weights import Weights, load_weights
+from convbench.whole import act_pool as _act_pool
 from convbench.whole import dense as _dense
 from convbench.whole import graph as whole
 from convbench.whole.graph import (
@@ -482,10 +483,14 @@ def test_the_floor_counts_pooled_single_channel_convs_on_the_fma_kernel_as_fp32(
     assert wn.layer_arithmetic(10000) == {}  # reduced precision: the mma kernels
 
 
-@pytest.mark.parametrize("pool", [Pool(2, 2), Pool(2, 2, ceil=True), Pool(2, 2, kind="avg"), Pool(4, 4), None])
+ACT_POOLS = [Pool(2, 2), Pool(2, 2, ceil=True), Pool(2, 2, kind="avg"), Pool(4, 4), Pool(4, 4, ceil=True),
+             Pool(3, 2, ceil=True), Pool(3, 2, kind="avg", ceil=True), None]
+
+
+@pytest.mark.parametrize("pool", ACT_POOLS)
 @pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", None])
-def test_pool_then_activate_is_the_layers_in_their_order(pool, act):
-    """WGMMA_THEN_POOL's epilogue in PyTorch: a max pool before a (monotone) activation, an average one after it; NaN
+def test_act_pool_off_the_gpu_is_the_layers_in_their_order(pool, act):
+    """act_pool's PyTorch path (CPU tensors): a max pool before a (monotone) activation, an average one after it; NaN
     kept; the result in the step's static output."""
     g = torch.Generator().manual_seed(3)
     for shape in ((3, 4, 34, 34), (2, 5, 33, 35)):
@@ -493,8 +498,18 @@ def test_pool_then_activate_is_the_layers_in_their_order(pool, act):
         conv[0, 1, 2, 3] = float("nan")
         ref = problem.pool(problem.activation(conv.clone(), act), pool)
         out = torch.full(ref.shape, 7.0, dtype=torch.float64)
-        got = whole.pool_then_activate(conv, pool, act, out)
+        got = _act_pool.act_pool(conv, pool, act, out)
         assert got.data_ptr() == out.data_ptr() and torch.allclose(got, ref, equal_nan=True, rtol=0, atol=1e-15)
+
+
+def test_act_pool_refuses_an_output_of_another_shape_or_an_unknown_activation():
+    from convbench.core.errors import UsageError
+
+    conv = torch.zeros(2, 3, 34, 34)
+    with pytest.raises(UsageError, match=r"out has shape \(2, 3, 8, 8\), the pooled conv \(2, 3, 9, 9\)"):
+        _act_pool.act_pool(conv, Pool(4, 4, ceil=True), "relu", torch.zeros(2, 3, 8, 8))
+    with pytest.raises(UsageError, match="unknown activation 'gelu'"):
+        _act_pool.act_pool(conv, Pool(2, 2), "gelu", torch.zeros(2, 3, 17, 17))
 
 
 def test_whole_network_rejects_an_unknown_precision(cpu_standins):
@@ -661,6 +676,38 @@ def test_dense_function_odd_shape(precision):
     w, b = torch.randn(23, 301, device="cuda") / 17, torch.randn(23, device="cuda")
     y = _dense.dense(x, w, b, "tanh", False, precision)
     assert rel(y, reference_dense(x, w, b, "tanh", False)) <= TOLERANCE[precision]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pool", ACT_POOLS)
+def test_act_pool_kernel_matches_float64(pool):
+    """act_pool.cu against float64's pool(act(conv)), every activation: odd sizes, a NaN and both infinities in the
+    input, the output poisoned with NaN first. Planes staged in shared memory with float4 loads, with float loads (a
+    plane of odd size, an input 4 bytes past alignment), and too large to stage (windows from memory). NaN and
+    infinities where the reference has them, the rest within fp32's rounding; the conv is only read."""
+    g = torch.Generator().manual_seed(5)
+    for act in ("relu", "tanh", "sigmoid", None):
+        for shape, offset in (((3, 4, 34, 34), 0), ((2, 5, 33, 35), 0), ((1, 1, 7, 9), 0), ((64, 16, 34, 34), 0),
+                              ((3, 4, 34, 34), 1), ((1, 2, 111, 111), 0)):
+            conv = torch.randn(shape, generator=g) * 3
+            conv[0, 0, 2, 3], conv[-1, -1, -1, -2], conv[-1, 0, 0, 0] = math.nan, math.inf, -math.inf
+            ref = problem.pool(problem.activation(conv.double(), act), pool)
+            out = torch.full(ref.shape, math.nan, device="cuda")
+            x = torch.empty(conv.numel() + offset, device="cuda")[offset:].view(shape).copy_(conv)
+            got = _act_pool.act_pool(x, pool, act, out).double().cpu()
+            case = (act, shape, offset)
+            assert torch.equal(got.isnan(), ref.isnan()), case
+            fin = ref.isfinite()
+            assert torch.equal(got[~fin & ~ref.isnan()], ref[~fin & ~ref.isnan()]), case
+            assert rel(got[fin], ref[fin]) <= 1e-6, (case, rel(got[fin], ref[fin]))
+            assert torch.allclose(x.cpu(), conv, rtol=0, atol=0, equal_nan=True), "act_pool's kernel wrote its input"
+
+
+def test_act_pool_stages_whole_planes_that_fit_and_reads_larger_ones_from_memory():
+    assert _act_pool.planes_staged(160000, 34, 34) == _act_pool.STAGED_BYTES // (34 * 34 * 4)
+    assert _act_pool.planes_staged(3, 34, 34) == 3  # no more than there are
+    assert _act_pool.planes_staged(10, 100, 100) == 1  # 40 KB: one at a time
+    assert _act_pool.planes_staged(10, 111, 111) == 0  # 49 KB: more than a block has without opting in
 
 
 @pytest.mark.gpu

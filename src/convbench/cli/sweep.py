@@ -63,6 +63,8 @@ C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2
              (2, 4, 4, 0), (4, 2, 4, 0)]
 # POOL (conv + activation + pool: a quarter of the bytes to write) also with more warps an SM
 C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4, 4), (4, 2, 6, 0), (8, 4, 3, 0)]
+# and the fp16 pair path (F16: faster on some layers, slower on others) on the blocks that did best with or without it
+C1_POOL_BLOCKS += [(8, 4, 2, 2, 1), (4, 4, 3, 0, 1), (8, 4, 2, 0, 1)]
 C1_SWEPT = "tf32x3"
 # The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB), each plan deduplicated by
 # the launch it makes; the best is recorded with USE 1 where it beat the layer's route without it, else USE 0

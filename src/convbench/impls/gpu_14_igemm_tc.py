@@ -186,6 +186,7 @@ class C1Plan:
     pad: int  # words after each converted row (PPAD: c1_pad)
     ops: int  # words of the converted band (c1_ops)
     CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
+    F16: int = 0  # 1: the fp16 pair path (C1LaunchPlan.F16)
 
     @property
     def smem(self) -> int:
@@ -204,6 +205,7 @@ class C1LaunchPlan(tuning.LaunchPlan):
     TT: int  # 8-pixel tiles a warp multiplies at once
     MINB: int  # __launch_bounds__' minimum resident blocks per SM
     CAP: int = 0  # the most blocks the grid places on an SM (0: as many as fit)
+    F16: int = 0  # 1: the fp16 pair path for the items it can take (3xTF32 only; see _c1_kernel)
 
 
 def c1_plan_key(H, W, M, K, B: int, pool: bool = False) -> str:
@@ -348,7 +350,7 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     if override is None:
         override = tuning.launch_plan(NAME, c1_plan_key(H, W, M, K, B, pool), C1LaunchPlan, card)
     if override is not None:
-        NR, NW, TT, MINB, CAP = C1LaunchPlan.of(override)
+        NR, NW, TT, MINB, CAP, F16 = C1LaunchPlan.of(override)
         fixed = True
         if pool and TT & (TT - 1):
             raise UsageError(f"gpu-igemm-tc: a pooled single-channel plan needs TT a power of two (its staging "
@@ -356,6 +358,7 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     else:
         NW, TT, MINB, CAP = (C1_POOL_BLOCK.get(tuning.batch_class(B)) if pool else None) \
             or C1_BLOCK[K * K <= 32, tuning.batch_class(B)]
+        F16 = 0
         NR = min(max(2 if NW == 8 else 1, -(-sms * MINB // (2 * B))), max(1, T8 // (NW * TT)))
         fixed = False
     NR = max(1, min(NR, T8))
@@ -363,7 +366,7 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
 
     def planned(NR):
         band = c1_band(H, W, K, NR, pool)
-        return C1Plan(NR, NW, TT, MINB, band, B * NR, pad, c1_ops(band, W, pad), CAP)
+        return C1Plan(NR, NW, TT, MINB, band, B * NR, pad, c1_ops(band, W, pad), CAP, F16)
 
     p = planned(NR)
     while p.smem > SMEM_PER_BLOCK and not fixed and p.NR < T8:
@@ -374,11 +377,12 @@ def c1_plan(B, H, W, M, K, sms: int = 132, override: C1LaunchPlan | tuple[int, .
     return p
 
 
-# The single-channel kernel's fp16 path (F16): an item whose values are finite and exact in fp16 (the course's pixel
-# values), with weights exact in fp16 after a power-of-two scale (ours), takes one fp16 product a k16 step on pairs of
-# columns: half the mma and operand loads of the one TF32 product a k8 step it takes otherwise. Built and checked
-# without a GPU; off until a GPU A/B shows it faster (and on plans of 128 registers a thread it spills).
-C1_F16 = False
+# The single-channel kernel's fp16 path (F16, a plan's field): an item whose values are finite and exact in fp16
+# (the course's pixel values), with weights exact in fp16 after a power-of-two scale (ours), takes one fp16
+# product a k16 step on pairs of columns: half the mma and operand loads of the one TF32 product a k8 step it takes
+# otherwise, for more instructions to pair the columns. Faster on some layers only (fa18's conv1 at large batches:
+# results/2026-11-29-1935-h200-f16-pool), so only their recorded plans turn it on; the rule leaves it off. On 128
+# registers a thread it spills a few bytes.
 
 
 def _c1_kernel(K, W, NW, TT, MINB, prec, skip, pool=False, act=0, pad=0, f16=False):
@@ -393,7 +397,7 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = c1_plan(B, H, W, M, K, sms, override, pool=pool)
-    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad, C1_F16 and prec == TF32X3)
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad, bool(p.F16) and prec == TF32X3)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     fit = gpu.blocks_per_sm(fn, threads, p.smem)
@@ -601,7 +605,7 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
     """The launch of a layer of these shapes and options: prepared once (plan, compiled kernel, argument block) and
     then looked up, or FALLBACK. Its launch(stream, y, x, k pointers) is all the rest a call costs: at 100 images a
     layer takes a few microseconds of GPU time and the host path is a large part of its Op Time."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override, C1_FMA, C1_F16)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, act, pool, epi, override, C1_FMA)
     job = LAUNCHES.get(key)
     if job is None or not gpu.plain_float32(x, k, y):
         gpu.check_tensors(x, k, y, fused_output_shape(x.shape, k.shape, pool if epi else None), NAME)

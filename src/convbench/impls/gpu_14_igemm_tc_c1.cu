@@ -21,7 +21,7 @@
 // large batches, 5..16 at small ones (fewer: gpu_14's n8 map tiles waste less), K*K <= 64; an Inf or NaN input
 // poisons only its receptive field. One compile per input width.
 // PREC: 3xTF32 (gpu-igemm-tc; SKIP leaves out the products with lo parts that are all zero: exact) or TF32. F16 1
-// (3xTF32; igemm.C1_F16): an item of finite fp16-exact values, with fp16-exact weights (scaled), takes one fp16
+// (3xTF32; a plan's F16): an item of finite fp16-exact values, with fp16-exact weights (scaled), takes one fp16
 // product a k16 step (two filter rows) on column pairs: half the mma and loads of its one TF32 product a k8 step.
 // POOL 1: conv + activation + 2x2 max pool (stride 2, floor): a tile's 8 pixels are two pooled outputs' windows,
 // reduced with one shuffle; only the pooled maps are written.

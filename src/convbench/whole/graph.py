@@ -5,8 +5,9 @@ nothing leaves the device between layers and no Python runs per layer on the tim
 
     Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None;
                                       conv1 with a 2x2 max pool at small batches: its single-channel kernel)
-    Conv alone, C*K*K >= 192        -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py; 3xFP16 for tf32x3,
-                                      FP16 / BF16 for those): faster on the long reductions, and it has no epilogue
+    Conv, C*K*K >= 192             -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py; 3xFP16 for tf32x3,
+                                      FP16 / BF16 for those): faster on the long reductions; it has no epilogue, so an
+                                      activation / pool after it is one more kernel (whole/act_pool.py)
     Flatten                        -> a view
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
@@ -52,11 +53,12 @@ from convbench.impls import gpu_16_wgmma_taps as taps
 from convbench.impls.registry import family_arithmetic, get_impl
 from convbench.network.model import correctness, forward
 from convbench.network.weights import Weights
+from convbench.whole.act_pool import act_pool
 from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
 
 MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
 # A conv with an activation / pool after it on gpu-wgmma's kernel (where its reduction is long enough), its output then
-# pooled and activated by PyTorch, instead of gpu-igemm-tc's fused kernel: the conv's whole output makes a round trip
+# pooled and activated by whole/act_pool.py's kernel, instead of gpu-igemm-tc's fused kernel: the conv's whole output makes a round trip
 # through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the fused kernel reduces
 # slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
 WGMMA_THEN_POOL = True
@@ -150,20 +152,6 @@ def group_layers(spec: NetSpec) -> list[Step]:
     return steps
 
 
-def pool_then_activate(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.Tensor) -> torch.Tensor:
-    """pool(act(conv)) into out, conv overwritten. A max pool goes first, on the conv's whole output, and the
-    activation after it on a quarter as much (monotone: the same, as the fused kernels do); a 2x2 stride-2 one over
-    whole windows reads the conv once, straight into out. An average pool needs the activation first."""
-    if pool is None or pool.kind != "max":
-        return out.copy_(ops.pool(ops.activation(conv, act, in_place=True), pool))
-    B, M, OH, OW = conv.shape
-    if (pool.size, pool.stride) == (2, 2) and OH % 2 == 0 and OW % 2 == 0:
-        torch.amax(conv.view(B, M, OH // 2, 2, OW // 2, 2), dim=(3, 5), out=out)
-    else:
-        out.copy_(ops.pool(conv, pool))
-    return ops.activation(out, act, in_place=True)
-
-
 def _torch_layer(layer, x: torch.Tensor) -> torch.Tensor:
     if isinstance(layer, Activation):
         return ops.activation(x, layer.fn)
@@ -230,7 +218,7 @@ class WholeNetwork:
 
     def uses_wgmma(self, step: Step, B: int) -> bool:
         """A conv at batch B with a reduction long enough for gpu-wgmma's kernel there (sm_90 only) and nothing to
-        fuse after it (or with WGMMA_THEN_POOL, its activation and pool after it in PyTorch)."""
+        fuse after it (or with WGMMA_THEN_POOL, its activation and pool after it in act_pool's kernel)."""
         if (not isinstance(step, ConvStep) or ((step.act or step.pool) and not WGMMA_THEN_POOL)
                 or self.wgmma_arithmetic is None
                 or torch.device(self.device).type != "cuda"):
@@ -265,7 +253,7 @@ class WholeNetwork:
                     return out
                 conv = torch.empty(output_shape(h.shape, k.shape), device=h.device)  # (a capture: the graph's pool)
                 route.launch(h, k, conv, self.wgmma_arithmetic)
-                return pool_then_activate(conv, step.pool, step.act, out)
+                return act_pool(conv, step.pool, step.act, out)
             return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)
         if isinstance(step, FlattenStep):
             return h.reshape(B, -1)
