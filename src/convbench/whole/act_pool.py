@@ -20,8 +20,7 @@ from convbench.core.spec import Pool, pool_out
 SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "act_pool_kernel"
 ACTIVATIONS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}  # act_pool.cu's ACT (common.cuh's activate)
 THREADS = 256
-BLOCKS_PER_SM = 8  # the grid: enough blocks to keep every SM's loads in flight, each striding over the outputs
-STAGED_BYTES = 32 * 1024  # the planes a block stages at a time (PG): about this much shared memory, a few blocks an SM
+STAGED_BYTES = 24 * 1024  # the planes a block stages at a time (PG): at most this much shared memory, 8 blocks an SM
 MAX_STAGED_BYTES = 48 * 1024  # one plane larger than this (no opt-in): windows read from memory (PG 0)
 
 
@@ -67,8 +66,11 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     planes = B * M
     PG = planes_staged(planes, H, W)
     vec = PG > 0 and (H * W) % 4 == 0 and conv.data_ptr() % 16 == 0
-    work = -(-planes // PG) if PG else -(-planes * PH * PW // THREADS)
-    grid = max(1, min(work, BLOCKS_PER_SM * gpu.sm_count(conv.device.index or 0)))
     fn = _kernel(size, stride, pool is not None and pool.kind == "avg", ACTIVATIONS[act], PG, vec)
-    gpu.launch(fn, (grid, 1, 1), (THREADS, 1, 1), (out, conv, planes, H, W, PH, PW), shared_mem=PG * H * W * 4)
+    smem = PG * H * W * 4
+    # one wave of resident blocks, each striding over plane groups (or outputs): a second, partial wave would idle
+    # most SMs while it runs
+    work = -(-planes // PG) if PG else -(-planes * PH * PW // THREADS)
+    grid = max(1, min(work, gpu.blocks_per_sm(fn, THREADS, smem) * gpu.sm_count(conv.device.index or 0)))
+    gpu.launch(fn, (grid, 1, 1), (THREADS, 1, 1), (out, conv, planes, H, W, PH, PW), shared_mem=smem)
     return out
