@@ -3,9 +3,8 @@
 //
 // What changes relative to the PyTorch ops it replaces (max_pool2d into a new tensor, the activation in place, a copy
 // into the step's static buffer): one kernel reads x once and writes y once. A block copies PG whole planes into
-// shared memory (cp.async, 16 bytes where VEC, all in flight, the next PG landing while these are pooled), then each
-// thread makes pooled outputs from there; a thread reading its window straight from memory (PG 0, for planes too
-// large) would touch many lines per warp load instead.
+// shared memory with coalesced (float4 where VEC) loads, then each thread makes pooled outputs from there; a thread
+// reading its window straight from memory (PG 0, for planes too large) touches many lines per warp load instead.
 // Why faster: three passes over memory (and the pool's own output) become one, and one graph node instead of three.
 // What bounds it (napkin, minidnn's conv2 at 10000 images: x is 10000 x 16 x 34 x 34 floats = 740 MB, y 52 MB):
 // DRAM, about 0.2 ms at ~4 TB/s; the window loads are 16 a thread, a few instructions each.
@@ -27,13 +26,13 @@
 #define ACT 2
 #endif
 #ifndef PG
-#define PG 2  // planes a block stages in shared memory at a time, in each of two buffers; 0: windows read from memory
+#define PG 8  // planes a block stages in shared memory at a time (PG * H * W floats); 0: windows read from memory
 #endif
 #ifndef VEC
 #define VEC 1  // PG > 0: 1 = planes of a multiple of 4 floats from a 16-byte aligned x (float4 loads), 0 = floats
 #endif
 
-#include "common.cuh"  // activate, cp.async
+#include "common.cuh"  // activate
 
 #define NEG_INF __int_as_float(0xff800000)
 
@@ -62,34 +61,25 @@ extern "C" __global__ void __launch_bounds__(256)
                     const int PH, const int PW) {
     const int HW = H * W, PHW = PH * PW;
 #if PG
-    // two buffers of PG planes: the next group's copies (cp.async, all in flight at once) land while this one is pooled
     extern __shared__ float4 staged4[];
-    float *const buf0 = reinterpret_cast<float *>(staged4), *const buf1 = buf0 + PG * HW;
-    const size_t step = (size_t)gridDim.x * PG;
-    auto stage = [&](const size_t p0, float *dst) {
-        const int n = (int)min((size_t)PG, planes - p0) * HW;
+    float *staged = reinterpret_cast<float *>(staged4);
+    for (size_t p0 = (size_t)blockIdx.x * PG; p0 < (size_t)planes; p0 += (size_t)gridDim.x * PG) {
+        const int np = (int)min((size_t)PG, planes - p0);
         const float *src = x + p0 * HW;
 #if VEC
-        for (int i = 4 * threadIdx.x; i < n; i += 4 * blockDim.x) cp_async16(dst + i, src + i);
+        const float4 *src4 = reinterpret_cast<const float4 *>(src);
+#pragma unroll 4
+        for (int i = threadIdx.x; i < np * HW / 4; i += blockDim.x) staged4[i] = __ldg(src4 + i);
 #else
-        for (int i = threadIdx.x; i < n; i += blockDim.x) cp_async4(dst + i, src + i);
+#pragma unroll 4
+        for (int i = threadIdx.x; i < np * HW; i += blockDim.x) staged[i] = __ldg(src + i);
 #endif
-    };
-    size_t p0 = (size_t)blockIdx.x * PG;
-    if (p0 < (size_t)planes) stage(p0, buf0);
-    cp_async_commit();
-    for (int it = 0; p0 < (size_t)planes; p0 += step, ++it) {
-        float *const now = (it & 1) ? buf1 : buf0;
-        if (p0 + step < (size_t)planes) stage(p0 + step, (it & 1) ? buf0 : buf1);  // pooled two groups ago
-        cp_async_commit();
-        cp_async_wait<1>();  // this group's copies have landed; the next group's may still be in flight
         __syncthreads();
-        const int np = (int)min((size_t)PG, planes - p0);
         for (int o = threadIdx.x; o < np * PHW; o += blockDim.x) {
             const int plane = o / PHW, r = o - plane * PHW;
-            y[p0 * PHW + o] = pooled(now + plane * HW, H, W, r / PW, r % PW);
+            y[p0 * PHW + o] = pooled(staged + plane * HW, H, W, r / PW, r % PW);
         }
-        __syncthreads();  // the next iteration's copies refill the other buffer, the one after this one
+        __syncthreads();  // the next planes overwrite the staged ones
     }
 #else
     const size_t n = (size_t)planes * PHW;

@@ -20,8 +20,8 @@ from convbench.core.spec import Pool, pool_out
 SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "act_pool_kernel"
 ACTIVATIONS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}  # act_pool.cu's ACT (common.cuh's activate)
 THREADS = 256
-STAGED_BYTES = 24 * 1024  # a block's two buffers of PG planes: at most this much shared memory (8 blocks an SM)
-MAX_STAGED_BYTES = 48 * 1024  # two planes larger than this (no opt-in): windows read from memory (PG 0)
+STAGED_BYTES = 24 * 1024  # the planes a block stages at a time (PG): at most this much shared memory, 8 blocks an SM
+MAX_STAGED_BYTES = 48 * 1024  # one plane larger than this (no opt-in): windows read from memory (PG 0)
 
 
 def pool_then_activate(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.Tensor) -> torch.Tensor:
@@ -44,10 +44,9 @@ def _kernel(size: int, stride: int, avg: bool, act: int, planes_staged: int, vec
 
 
 def planes_staged(planes: int, H: int, W: int) -> int:
-    """PG: the planes a block stages in each of its two shared-memory buffers (0: two planes do not fit a block;
-    windows read from memory)."""
+    """PG: the planes a block stages in shared memory at a time (0: a plane does not fit; windows from memory)."""
     plane = H * W * 4
-    return 0 if 2 * plane > MAX_STAGED_BYTES else max(1, min(planes, STAGED_BYTES // (2 * plane)))
+    return 0 if plane > MAX_STAGED_BYTES else max(1, min(planes, STAGED_BYTES // plane))
 
 
 def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.Tensor) -> torch.Tensor:
@@ -68,7 +67,7 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     PG = planes_staged(planes, H, W)
     vec = PG > 0 and (H * W) % 4 == 0 and conv.data_ptr() % 16 == 0
     fn = _kernel(size, stride, pool is not None and pool.kind == "avg", ACTIVATIONS[act], PG, vec)
-    smem = 2 * PG * H * W * 4
+    smem = PG * H * W * 4
     # one wave of resident blocks, each striding over plane groups (or outputs): a second, partial wave would idle
     # most SMs while it runs
     work = -(-planes // PG) if PG else -(-planes * PH * PW // THREADS)
