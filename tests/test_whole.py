@@ -683,12 +683,13 @@ def test_dense_function_odd_shape(precision):
 def test_act_pool_kernel_matches_float64(pool):
     """act_pool.cu against float64's pool(act(conv)), every activation: odd sizes, a NaN and both infinities in the
     input, the output poisoned with NaN first. Planes staged in shared memory with float4 loads, with float loads (a
-    plane of odd size, an input 4 bytes past alignment), and too large to stage (windows from memory). NaN and
-    infinities where the reference has them, the rest within fp32's rounding; the conv is only read."""
+    plane of odd size, an input 4 bytes past alignment), many groups a block, and too large to stage (windows from
+    memory). NaN and infinities where the reference has them, the rest within fp32's rounding; the conv is only
+    read."""
     g = torch.Generator().manual_seed(5)
     for act in ("relu", "tanh", "sigmoid", None):
         for shape, offset in (((3, 4, 34, 34), 0), ((2, 5, 33, 35), 0), ((1, 1, 7, 9), 0), ((64, 16, 34, 34), 0),
-                              ((3, 4, 34, 34), 1), ((1, 2, 111, 111), 0)):
+                              ((3, 4, 34, 34), 1), ((1, 2, 111, 111), 0), ((601, 15, 34, 34), 0)):
             conv = torch.randn(shape, generator=g) * 3
             conv[0, 0, 2, 3], conv[-1, -1, -1, -2], conv[-1, 0, 0, 0] = math.nan, math.inf, -math.inf
             ref = problem.pool(problem.activation(conv.double(), act), pool)
