@@ -189,8 +189,8 @@ def main() -> int:
           "each network's floor is that times its conv layers")
     fastest = min(rows, key=lambda r: r["op_us"])
     if fastest["op_us"] < empty_op_us:  # then it bounds nothing: no ratio to it is printed
-        print(f"warning: not a floor on this machine: {fastest['impl']}'s {fastest['net']} {fastest['layer']} call took "
-              f"{fastest['op_us']:.2f} us, less than the empty kernel's; no multiples of it are printed")
+        print(f"warning: not a floor on this machine: {fastest['impl']}'s {fastest['net']} {fastest['layer']} call "
+              f"took {fastest['op_us']:.2f} us, less than the empty kernel's; no multiples of it are printed")
         return 0
     for net in args.nets.split(","):
         layers = len({r["layer"] for r in rows if r["net"] == net})

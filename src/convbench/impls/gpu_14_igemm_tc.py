@@ -397,7 +397,8 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = c1_plan(B, H, W, M, K, sms, override, pool=pool)
-    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad, bool(p.F16) and prec == TF32X3)
+    f16 = bool(p.F16) and prec == TF32X3
+    fn = _c1_kernel(K, W, p.NW, p.TT, p.MINB, prec, skip, pool, act if pool else 0, p.pad, f16)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     threads = 32 * p.NW
     fit = gpu.blocks_per_sm(fn, threads, p.smem)

@@ -58,9 +58,9 @@ from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
 
 MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
 # A conv with an activation / pool after it on gpu-wgmma's kernel (where its reduction is long enough), its output then
-# pooled and activated by whole/act_pool.py's kernel, instead of gpu-igemm-tc's fused kernel: the conv's whole output makes a round trip
-# through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the fused kernel reduces
-# slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
+# pooled and activated by whole/act_pool.py's kernel, instead of gpu-igemm-tc's fused kernel: the conv's whole output
+# makes a round trip through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the
+# fused kernel reduces slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
 WGMMA_THEN_POOL = True
 # The batch classes (core/gpu/tuning.batch_class) whose long convs run gpu-wgmma-taps' launch, which takes the layers
 # its kernel serves and sends the others to gpu-wgmma's, as the wgmma route does (scripts/optin_ab.py --what whole)
