@@ -30,7 +30,7 @@ SOURCE = Path(__file__).with_suffix(".cu")
 SOURCE_C1 = Path(__file__).with_name("gpu_14_igemm_tc_c1.cu")
 SOURCE_C1_FMA = Path(__file__).with_name("gpu_14_igemm_tc_c1_fma.cu")
 
-ACTS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+ACTS = gpu.ACT_CODES
 SMEM_PER_BLOCK = gpu.SMEM_PER_BLOCK
 TF32X3, TF32, FP16, BF16, FP16X3 = (kernel_code(a) for a in ("tf32x3", "tf32", "fp16", "bf16", "fp16x3"))
 SIXTEEN_BIT = (FP16, BF16, FP16X3)  # k16 mma steps (PREC_16BIT in precision.cuh)

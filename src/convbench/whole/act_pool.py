@@ -18,7 +18,6 @@ from convbench.core.errors import UsageError
 from convbench.core.spec import Pool, pool_out
 
 SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "act_pool_kernel"
-ACTIVATIONS = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}  # act_pool.cu's ACT (common.cuh's activate)
 THREADS = 256
 STAGED_BYTES = 24 * 1024  # the planes a block stages at a time (PG): at most this much shared memory, 8 blocks an SM
 MAX_STAGED_BYTES = 48 * 1024  # one plane larger than this (no opt-in): windows read from memory (PG 0)
@@ -57,7 +56,7 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     """out = pool(act(conv)) for a (B, M, H, W) conv output and out of the pooled shape (PyTorch's rule, padding 0);
     returns out. A CUDA float32 pair runs act_pool.cu (conv is only read); anything else PyTorch's ops
     (pool_then_activate, which overwrites conv)."""
-    if act not in ACTIVATIONS:
+    if act not in gpu.ACT_CODES:
         raise UsageError(f"act_pool: unknown activation {act!r}; choose one of tanh, relu, sigmoid or None")
     size, stride = (pool.size, pool.stride) if pool is not None else (1, 1)
     B, M, H, W = conv.shape
@@ -70,7 +69,7 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     planes = B * M
     PG = planes_staged(planes, H, W)
     vec = PG > 0 and (H * W) % 4 == 0 and conv.data_ptr() % 16 == 0
-    fn = _kernel(size, stride, pool is not None and pool.kind == "avg", ACTIVATIONS[act], PG, vec, WHOLE_WINDOWS)
+    fn = _kernel(size, stride, pool is not None and pool.kind == "avg", gpu.ACT_CODES[act], PG, vec, WHOLE_WINDOWS)
     smem = PG * H * W * 4
     # one wave of resident blocks, each striding over plane groups (or outputs): a second, partial wave would idle
     # most SMs while it runs

@@ -38,7 +38,7 @@ from convbench.core.precision import kernel_code
 SOURCE, KERNEL, FINISH = Path(__file__).with_suffix(".cu"), "dense_mma_kernel", "dense_finish_kernel"
 WGMMA_SOURCE, WGMMA_KERNEL = Path(__file__).with_name("dense_wgmma.cu"), "dense_wgmma_kernel"
 ARITHMETICS = ("tf32x3", "tf32", "fp16", "bf16")  # the kernel's PREC choices (core/precision.py)
-ACTIVATIONS = {None: 0, "none": 0, "tanh": 1, "relu": 2, "sigmoid": 3}
+ACTIVATIONS = {**gpu.ACT_CODES, "none": 0}  # the ACT define; "none" as the spec may spell it
 BK = 32  # reduction depth per pipeline stage (the kernel's BK)
 STAGES = 3
 MAX_TAIL = 32  # the fused last layer (and a softmax over N) has at most one output per lane
