@@ -1,5 +1,5 @@
-"""A stand-in for the CUDA driver's cuLaunchKernel, compiled here: it records what the launchers pass (tests of
-the C and ctypes launchers and of the compiled call path on a machine without a GPU)."""
+"""A stand-in for the CUDA driver's cuLaunchKernel and cuLaunchKernelEx, compiled here: it records what the launchers
+pass (tests of the C and ctypes launchers and of the compiled call path on a machine without a GPU)."""
 
 from pathlib import Path
 
@@ -9,6 +9,7 @@ STUB_DRIVER = r"""
 #include <stdint.h>
 /* cuLaunchKernel's signature; records what it was called with, and fails once with fail_next's result */
 void *got_f, *got_stream, **got_params, **got_extra;
+extern unsigned plain_calls;
 unsigned got_dims[7];
 int next_result;
 void fail_next(int r) { next_result = r; }
@@ -19,6 +20,23 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     for (int i = 0; i < 7; ++i) got_dims[i] = d[i];
     int r = next_result;
     next_result = 0;
+    ++plain_calls;
+    return r;
+}
+/* cuLaunchKernelEx: cuda.h's CUlaunchConfig and CUlaunchAttribute, written out; the first attribute recorded */
+typedef struct { int id; char pad[4]; union { char bytes[64]; int value; } v; } attr_t;
+typedef struct { unsigned dims[7]; void *stream; attr_t *attrs; unsigned nattrs; } config_t;
+unsigned plain_calls, ex_calls, got_nattrs;
+int got_attr_id = -1, got_attr_value = -1;
+int cuLaunchKernelEx(const config_t *c, void *f, void **params, void **extra) {
+    got_f = f; got_stream = c->stream; got_params = params; got_extra = extra;
+    for (int i = 0; i < 7; ++i) got_dims[i] = c->dims[i];
+    got_nattrs = c->nattrs;
+    got_attr_id = c->nattrs ? c->attrs[0].id : -1;
+    got_attr_value = c->nattrs ? c->attrs[0].v.value : -1;
+    int r = next_result;
+    next_result = 0;
+    ++ex_calls;
     return r;
 }
 """

@@ -191,6 +191,75 @@ def test_the_c_launcher_passes_every_argument_and_names_a_failure(tmp_path):
     assert lines[4] == "failed: CUDA launch of k grid=(132, 2, 3) failed: CUresult 719"
 
 
+PROGRAMMATIC_CHECK = r"""
+import ctypes, sys, threading
+library = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)  # soname libcuda.so.1: what the launcher opens
+from convbench.core.gpu import _launch, launcher
+import numpy as np
+params, offsets = launcher.packed_arguments((1, np.uint64(2**40)))
+dep = _launch.Launch("dep", 0x7F0012345670, (264, 1, 1), (256, 1, 1), 105088, params, offsets, (1,), True)
+plain = _launch.Launch("plain", 0x7F0012345678, (2, 1, 1), (32, 1, 1), 0, params, offsets, (1,))
+counts = lambda: tuple(ctypes.c_uint.in_dll(library, n).value for n in ("plain_calls", "ex_calls"))
+print("available", _launch.programmatic_available(), dep.dependent, plain.dependent)
+dep.launch(7, 1)
+print("off", counts())
+print("was", _launch.set_programmatic(True))
+plain.launch(7, 1)
+print("on, a plain launch", counts())
+dep.launch(0xDEADBEEF12345678, 0xFFFF_0000_1234_5678)
+dims = list((ctypes.c_uint * 7).in_dll(library, "got_dims"))
+attr = [ctypes.c_int.in_dll(library, n).value for n in ("got_attr_id", "got_attr_value")]
+stream = ctypes.c_void_p.in_dll(library, "got_stream").value
+p = ctypes.cast(ctypes.c_void_p.in_dll(library, "got_params").value, ctypes.POINTER(ctypes.c_void_p))
+print("on, dependent", counts(), dims, hex(stream), ctypes.c_uint.in_dll(library, "got_nattrs").value, attr,
+      hex(ctypes.cast(p[1], ctypes.POINTER(ctypes.c_uint64))[0]))
+other = []
+t = threading.Thread(target=lambda: (dep.launch(7, 1), other.append(counts())))
+t.start(); t.join()
+print("another thread", other[0])
+print("was", _launch.set_programmatic(False))
+dep.launch(7, 1)
+print("off again", counts())
+"""
+
+
+def test_dependent_launches_go_programmatic_only_where_asked(tmp_path):
+    """The C launcher against the stand-in driver: a Launch prepared `dependent` goes through cuLaunchKernelEx with
+    programmatic stream serialization (attribute 6, value 1), its grid, block, shared memory, stream and argument
+    block intact, only while set_programmatic is on, and only on the thread that set it; any other Launch, and every
+    launch with it off, is the ordinary cuLaunchKernel."""
+    import subprocess
+    import sys
+
+    c_launcher()
+    lib = stub_library(tmp_path)
+    out = subprocess.run([sys.executable, "-c", PROGRAMMATIC_CHECK, str(lib)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "available True True False",
+        "off (1, 0)",
+        "was False",
+        "on, a plain launch (2, 0)",
+        "on, dependent (2, 1) [264, 1, 1, 256, 1, 1, 105088] 0xdeadbeef12345678 1 [6, 1] 0xffff000012345678",
+        "another thread (3, 1)",
+        "was True",
+        "off again (4, 1)",
+    ]
+
+
+def test_programmatic_launches_are_a_no_op_where_unavailable(monkeypatch):
+    """Without the C launcher's cuLaunchKernelEx (the ctypes launcher, no GPU, an older GPU), programmatic_launches()
+    changes nothing: every launch is the ordinary one, and the results are the same."""
+    from convbench.core.gpu import launcher
+
+    monkeypatch.setattr(launcher, "programmatic_available", lambda: False)
+    calls = []
+    monkeypatch.setattr(launcher, "_launch", SimpleNamespace(set_programmatic=calls.append))
+    with launcher.programmatic_launches():
+        pass
+    assert calls == []
+
+
 class FakeKernel:
     """A compiled kernel as launch() sees it: hashable, with a CUfunction handle."""
 

@@ -752,6 +752,37 @@ def test_whole_network_matches_float64(net, variant, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("B", [37, 1030])
+@pytest.mark.parametrize("net", list(NETWORKS))
+def test_programmatic_launches_give_the_ordinary_launches_bits(net, B, monkeypatch):
+    """The graph whose kernels after the first are programmatic dependents (graph.PROGRAMMATIC_LAUNCHES) against the
+    same network launched the ordinary way, on two batches taking turns in one input buffer, replay after replay: the
+    same bits each time. A kernel that read anything of the kernel before it ahead of its griddep_wait() would see
+    the other batch's values now and then."""
+    from convbench.core.gpu import launcher
+    from convbench.data.fashion_mnist import load_dataset
+
+    weights = load_weights("own", net)
+    data = load_dataset(weights.spec.input_size, count=2 * B, quiet=True)
+    batches = [torch.from_numpy(data.images[i * B:(i + 1) * B]).float().unsqueeze(1).cuda() for i in (0, 1)]
+    monkeypatch.setattr(whole, "PROGRAMMATIC_LAUNCHES", False)
+    plain = whole.WholeNetwork(weights, "tf32x3")
+    want = [plain.infer(b) for b in batches]
+    assert not torch.equal(want[0], want[1])
+    monkeypatch.setattr(whole, "PROGRAMMATIC_LAUNCHES", True)
+    entered = []
+    real = whole.programmatic_launches
+    monkeypatch.setattr(whole, "programmatic_launches", lambda on: entered.append(on) or real(on))
+    wn = whole.WholeNetwork(weights, "tf32x3")
+    x = batches[0].clone()
+    for i in range(24):
+        x.copy_(batches[i % 2])
+        assert torch.equal(wn.replay(x), want[i % 2]), f"replay {i}"
+    assert wn.captures == 1 and entered and all(entered)
+    assert launcher.programmatic_available() == (torch.cuda.get_device_capability()[0] >= 9)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("net", ["fa19", "minidnn"])
 def test_whole_network_at_a_large_batch_matches_float64(net, monkeypatch):
     """1030 images: the large-batch kernels (on an H100 / H200 the dense GEMM is dense_wgmma.cu's)."""

@@ -404,7 +404,7 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
     fit = gpu.blocks_per_sm(fn, threads, p.smem)
     grid = (min(p.items, sms * min(p.CAP or fit, fit)), 1, 1)
     return gpu.prepare(fn, grid, (threads, 1, 1), (y, x, k, B, H, M, p.NR, p.band, p.ops), p.smem, "igemm_c1_kernel",
-                       SLOTS)
+                       SLOTS, dependent=True)
 
 
 # ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
@@ -529,7 +529,8 @@ def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None):
     fn = gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
     gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
     args = (y, x, k, M, H, W, p.RP, p.nslabs, p.nseg, p.XW)
-    return gpu.prepare(fn, (B * p.nslabs, p.groups, 1), (p.threads, 1, 1), args, p.smem, "igemm_c1_fma_kernel", SLOTS)
+    return gpu.prepare(fn, (B * p.nslabs, p.groups, 1), (p.threads, 1, 1), args, p.smem, "igemm_c1_fma_kernel", SLOTS,
+                       dependent=True)
 
 
 # ------------------------------------------------------------------ the general kernel (gpu_14_igemm_tc.cu)

@@ -355,6 +355,8 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                     const int H, const int M, const int NR, const int BAND, const int OPS) {
+    griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
+    griddep_wait();               // (launched as a dependent: the input is the kernel before's output)
     extern __shared__ float4 smem4[];
     float *raw = reinterpret_cast<float *>(smem4);
     u32 *ops = reinterpret_cast<u32 *>(raw + 2 * BAND);

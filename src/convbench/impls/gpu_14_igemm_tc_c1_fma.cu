@@ -59,6 +59,7 @@ constexpr int XR = (TW + KS - 1 + 3) / 4 * 4;  // a thread's input window in a r
 extern "C" __global__ void __launch_bounds__(NTB, MINB)
     igemm_c1_fma_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int M,
                         const int H, const int W, const int RP, const int nslabs, const int nseg, const int XW) {
+    griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
     extern __shared__ float4 smem4[];
     float *Xs = reinterpret_cast<float *>(smem4);
     __shared__ float4 Ws4[MG * KS * KP / 4];  // [MG][K][KP]: this block's maps' weights, maps past M as 0
@@ -79,6 +80,7 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
         const bool ok = g0 + g < M && q < KS;
         cp_async4_zfill(Ws + e, ok ? k + ((g0 + g) * KS + r) * KS + q : k, ok);
     }
+    griddep_wait();  // (launched as a dependent: the input is the kernel before's output; the weights are not)
     // The slab's input rows, a warp a row, its lanes across the XW columns (zero past W). Rows past the image are
     // not staged: a thread of pooled row pr reads input rows up to 2 pr + K <= H - 1, so only the threads past the
     // last pooled row, which return first, would read them.

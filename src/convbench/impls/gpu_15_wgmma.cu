@@ -106,6 +106,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
+    griddep_launch_dependents();  // the next kernel may start its own prologue (programmatic launches)
     const Geometry g = geometry(C, H, W, M, K, NR, E, P);
     // raw floats per channel: the most an item reads, rounded up to whole 16-byte rows (read 4 values a load)
     const int rawc = (min(g.QT * 64 + (K - 1) * W + K - 1, H * W) + 3) / 4 * 4;
@@ -137,6 +138,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
     const int reach = 64 + (K - 1) * W + K - 1;  // a tile's last virtual output reads (K - 1) * W + K - 1 further
     if (producer) {
+        griddep_wait();  // the input is the kernel before's output
         const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, g.MG, g.T, 64, reach, g.XPART, slots};
         produce(st, x, raw, Xs, s_red, meta, mine, THREADS);
         return;
@@ -196,6 +198,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
     const bool w_has_lo = s_red[2] != 0u;
     if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
+    griddep_wait();  // everything above reads only the weights: a programmatic launch overlaps it with the kernel before
+
 
     // ---- the consumer warpgroups, per item: TPW tiles of 64 virtual outputs at a time, then unscale and store them
     for (int i = 0; i < mine; ++i) {

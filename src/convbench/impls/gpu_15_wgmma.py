@@ -222,7 +222,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
     args = (y, x, k, B, C, H, W, M, K, p.NR, p.lay.E, p.lay.P)
-    return gpu.prepare(fn, grid, (threads, 1, 1), args, p.lay.smem, "wgmma_conv_kernel", igemm.SLOTS)
+    return gpu.prepare(fn, grid, (threads, 1, 1), args, p.lay.smem, "wgmma_conv_kernel", igemm.SLOTS, dependent=True)
 
 
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:

@@ -75,5 +75,6 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     # most SMs while it runs
     work = -(-planes // PG) if PG else -(-planes * PH * PW // THREADS)
     grid = max(1, min(work, gpu.blocks_per_sm(fn, THREADS, smem) * gpu.sm_count(conv.device.index or 0)))
-    gpu.launch(fn, (grid, 1, 1), (THREADS, 1, 1), (out, conv, planes, H, W, PH, PW), shared_mem=smem)
+    gpu.launch(fn, (grid, 1, 1), (THREADS, 1, 1), (out, conv, planes, H, W, PH, PW), shared_mem=smem,
+               dependent=True)
     return out

@@ -416,17 +416,18 @@ class Dense:
         vec = self.F % 4 == 0 and x.data_ptr() % 16 == 0 and self.w.data_ptr() % 16 == 0
         if wp is not None and x.data_ptr() % 16 == 0:  # (F % 4 == 0: wgmma_plan checked it)
             whi, wlo = self._parts
-            gpu.launch(job.wgmma, wp.grid, (wp.threads, 1, 1), (ws, x, whi, wlo, B, wp.kchunk), shared_mem=wp.smem)
+            gpu.launch(job.wgmma, wp.grid, (wp.threads, 1, 1), (ws, x, whi, wlo, B, wp.kchunk), shared_mem=wp.smem,
+                       dependent=True)
             splits, rows = wp.splits, wp.finish_rows
         else:
             gpu.launch(job.gemm[vec], p.grid, (p.tile.threads, 1, 1),
                        (out, ws if p.workspace else out, x, self.w, self.b, self.w2, self.b2, B, p.kchunk),
-                       shared_mem=p.smem)
+                       shared_mem=p.smem, dependent=True)
             if not p.workspace:
                 return out
             splits, rows = p.splits, p.finish_rows
         gpu.launch(job.finish, (-(-B // rows), 1, 1), (FINISH_THREADS, 1, 1),
-                   (out, ws, self.b, self.w2, self.b2, B, splits, rows))
+                   (out, ws, self.b, self.w2, self.b2, B, splits, rows), dependent=True)
         return out
 
 

@@ -6,15 +6,20 @@
  * is packed once (Python's struct), the pointers that change per call are written into their slots, and the driver
  * is called. Nothing is linked against CUDA: libcuda.so.1 is opened at the first Launch, as CuPy and torch do.
  *
- *   Launch(name, function, grid, block, shared, params, offsets, slots)
+ *   Launch(name, function, grid, block, shared, params, offsets, slots, dependent=False)
  *     name      what a failure message calls the kernel
  *     function  the CUfunction handle (an int)
  *     grid, block  three ints each; shared: dynamic shared memory in bytes
  *     params    the packed argument block (bytes); offsets: each kernel parameter's byte offset in it
  *     slots     indices of the 8-byte parameters given per call (device pointers), in call order
+ *     dependent the kernel calls griddepcontrol.wait before touching what earlier kernels write (common.cuh's
+ *               griddep_wait), so it may be launched as a programmatic dependent of the kernel before it
  *   launch(stream, *pointers)  -> None; raises the error class given to set_error ("CUDA launch of NAME ... failed:
  *                                 CUDA_ERROR_...: text")
  *   launch_raw_v1 (a capsule): the same call from C or C++ (_fastconv.cpp) on a stream and an array of pointers
+ *   set_programmatic(on) -> the previous setting: while on (this thread only), a dependent Launch goes through
+ *     cuLaunchKernelEx with programmatic stream serialization (Hopper's programmatic dependent launch: it may start
+ *     while the kernel before it finishes); programmatic_available() says whether the driver has cuLaunchKernelEx
  * A slot must be an aligned 8-byte parameter; a Launch whose __init__ did not succeed refuses every use.
  *
  * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
@@ -30,7 +35,29 @@ typedef int (*cu_launch_kernel_t)(void *, unsigned, unsigned, unsigned, unsigned
                                   void *, void **, void **);
 typedef int (*cu_error_text_t)(int, const char **);
 
+/* cuda.h's CUlaunchConfig and CUlaunchAttribute, as the driver's ABI lays them out (nothing here includes cuda.h) */
+typedef struct {
+    int id;                 /* CUlaunchAttributeID */
+    char pad[4];
+    union {
+        char bytes[64];
+        int programmatic;   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION's value */
+    } value;
+} launch_attribute_t;
+typedef struct {
+    unsigned grid[3], block[3], shared;
+    void *stream;
+    launch_attribute_t *attrs;
+    unsigned nattrs;
+} launch_config_t;
+_Static_assert(sizeof(launch_attribute_t) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(sizeof(launch_config_t) == 56, "CUlaunchConfig is 56 bytes");
+#define PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef int (*cu_launch_kernel_ex_t)(const launch_config_t *, void *, void **, void **);
+
 static cu_launch_kernel_t cu_launch_kernel;
+static cu_launch_kernel_ex_t cu_launch_kernel_ex;  /* NULL: a driver before CUDA 12 (no programmatic launches) */
+static _Thread_local int programmatic;               /* set_programmatic(): this thread's launches */
 static cu_error_text_t cu_get_error_name, cu_get_error_string;
 static PyObject *error_class;  /* set_error(): convbench's UsageError; RuntimeError until then */
 
@@ -45,6 +72,7 @@ static int load_driver(void) {
         return -1;
     }
     cu_launch_kernel = (cu_launch_kernel_t)dlsym(lib, "cuLaunchKernel");
+    cu_launch_kernel_ex = (cu_launch_kernel_ex_t)dlsym(lib, "cuLaunchKernelEx");
     cu_get_error_name = (cu_error_text_t)dlsym(lib, "cuGetErrorName");
     cu_get_error_string = (cu_error_text_t)dlsym(lib, "cuGetErrorString");
     if (cu_launch_kernel == NULL) {
@@ -65,6 +93,7 @@ typedef struct {
     Py_ssize_t *slots;    /* byte offsets of the per-call pointers */
     Py_ssize_t nslots;
     Py_ssize_t nbytes;    /* the argument block's length */
+    int dependent;        /* the kernel waits for the one before it (griddep_wait): it may be launched programmatically */
     int ready;            /* set by a successful __init__ only: nothing else may run before */
 } Launch;
 
@@ -129,9 +158,11 @@ static int bounded(PyObject *value, unsigned long long limit, unsigned long long
 static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
     PyObject *name, *function, *grid, *block, *shared, *offsets, *slots;
     Py_buffer params;
-    static char *kwlist[] = {"name", "function", "grid", "block", "shared", "params", "offsets", "slots", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UOOOOy*OO", kwlist, &name, &function, &grid, &block, &shared,
-                                     &params, &offsets, &slots))
+    int dependent = 0;
+    static char *kwlist[] = {"name", "function", "grid", "block", "shared", "params", "offsets", "slots", "dependent",
+                             NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UOOOOy*OO|p", kwlist, &name, &function, &grid, &block, &shared,
+                                     &params, &offsets, &slots, &dependent))
         return -1;
     if (self->ready) {  /* a prepared Launch stays as it is */
         PyBuffer_Release(&params);
@@ -192,6 +223,7 @@ static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
     self->nbytes = params.len;
     self->function = (void *)(uintptr_t)fn;
     self->shared = (unsigned)smem;
+    self->dependent = dependent;
     Py_INCREF(name);
     Py_XSETREF(self->name, name);
     self->ready = 1;
@@ -218,7 +250,18 @@ static PyObject *launch_failed(Launch *self, int result) {
 
 /* the driver call with the slots as they stand: 0, or -1 with the error set */
 static int fire(Launch *self, unsigned long long stream) {
-    int result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
+    int result;
+    if (programmatic && self->dependent && cu_launch_kernel_ex != NULL) {
+        launch_attribute_t attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic = 1;
+        launch_config_t config = {{self->grid[0], self->grid[1], self->grid[2]},
+                                  {self->block[0], self->block[1], self->block[2]},
+                                  self->shared, (void *)(uintptr_t)stream, &attr, 1};
+        result = cu_launch_kernel_ex(&config, self->function, self->param_ptrs, NULL);
+    } else
+        result = cu_launch_kernel(self->function, self->grid[0], self->grid[1], self->grid[2], self->block[0],
                                   self->block[1], self->block[2], self->shared, (void *)(uintptr_t)stream,
                                   self->param_ptrs, NULL);
     if (result != 0) {
@@ -289,6 +332,12 @@ static PyObject *Launch_get_params(Launch *self, void *closure) {
     return PyBytes_FromStringAndSize(self->params, self->nbytes);
 }
 
+static PyObject *Launch_get_dependent(Launch *self, void *closure) {
+    if (not_ready(self))
+        return NULL;
+    return PyBool_FromLong(self->dependent);
+}
+
 static PyMethodDef Launch_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))Launch_launch, METH_FASTCALL,
      "launch(stream, *pointers): the kernel on that stream handle, these pointers in the slots"},
@@ -299,6 +348,7 @@ static PyGetSetDef Launch_getset[] = {
     {"name", (getter)Launch_get_name, NULL, "what a failure message calls the kernel", NULL},
     {"grid", (getter)Launch_get_grid, NULL, "the grid, three ints", NULL},
     {"params", (getter)Launch_get_params, NULL, "the packed argument block as it stands", NULL},
+    {"dependent", (getter)Launch_get_dependent, NULL, "whether it may be launched as a programmatic dependent", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -308,7 +358,8 @@ static PyTypeObject LaunchType = {
     .tp_basicsize = sizeof(Launch),
     .tp_dealloc = (destructor)Launch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "a kernel launch prepared once: Launch(name, function, grid, block, shared, params, offsets, slots)",
+    .tp_doc = "a kernel launch prepared once: Launch(name, function, grid, block, shared, params, offsets, slots, "
+              "dependent=False)",
     .tp_methods = Launch_methods,
     .tp_getset = Launch_getset,
     .tp_init = (initproc)Launch_init,
@@ -325,8 +376,27 @@ static PyObject *set_error(PyObject *module, PyObject *cls) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_programmatic(PyObject *module, PyObject *on) {
+    int flag = PyObject_IsTrue(on);
+    if (flag < 0)
+        return NULL;
+    PyObject *previous = PyBool_FromLong(programmatic);
+    programmatic = flag;
+    return previous;
+}
+
+static PyObject *programmatic_available(PyObject *module, PyObject *unused) {
+    if (load_driver() < 0)
+        return NULL;
+    return PyBool_FromLong(cu_launch_kernel_ex != NULL);
+}
+
 static PyMethodDef module_methods[] = {
     {"set_error", set_error, METH_O, "set_error(cls): the exception class a failed launch raises"},
+    {"set_programmatic", set_programmatic, METH_O,
+     "set_programmatic(on) -> previous: this thread's dependent launches programmatic (cuLaunchKernelEx) or not"},
+    {"programmatic_available", programmatic_available, METH_NOARGS,
+     "whether the driver has cuLaunchKernelEx (programmatic dependent launches)"},
     {NULL, NULL, 0, NULL},
 };
 

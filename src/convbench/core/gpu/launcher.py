@@ -8,9 +8,11 @@ Errors become one line (UsageError, exit 2): a launch or kernel fault (the CUDA 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -123,10 +125,12 @@ def current_stream_handle(device_index: int) -> int:
     return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
 
 
-def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None) -> None:
+def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream | None = None,
+           dependent: bool = False) -> None:
     """Launch on `stream` (default: PyTorch's current stream) so ordering with torch work is preserved. Prepared once
     per kernel, device, grid, block, shared memory and the numbers among the arguments, and kept: the tensors'
-    addresses go in per call, so a layer's calls on new buffers are one launch, not one per buffer."""
+    addresses go in per call, so a layer's calls on new buffers are one launch, not one per buffer. dependent: as
+    prepare() says."""
     device = torch.cuda.current_device()  # the context the launch goes to: its own CUfunction
     handle = stream.cuda_stream if stream is not None else current_stream_handle(device)
     slots, numbers = [], []
@@ -137,11 +141,12 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
             numbers.append(a)
     numbers = tuple(numbers)
     # 1, 1.0 and True are equal keys but different bytes: their types are in the key too
-    key = (fn, device, tuple(grid), tuple(block), shared_mem, tuple(slots), numbers, tuple(map(type, numbers)))
+    key = (fn, device, tuple(grid), tuple(block), shared_mem, tuple(slots), numbers, tuple(map(type, numbers)),
+           dependent)
     job = LAUNCHES.get(key)
     if job is None:
         job = LAUNCHES.put(key, prepare(fn, grid, block, args, int(shared_mem),
-                                        f"{getattr(fn, 'name', fn)} block={_three(block)}", tuple(slots)))
+                                        f"{getattr(fn, 'name', fn)} block={_three(block)}", tuple(slots), dependent))
     job.launch(handle, *[args[i].data_ptr() for i in slots])
 
 
@@ -150,10 +155,12 @@ def _three(dims) -> tuple[int, ...]:
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
-def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int, ...] = ()):
+def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int, ...] = (), dependent: bool = False):
     """A launch worked out once: kernel, grid, block, shared memory and the packed argument block. Its
     `launch(stream, *pointers)` is all a later call costs; `slots` are the indices of the arguments (device pointers)
-    given per call instead, in that order (the value in `args` there only holds the place)."""
+    given per call instead, in that order (the value in `args` there only holds the place). dependent: the kernel
+    calls common.cuh's griddep_wait() in every thread before any global access but reads of its weights, so within
+    programmatic_launches() it is launched as a programmatic dependent of the kernel before it."""
     try:
         function = int(fn.kernel.ptr)  # the CUfunction of a CuPy RawKernel (gpu.kernel())
     except AttributeError:
@@ -165,7 +172,7 @@ def prepare(fn, grid, block, args, shared_mem: int, name: str, slots: tuple[int,
             raise TypeError(f"{name}: argument {s} is given per call, so it must be a device pointer (a tensor)")
     try:
         return launch_class()(name, function, _three(grid), _three(block), int(shared_mem), params, offsets,
-                              tuple(slots))
+                              tuple(slots), dependent)
     except OSError as e:  # the C launcher opens libcuda at its first launch
         raise UsageError(f"no CUDA driver here ({e}): GPU implementations need one") from None
 
@@ -185,6 +192,35 @@ def launch_path() -> str:
     if launch_class() is CtypesLaunch:
         return "ctypes (the C launcher convbench.core.gpu._launch was not built: reinstall with a C compiler)"
     return "C (convbench.core.gpu._launch)"
+
+
+@functools.cache
+def programmatic_available() -> bool:
+    """Whether launches can be programmatic dependents here: the C launcher, a driver with cuLaunchKernelEx and a
+    GPU of compute capability 9.0 or later (earlier ones have no griddepcontrol)."""
+    if launch_class() is CtypesLaunch or not torch.cuda.is_available():
+        return False
+    try:
+        return _launch.programmatic_available() and torch.cuda.get_device_capability()[0] >= 9
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def programmatic_launches(on: bool = True) -> Iterator[None]:
+    """Within, on this thread: every launch prepared `dependent` goes out as a programmatic dependent of the kernel
+    before it on its stream (cuLaunchKernelEx, programmatic stream serialization), so it may start, and run what
+    comes before its griddep_wait(), while that kernel finishes; other launches are as ever. Captured into a CUDA
+    graph, the dependency becomes a programmatic edge. A no-op where programmatic_available() is False (the results
+    are the same; only the overlap is lost)."""
+    if not on or not programmatic_available():
+        yield
+        return
+    previous = _launch.set_programmatic(True)
+    try:
+        yield
+    finally:
+        _launch.set_programmatic(previous)
 
 
 @functools.cache
@@ -213,10 +249,11 @@ def cu_error_text(rc: int) -> str:
 
 class CtypesLaunch:
     """The C launcher's Launch (_launch.c) through ctypes, where it was not built: the same constructor, the same
-    checks, the same `launch(stream, *pointers)`. A lock keeps two threads from writing one argument block at once
-    (ctypes lets go of the GIL around the driver call; the C launcher holds it)."""
+    checks, the same `launch(stream, *pointers)`, always an ordinary launch (programmatic_available() is False here).
+    A lock keeps two threads from writing one argument block at once (ctypes lets go of the GIL around the driver
+    call; the C launcher holds it)."""
 
-    def __init__(self, name, function, grid, block, shared, params, offsets, slots):
+    def __init__(self, name, function, grid, block, shared, params, offsets, slots, dependent=False):
         for what, dims in (("grid", grid), ("block", block)):
             if len(dims) != 3 or not all(0 < int(d) < 2**32 for d in dims):
                 raise ValueError(f"{what}: three ints, each between 1 and 2**32 - 1")
@@ -226,7 +263,7 @@ class CtypesLaunch:
         for s in slots:
             if not 0 <= s < len(offsets) or offsets[s] % 8 or ends[s] - offsets[s] < 8:
                 raise ValueError(f"slot {s} is not an aligned 8-byte parameter of the block")
-        self.name, self.grid = name, tuple(grid)
+        self.name, self.grid, self.dependent = name, tuple(grid), bool(dependent)
         self._block = ctypes.create_string_buffer(bytes(params), max(1, len(params)))
         self._nbytes = len(params)
         base = ctypes.addressof(self._block)
