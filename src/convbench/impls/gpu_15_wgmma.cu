@@ -106,7 +106,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
-    griddep_launch_dependents();  // the next kernel may start its own prologue (programmatic launches)
     const Geometry g = geometry(C, H, W, M, K, NR, E, P);
     // raw floats per channel: the most an item reads, rounded up to whole 16-byte rows (read 4 values a load)
     const int rawc = (min(g.QT * 64 + (K - 1) * W + K - 1, H * W) + 3) / 4 * 4;

@@ -85,8 +85,7 @@ __device__ __forceinline__ float pooled(const float *p, const int H, const int W
 extern "C" __global__ void __launch_bounds__(256)
     act_pool_kernel(float *__restrict__ y, const float *__restrict__ x, const int planes, const int H, const int W,
                     const int PH, const int PW) {
-    griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
-    griddep_wait();               // x is the kernel before's output
+    griddep_wait();  // x is the kernel before's output
     const int HW = H * W, PHW = PH * PW;
 #if PG
     extern __shared__ float4 staged4[];

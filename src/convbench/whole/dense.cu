@@ -364,10 +364,7 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__r
     const int kbeg = split * kchunk;
     const int kend = min(FIN, kbeg + kchunk);
     const int ktiles = (kend - kbeg + BK - 1) / BK;
-    griddep_launch_dependents();  // the finish kernel may start staging its weights (programmatic launches)
-    // this block's weights toward L2 while the kernel before (whose output is x) finishes, then wait for it
-    prefetch_l2_rows(w, n0, min(NOUT, n0 + BN), kbeg, kend, FIN, tid, NTHREADS);
-    griddep_wait();
+    griddep_wait();  // x is the kernel before's output
 
     float acc[MT][NT8][4];
 #pragma unroll
@@ -481,14 +478,13 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
     const int tid = threadIdx.x;
     const int m0 = blockIdx.x * rows, R = min(rows, B - m0);
     const size_t plane = (size_t)B * NOUT;  // floats between two splits' partials
-    griddep_launch_dependents();
 #if W2_SMEM
     __shared__ float w2s[NOUT2 * NOUT];
     for (int i = tid; i < NOUT2 * NOUT; i += FTHREADS) w2s[i] = __ldg(w2 + i);
 #elif NOUT2 > 0
     const float *w2s = w2;
 #endif
-    griddep_wait();  // the weights above overlap the GEMM's end (programmatic launches); the partials do not
+    griddep_wait();  // the partials are the GEMM's output
     const int units = R * NG, fr = max(1, FTHREADS / units);
     for (int e = tid; e < units * fr; e += FTHREADS) {
         const int u = e % units, r = e / units, row = u / NG, c = u % NG;

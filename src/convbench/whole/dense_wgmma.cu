@@ -174,8 +174,7 @@ __device__ __forceinline__ void multiply_slice(float (&acc)[WGMMA_N / 2], unsign
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     dense_wgmma_kernel(float *__restrict__ ws, const float *__restrict__ x, const float *__restrict__ whi,
                        const float *__restrict__ wlo, const int B, const int kchunk) {
-    griddep_launch_dependents();  // the finish kernel may start (programmatic launches)
-    griddep_wait();               // x is the kernel before's output
+    griddep_wait();  // x is the kernel before's output
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int m0 = blockIdx.x * BM, split = blockIdx.y;

@@ -18,8 +18,9 @@ nothing leaves the device between layers and no Python runs per layer on the tim
 The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
 output buffers are allocated once per batch size, outside the capture; a replay reads the input where it lies and
 writes the static output buffer. On an H100 / H200 each of these kernels after the first is launched as a
-programmatic dependent of the one before (core/gpu/launcher.py's programmatic_launches): it starts while that one
-finishes and lays out its weights meanwhile, waiting (griddepcontrol.wait) only before it reads that one's output. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
+programmatic dependent of the one before (core/gpu/launcher.py's programmatic_launches; common.cuh's griddep_wait):
+gpu-wgmma's kernel after a single-channel conv starts while that conv runs and lays out its weights meanwhile, the
+others start as the kernel before exits, without the gap of an ordinary launch. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
 (overwritten by the next replay of that batch size) and is what is timed.
 
 Timing (`benchmark`): the median of >= 20 graph replays (CUDA events, synchronized before and after each) with the
@@ -67,8 +68,8 @@ WGMMA_THEN_POOL = True
 # The batch classes (core/gpu/tuning.batch_class) whose long convs run gpu-wgmma-taps' launch, which takes the layers
 # its kernel serves and sends the others to gpu-wgmma's, as the wgmma route does (scripts/optin_ab.py --what whole)
 TAPS_CLASSES: frozenset[str] = frozenset()
-# Kernel steps launched as programmatic dependents of the step before (module docstring): each one's weight prologue
-# and launch overlap the previous kernel's end
+# Kernel steps launched as programmatic dependents of the step before (module docstring): gpu-wgmma's weight layout
+# overlaps the single-channel conv before it
 PROGRAMMATIC_LAUNCHES = True
 
 

@@ -140,11 +140,13 @@ __device__ __forceinline__ float activate(float v) {
 
 // ---- programmatic dependent launch (Hopper): a kernel overlapping the end of the one before it ----
 // A kernel launched as a dependent (launcher.py's programmatic_launches(): the whole network's graph) may start once
-// every block of the kernel before it has called griddep_launch_dependents(), while that kernel still runs. Until
-// griddep_wait() returns it may read only what no earlier kernel of the stream writes (the weights) and write only
-// shared memory; griddep_wait() returns once the earlier kernel has finished and its writes are visible. Launched
-// the ordinary way, both are no-ops. A kernel prepared with `dependent=True` (launcher.prepare) must call
-// griddep_wait() in every thread before its first other global access.
+// every block of the kernel before it has called griddep_launch_dependents() or exited, while that kernel finishes.
+// Until griddep_wait() returns it may read only what no earlier kernel of the stream writes (the weights) and write
+// only shared memory; griddep_wait() returns once the earlier kernel has finished and its writes are visible. A
+// kernel prepared with `dependent=True` (launcher.prepare) must call griddep_wait() in every thread before its
+// first other global access. Only a kernel whose successor has work before its wait triggers early (the single-
+// channel convs, ahead of gpu-wgmma's weight layout): blocks launched early only to wait hold SM room, and crowd two
+// to an SM onto the first SMs to free up. Launched the ordinary way, both are no-ops.
 __device__ __forceinline__ void griddep_wait() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -154,17 +156,4 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-// prefetch.global.L2 of the 128-byte lines holding rows [r0, r1) x columns [c0, c1) of a row-major float matrix of
-// `ld` columns, spread over `nt` threads: weights a dependent kernel asks for before its griddep_wait(), so that they
-// come from DRAM while the kernel before still runs (a hint: nothing waits for it)
-__device__ __forceinline__ void prefetch_l2_rows(const float *p, int r0, int r1, int c0, int c1, int ld, int tid,
-                                                 int nt) {
-    if (c1 <= c0) return;
-    for (int r = r0; r < r1; ++r) {
-        const size_t first = reinterpret_cast<size_t>(p + static_cast<size_t>(r) * ld + c0) >> 7;
-        const size_t last = reinterpret_cast<size_t>(p + static_cast<size_t>(r) * ld + c1 - 1) >> 7;
-        for (size_t line = first + tid; line <= last; line += nt)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(line << 7));
-    }
 }
