@@ -197,8 +197,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
     const bool w_has_lo = s_red[2] != 0u;
     if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
-    griddep_wait();  // everything above reads only the weights: a programmatic launch overlaps it with the kernel before
-
+    griddep_wait();  // all above reads only the weights: a programmatic launch overlaps it with the kernel before
 
     // ---- the consumer warpgroups, per item: TPW tiles of 64 virtual outputs at a time, then unscale and store them
     for (int i = 0; i < mine; ++i) {

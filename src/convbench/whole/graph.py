@@ -17,11 +17,13 @@ nothing leaves the device between layers and no Python runs per layer on the tim
 
 The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
 output buffers are allocated once per batch size, outside the capture; a replay reads the input where it lies and
-writes the static output buffer. On an H100 / H200 each of these kernels after the first is launched as a
-programmatic dependent of the one before (core/gpu/launcher.py's programmatic_launches; common.cuh's griddep_wait):
-gpu-wgmma's kernel after a single-channel conv starts while that conv runs and lays out its weights meanwhile, the
-others start as the kernel before exits, without the gap of an ordinary launch. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
+writes the static output buffer. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
 (overwritten by the next replay of that batch size) and is what is timed.
+
+On an H100 / H200 each of these kernels after the first is launched as a programmatic dependent of the one before
+(core/gpu/launcher.py's programmatic_launches; common.cuh's griddep_wait): gpu-wgmma's kernel after a single-channel
+conv starts while that conv runs and lays out its weights meanwhile; the others start as the kernel before exits,
+without the gap of an ordinary launch.
 
 Timing (`benchmark`): the median of >= 20 graph replays (CUDA events, synchronized before and after each) with the
 input already on the device — the upload is outside it, measured on its own (pinned host float32 -> device) and as

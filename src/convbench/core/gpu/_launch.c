@@ -93,7 +93,7 @@ typedef struct {
     Py_ssize_t *slots;    /* byte offsets of the per-call pointers */
     Py_ssize_t nslots;
     Py_ssize_t nbytes;    /* the argument block's length */
-    int dependent;        /* the kernel waits for the one before it (griddep_wait): it may be launched programmatically */
+    int dependent;        /* the kernel waits for the one before it (griddep_wait): it may go out programmatically */
     int ready;            /* set by a successful __init__ only: nothing else may run before */
 } Launch;
 

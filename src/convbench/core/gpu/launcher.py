@@ -211,8 +211,9 @@ def programmatic_launches(on: bool = True) -> Iterator[None]:
     """Within, on this thread: every launch prepared `dependent` goes out as a programmatic dependent of the kernel
     before it on its stream (cuLaunchKernelEx, programmatic stream serialization), so it may start, and run what
     comes before its griddep_wait(), while that kernel finishes; other launches are as ever. Captured into a CUDA
-    graph, the dependency becomes a programmatic edge. A no-op where programmatic_available() is False (the results
-    are the same; only the overlap is lost)."""
+    graph, the dependency becomes a programmatic edge. Only for launches whose weights no kernel of the stream writes
+    (the whole network's parameters): a dependent reads them before its wait. A no-op where programmatic_available()
+    is False (the results are the same; only the overlap is lost)."""
     if not on or not programmatic_available():
         yield
         return
