@@ -276,6 +276,41 @@ def test_dense_plan_shared_memory_is_the_kernels_layout_within_the_opt_in(B, F_,
     assert _dense.Dense.defines(layer, p, True)["SMEM"] == p.smem
 
 
+@pytest.mark.parametrize("B", [1, 37, 100, 1000, 10000])
+@pytest.mark.parametrize("F_, N, n2", REAL_DENSE)
+def test_the_finish_kernel_batches_its_loads_only_where_it_takes_one_row_a_block(B, F_, N, n2):
+    """dense_finish_kernel's FBATCH: FINISH_BATCH loads in flight a thread where a block sums one row (small batches:
+    a chain of waits for L2), 0 where it sums several (a bandwidth-bound sum whose occupancy the registers of the
+    loads in flight would cost)."""
+    p = _dense.plan(B, F_, N, n2, softmax=True)
+    rows = _dense.finish_rows(B, N, 132)
+    layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=True, prec=0, wlo=True)
+    want = _dense.FINISH_BATCH if rows == 1 else 0
+    assert _dense.Dense.defines(layer, p, False, rows)["FBATCH"] == want
+    assert (want > 0) == (B < 4 * 132 * 2)  # finish_rows: one row a block below two rows for every four blocks an SM
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("fbatch", [0, 8])
+@pytest.mark.parametrize("F_, N, n2", REAL_DENSE + [(301, 23, 0), (300, 13, 0)])
+def test_the_finish_kernel_compiles_without_spills_either_way(F_, N, n2, fbatch, tmp_path):
+    """Each course layer's dense.cu (its finish kernel with and without batched loads) compiles for sm_90 without
+    spills: the loads in flight must stay in registers, or batching them gains nothing."""
+    import re
+
+    from test_kernels_compile import nvcc
+
+    softmax = n2 > 0 or N <= 32
+    p = _dense.plan(100, F_, N, n2, softmax=softmax)
+    layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=softmax, prec=0, wlo=True)
+    defines = _dense.Dense.defines(layer, p, False, 1 if fbatch else 2)
+    assert defines["FBATCH"] == fbatch
+    out = nvcc(_dense.SOURCE, tmp_path / "k.o", defines)
+    assert out.returncode == 0, out.stderr
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out.stderr)
+    assert spills and all(st == "0" and ld == "0" for st, ld in spills), out.stderr
+
+
 class FakeFunction:
     """CuPy's Function: a new Python object per get_function call, the opt-in stored on the driver's CUfunction."""
 
@@ -359,6 +394,29 @@ def test_wgmma_dense_splits_can_be_forced(monkeypatch):
     assert _dense.wgmma_plan(10000, 20184, 160, False) is None
     monkeypatch.setattr(_dense, "WGMMA_SPLITS", None)
     assert _dense.wgmma_plan(10000, 20184, 160, False) == model
+
+
+def test_mma_dense_splits_and_ring_depth_can_be_forced(monkeypatch):
+    """MMA_SPLITS (sweeps) makes dense_mma_kernel's plan split F exactly so many ways where chunks of whole BK slices
+    give that many, else there is no plan; and the shared memory planned follows STAGES, the ring the kernel is
+    compiled with (a deeper ring sized for three stages would overrun it)."""
+    from convbench.core.errors import UsageError
+
+    model = _dense.plan(100, 20184, 160, 10, True, 0, False)
+    for s in (32, 49, 106):
+        monkeypatch.setattr(_dense, "MMA_SPLITS", s)
+        p = _dense.plan(100, 20184, 160, 10, True, 0, False)
+        assert p.splits == s and p.kchunk * s >= 20184 > p.kchunk * (s - 1)
+    monkeypatch.setattr(_dense, "MMA_SPLITS", 128)  # chunks of 160 features: 127 of them, not 128
+    with pytest.raises(UsageError, match="does not fit"):
+        _dense.plan(100, 20184, 160, 10, True, 0, False)
+    monkeypatch.setattr(_dense, "MMA_SPLITS", None)
+    assert _dense.plan(100, 20184, 160, 10, True, 0, False) == model
+    for stages in (2, 4, 5):
+        monkeypatch.setattr(_dense, "STAGES", stages)
+        p = _dense.plan(100, 20184, 160, 10, True, 0, False)
+        ring = stages * (p.tile.bm + p.tile.bn) * (_dense.BK + 4) * 4
+        assert p.smem >= _dense.smem_bytes(p.tile, 160, 10) == _dense.smem_bytes(p.tile, 160, 10, stages) >= ring
 
 
 def test_tf32_parts_split_weights_into_two_exact_tf32_values():
@@ -602,18 +660,29 @@ DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
 ]
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("precision", list(TOLERANCE))
-@pytest.mark.parametrize("case", DENSE_CASES, ids=lambda c: "x".join(map(str, c[:3])) + f"-{c[3]}-sm{int(c[4])}-t{c[5]}")
-def test_dense_matches_float64(precision, case, monkeypatch):
-    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)  # dense_wgmma.cu where it applies (an H100 / H200)
-    B, F_, N, act, softmax, n2 = case
-    g = torch.Generator(device="cuda").manual_seed(B * 7 + F_)
+def dense_case_id(case) -> str:
+    return "x".join(map(str, case[:3])) + f"-{case[3]}-sm{int(case[4])}-t{case[5]}"
+
+
+def dense_case_tensors(case, seed: int):
+    """A DENSE_CASES layer's x, w, b, w2, b2 on the GPU (w2, b2 None without a fused last layer), seeded."""
+    B, F_, N, _, _, n2 = case
+    g = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(B, F_, device="cuda", generator=g)
     w = torch.randn(N, F_, device="cuda", generator=g) / math.sqrt(F_)
     b = torch.randn(N, device="cuda", generator=g) * 0.1
     w2 = torch.randn(n2, N, device="cuda", generator=g) / math.sqrt(N) if n2 else None
     b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
+    return x, w, b, w2, b2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", list(TOLERANCE))
+@pytest.mark.parametrize("case", DENSE_CASES, ids=dense_case_id)
+def test_dense_matches_float64(precision, case, monkeypatch):
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)  # dense_wgmma.cu where it applies (an H100 / H200)
+    B, F_, N, act, softmax, n2 = case
+    x, w, b, w2, b2 = dense_case_tensors(case, B * 7 + F_)
     out = torch.full((B, n2 or N), float("nan"), device="cuda")
     layer = _dense.Dense(w, b, act, softmax, w2, b2, precision=precision)
     hopper = torch.cuda.get_device_capability() == (9, 0)
@@ -632,10 +701,32 @@ def test_dense_matches_float64(precision, case, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("case", [c for c in DENSE_CASES if _dense.finish_rows(c[0], c[2], 132) == 1],
+                         ids=dense_case_id)
+def test_the_finish_kernels_batched_loads_give_the_same_bits(case, monkeypatch):
+    """dense_finish_kernel with its partial loads in flight FINISH_BATCH at a time and its biases fetched first
+    (FBATCH > 0, one row a block) against the same kernel adding each partial as it lands (FBATCH 0), on the same
+    input: the same splits summed in the same order, so the same bits, every output written (poisoned first)."""
+    B, F_, N, act, softmax, n2 = case
+    x, w, b, w2, b2 = dense_case_tensors(case, B * 11 + N)
+    outs = []
+    for batch in (_dense.FINISH_BATCH, 0):
+        monkeypatch.setattr(_dense, "FINISH_BATCH", batch)
+        layer = _dense.Dense(w, b, act, softmax, w2, b2)
+        if not layer.prepare(B).workspace:
+            pytest.skip("one block a row tile: no finish kernel")
+        out = torch.full((B, n2 or N), float("nan"), device="cuda")
+        outs.append(layer(x, out))
+    torch.cuda.synchronize()
+    assert torch.isfinite(outs[0]).all() and torch.equal(outs[0], outs[1])
+    assert rel(outs[0], reference_dense(x, w, b, act, softmax, w2, b2)) <= TOLERANCE["tf32x3"]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("stages", [4, 5, 6])
 @pytest.mark.parametrize("case", [c for c in DENSE_CASES  # the cases dense_wgmma.cu takes
                                   if c[0] >= _dense.WGMMA_MIN_BATCH and c[2] <= _dense.WGMMA_MAX_N and c[1] % 4 == 0],
-                         ids=lambda c: "x".join(map(str, c[:3])) + f"-{c[3]}-sm{int(c[4])}-t{c[5]}")
+                         ids=dense_case_id)
 def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, monkeypatch):
     """WGMMA_SETS 3 (three slices' wgmma in flight, the ring refilled a slice later): every output written (poisoned
     with NaN first), bit for bit what two sets give with the same ring and splits (the same products, summed in the
@@ -645,12 +736,7 @@ def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, mon
     monkeypatch.setattr(_dense, "WGMMA_DENSE", True)
     monkeypatch.setattr(_dense, "WGMMA_STAGES", stages)
     B, F_, N, act, softmax, n2 = case
-    g = torch.Generator(device="cuda").manual_seed(B * 7 + F_ + stages)
-    x = torch.randn(B, F_, device="cuda", generator=g)
-    w = torch.randn(N, F_, device="cuda", generator=g) / math.sqrt(F_)
-    b = torch.randn(N, device="cuda", generator=g) * 0.1
-    w2 = torch.randn(n2, N, device="cuda", generator=g) / math.sqrt(N) if n2 else None
-    b2 = torch.randn(n2, device="cuda", generator=g) * 0.1 if n2 else None
+    x, w, b, w2, b2 = dense_case_tensors(case, B * 7 + F_ + stages)
     if _dense.wgmma_plan(B, F_, N, True) is None:
         pytest.skip(f"N={N}: a ring of {stages} stages does not fit shared memory (the plan is None at any SETS)")
     results = []

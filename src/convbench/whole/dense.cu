@@ -450,17 +450,22 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__r
 // (row, column group c) pairs (4 columns, one 16-byte load, when NOUT % 4 == 0), and where there are fewer pairs
 // than threads, residues r taking splits r, r + fr, ..., so that a row's loads are in flight together; the fr sums
 // of a column are then added in the order r = 0..fr-1. The order never depends on timing: the result is
-// deterministic. The rest is a chain of dependent steps (activation, the last layer, softmax), each spread over
-// the block, with every global value the chain needs (bias, the last layer's weights when they fit in W2_SMEM
-// floats) fetched at the start beside the partials: the chain waits for global memory once. Small batches take one
-// row a block (many blocks, the most loads in flight); large ones several, so the last layer's weights are staged
-// once for all of them.
+// deterministic. The rest is a chain of dependent steps (activation, the last layer, softmax), each spread over the
+// block, the last layer's weights staged in shared memory at the start (W2_SMEM). Small batches take one row a block
+// (many blocks, the most loads in flight); large ones several, so the last layer's weights are staged once for all.
+// One row a block, the kernel is a chain of waits for L2, so there (FBATCH > 0, the launcher's choice) a thread's
+// partial loads go out FBATCH at a time, all in flight together, and the biases are fetched at the start too: the
+// chain waits for global memory about twice. Several rows a block, that costs occupancy a bandwidth-bound sum needs
+// (the registers of the loads in flight): FBATCH 0, one loop that adds each partial as it lands.
 #define FTHREADS 256
 #define GW (NOUT % 4 == 0 ? 4 : 1)                            // columns per load
 #define NG (NOUT / GW)                                         // column groups of a row
 #define FROWS (NOUT <= 2048 ? 2048 / NOUT : 1)                 // the most rows a block takes (launcher: <= this)
 #define RED ((FTHREADS * GW > FROWS * NOUT) ? FTHREADS * GW : FROWS * NOUT)  // red[] floats: either mapping fits
 #define W2_SMEM (NOUT2 > 0 && NOUT2 * NOUT <= 8192)           // the last layer's weights staged in shared memory
+#ifndef FBATCH
+#define FBATCH 0  // > 0: partial loads a thread has in flight at once, and the biases fetched first (one row a block)
+#endif
 
 __device__ __forceinline__ float4 load_group(const float *p) {
 #if GW == 4
@@ -478,11 +483,25 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
     const int tid = threadIdx.x;
     const int m0 = blockIdx.x * rows, R = min(rows, B - m0);
     const size_t plane = (size_t)B * NOUT;  // floats between two splits' partials
+    // the weights first (they are no kernel's output: a programmatic launch overlaps them with the GEMM's end)
 #if W2_SMEM
     __shared__ float w2s[NOUT2 * NOUT];
     for (int i = tid; i < NOUT2 * NOUT; i += FTHREADS) w2s[i] = __ldg(w2 + i);
 #elif NOUT2 > 0
     const float *w2s = w2;
+#endif
+#if FBATCH  // the biases too, beside the last layer's weights: the chain then waits for memory once more, not thrice
+    __shared__ float bs[NOUT];
+    for (int i = tid; i < NOUT; i += FTHREADS) bs[i] = __ldg(bias + i);
+#define BIAS(n) bs[n]
+#if NOUT2 > 0
+    __shared__ float b2s[NOUT2];
+    if (tid < NOUT2) b2s[tid] = __ldg(b2 + tid);
+#define BIAS2(j) b2s[j]
+#endif
+#else
+#define BIAS(n) __ldg(bias + (n))
+#define BIAS2(j) __ldg(b2 + (j))
 #endif
     griddep_wait();  // the partials are the GEMM's output
     const int units = R * NG, fr = max(1, FTHREADS / units);
@@ -490,11 +509,26 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
         const int u = e % units, r = e / units, row = u / NG, c = u % NG;
         const float *p = ws + (size_t)(m0 + row) * NOUT + c * GW;
         float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#if FBATCH
+        for (int s0 = r; s0 < S; s0 += FBATCH * fr) {  // splits s0, s0 + fr, ...: n loads, then their sum in order
+            const int n = min(FBATCH, (S - s0 + fr - 1) / fr);
+            const float *ps = p + s0 * plane;
+            const size_t step = fr * plane;
+            float4 q[FBATCH];
+#pragma unroll
+            for (int j = 0; j < FBATCH; ++j)
+                if (j < n) q[j] = load_group(ps + j * step);
+#pragma unroll
+            for (int j = 0; j < FBATCH; ++j)
+                if (j < n) v.x += q[j].x, v.y += q[j].y, v.z += q[j].z, v.w += q[j].w;
+        }
+#else
 #pragma unroll 8
         for (int s = r; s < S; s += fr) {
             const float4 q = load_group(p + s * plane);
             v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
         }
+#endif
         float *dst = red + (r * R + row) * NOUT + c * GW;
         dst[0] = v.x;
         if (GW == 4) dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
@@ -507,7 +541,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
         const int row = i / NOUT, n = i % NOUT;
         float v = red[row * NOUT + n];
         for (int r = 1; r < fr; ++r) v += red[(r * R + row) * NOUT + n];
-        v = activate(v + __ldg(bias + n));
+        v = activate(v + BIAS(n));
 #if NOUT2 > 0 || SOFTMAX
         hid[i] = v;
 #else
@@ -524,7 +558,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
         float p = 0.0f;
         for (int n = lane; n < NOUT; n += 32) p = fmaf(hid[row * NOUT + n], w2s[j * NOUT + n], p);
         p = warp_sum(p);
-        if (lane == 0) zs[q] = p + __ldg(b2 + j);
+        if (lane == 0) zs[q] = p + BIAS2(j);
     }
     __syncthreads();
     constexpr int NZ = NOUT2;
@@ -544,4 +578,6 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
 #endif
     }
 #endif
+#undef BIAS
+#undef BIAS2
 }

@@ -57,7 +57,9 @@ BLOCK_FIXED_CLK = 1500
 FULL_WARPS = 8  # resident warps an SM needs to keep its tensor cores busy (2 per sub-partition)
 FINISH_FIXED_CLK = 3000  # dense_finish_kernel's launch after the GEMM and its row-wise tail
 FINISH_THREADS = 256  # the kernel's FTHREADS
+FINISH_BATCH = 8  # dense_finish_kernel's FBATCH where it takes one row a block: partial loads in flight a thread
 PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
+MMA_SPLITS: int | None = None  # a forced number of splits of F for dense_mma_kernel (sweeps); None, plan()'s model
 
 # dense_wgmma.cu (sm_90, 3xTF32, N <= 256): warpgroups a block (64 rows each; 3 only up to WGMMA_NWG3_MAX_N outputs,
 # for the accumulators' registers, else 2), features a pipeline slice, slices in the ring; the batches it takes
@@ -199,7 +201,10 @@ def tf32_parts(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return hi, rna(w - hi)
 
 
-def smem_bytes(tile: Tile, n: int, n2: int, stages: int = STAGES) -> int:
+def smem_bytes(tile: Tile, n: int, n2: int, stages: int | None = None) -> int:
+    """dense_mma_kernel's shared memory: the cp.async ring of `stages` (default: the module's STAGES, which the kernel
+    is compiled with) tiles of x and W, or the epilogue's rows, whichever is larger."""
+    stages = STAGES if stages is None else stages
     pipeline = stages * (tile.bm + tile.bn) * (BK + 4) * 4
     epilogue = (tile.bm * (max(tile.bn, n) + 4) + (tile.warps_m * tile.warps_n * n if n2 else 0)) * 4
     return max(pipeline, epilogue)
@@ -250,8 +255,8 @@ def plan(B: int, F: int, N: int, n2: int = 0, softmax: bool = False, prec: int =
             for s in range(1, min(max_splits, 256) + 1):
                 kchunk = math.ceil(math.ceil(F / s) / BK) * BK
                 splits = math.ceil(F / kchunk)
-                if splits != s:
-                    continue  # the same as a smaller s
+                if splits != s or MMA_SPLITS not in (None, s):
+                    continue  # the same as a smaller s, or not the forced one
                 workspace = splits > 1 or (nb > 1 and (n2 > 0 or softmax))
                 units = row_tiles * nb * splits
                 per_sm = math.ceil(units / sms)
@@ -357,12 +362,14 @@ class Dense:
         self._per_batch: dict[int, Prepared] = {}
         self._parts: tuple[torch.Tensor, torch.Tensor] | None = None  # W's TF32 parts, for dense_wgmma.cu
 
-    def defines(self, plan_: Plan, vec: bool) -> dict:
+    def defines(self, plan_: Plan, vec: bool, finish_rows: int = 1) -> dict:
+        """dense.cu's defines for this layer on plan_ (the GEMM's), and for its finish kernel taking finish_rows rows
+        a block: one row, a chain of waits for L2 that FBATCH shortens; several, a bandwidth-bound sum (FBATCH 0)."""
         t = plan_.tile
         return {"FIN": self.F, "NOUT": self.N, "NOUT2": self.n2, "ACT": ACTIVATIONS[self.act],
                 "SOFTMAX": int(self.softmax), "PREC": self.prec, "WLO": int(self.wlo), "WARPS_M": t.warps_m,
                 "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
-                "VEC": int(vec), "SMEM": plan_.smem}
+                "VEC": int(vec), "SMEM": plan_.smem, "FBATCH": FINISH_BATCH if finish_rows == 1 else 0}
 
     def wgmma_defines(self) -> dict:
         return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": wgmma_nwg(self.N), "BK": WGMMA_BK,
@@ -378,9 +385,11 @@ class Dense:
             wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if takes_wgmma else None
             floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
             ws = torch.empty(floats, device=self.w.device)
-            gemm = {vec: _kernel(self.defines(p, vec), p.smem) for vec in (True, False) if not vec or self.F % 4 == 0}
+            rows = wp.finish_rows if wp is not None else p.finish_rows  # the finish kernel's, where it runs
+            gemm = {vec: _kernel(self.defines(p, vec, rows), p.smem) for vec in (True, False)
+                    if not vec or self.F % 4 == 0}
             # the finish kernel's module: VEC is the GEMM's (the module without it)
-            finish = _kernel(self.defines(p, False), 0, FINISH) if p.workspace or wp else None
+            finish = _kernel(self.defines(p, False, rows), 0, FINISH) if p.workspace or wp else None
             wgmma = None
             if wp is not None:
                 if self._parts is None:  # (16-byte copies of W's rows: an offset view of W is copied first)
