@@ -39,6 +39,8 @@ int cuLaunchKernelEx(const config_t *c, void *f, void **params, void **extra) {
     ++ex_calls;
     return r;
 }
+int driver_version = 13000;  /* cuDriverGetVersion's answer (CUDA 13.0) */
+int cuDriverGetVersion(int *v) { *v = driver_version; return 0; }
 """
 
 

@@ -220,6 +220,8 @@ print("another thread", other[0])
 print("was", _launch.set_programmatic(False))
 dep.launch(7, 1)
 print("off again", counts())
+ctypes.c_int.in_dll(library, "driver_version").value = 12020  # CUDA 12.2: no programmatic edges in graphs
+print("available on 12.2", _launch.programmatic_available())
 """
 
 
@@ -244,6 +246,7 @@ def test_dependent_launches_go_programmatic_only_where_asked(tmp_path):
         "another thread (3, 1)",
         "was True",
         "off again (4, 1)",
+        "available on 12.2 False",
     ]
 
 
@@ -252,12 +255,39 @@ def test_programmatic_launches_are_a_no_op_where_unavailable(monkeypatch):
     changes nothing: every launch is the ordinary one, and the results are the same."""
     from convbench.core.gpu import launcher
 
-    monkeypatch.setattr(launcher, "programmatic_available", lambda: False)
+    monkeypatch.setattr(launcher, "programmatic_available", lambda index=None: False)
+    monkeypatch.setattr(launcher, "launch_class", lambda: object)  # the C launcher's place: not CtypesLaunch
     calls = []
     monkeypatch.setattr(launcher, "_launch", SimpleNamespace(set_programmatic=calls.append))
     with launcher.programmatic_launches():
         pass
     assert calls == []
+
+
+def test_programmatic_launches_nest_and_restore_the_setting_on_any_exit(monkeypatch):
+    """programmatic_launches(False) inside programmatic_launches() turns dependent launches ordinary within it; each
+    restores the thread's setting as it was on leaving, also when an exception leaves it."""
+    from convbench.core.gpu import launcher
+
+    state = {"on": False}
+
+    def set_programmatic(on):
+        previous, state["on"] = state["on"], bool(on)
+        return previous
+
+    monkeypatch.setattr(launcher, "_launch", SimpleNamespace(set_programmatic=set_programmatic))
+    monkeypatch.setattr(launcher, "launch_class", lambda: object)  # the C launcher's place: not CtypesLaunch
+    monkeypatch.setattr(launcher, "programmatic_available", lambda index=None: True)
+    with launcher.programmatic_launches():
+        assert state["on"]
+        with launcher.programmatic_launches(False):
+            assert not state["on"]
+        assert state["on"]
+        with pytest.raises(KeyError):
+            with launcher.programmatic_launches(False):
+                raise KeyError("inside")
+        assert state["on"]
+    assert not state["on"]
 
 
 class FakeKernel:

@@ -454,8 +454,8 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__r
 // block, the last layer's weights staged in shared memory at the start (W2_SMEM). Small batches take one row a block
 // (many blocks, the most loads in flight); large ones several, so the last layer's weights are staged once for all.
 // One row a block, the kernel is a chain of waits for L2, so there (FBATCH > 0, the launcher's choice) a thread's
-// partial loads go out FBATCH at a time, all in flight together, and the biases are fetched at the start too: the
-// chain waits for global memory about twice. Several rows a block, that costs occupancy a bandwidth-bound sum needs
+// partial loads go out FBATCH at a time, all in flight together, and the biases are fetched at the start too, where
+// they fit in shared memory (BIAS_SMEM): the chain waits for global memory about twice. Several rows a block, that costs occupancy a bandwidth-bound sum needs
 // (the registers of the loads in flight): FBATCH 0, one loop that adds each partial as it lands.
 #define FTHREADS 256
 #define GW (NOUT % 4 == 0 ? 4 : 1)                            // columns per load
@@ -466,6 +466,9 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__r
 #ifndef FBATCH
 #define FBATCH 0  // > 0: partial loads a thread has in flight at once, and the biases fetched first (one row a block)
 #endif
+// the kernel's static shared memory in floats (red, w2s, hid, zs), and whether the biases fit beside it in 48 KB
+#define FIN_SMEM (RED + (W2_SMEM ? NOUT2 * NOUT : 0) + ((NOUT2 > 0 || SOFTMAX) ? FROWS * NOUT : 0) + FROWS * NOUT2)
+#define BIAS_SMEM (FBATCH > 0 && FIN_SMEM + NOUT + NOUT2 <= 12 * 1024 - 64)
 
 __device__ __forceinline__ float4 load_group(const float *p) {
 #if GW == 4
@@ -490,7 +493,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
 #elif NOUT2 > 0
     const float *w2s = w2;
 #endif
-#if FBATCH  // the biases too, beside the last layer's weights: the chain then waits for memory once more, not thrice
+#if BIAS_SMEM  // the biases too, beside the last layer's weights: the chain waits for memory once more, not thrice
     __shared__ float bs[NOUT];
     for (int i = tid; i < NOUT; i += FTHREADS) bs[i] = __ldg(bias + i);
 #define BIAS(n) bs[n]

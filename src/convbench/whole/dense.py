@@ -278,6 +278,9 @@ def plan(B: int, F: int, N: int, n2: int = 0, softmax: bool = False, prec: int =
                 if best is None or key < best[0]:
                     best = (key, Plan(tile, splits, kchunk, nb, row_tiles, smem, occ, workspace,
                                       finish_rows(B, N, sms) if workspace else 1))
+    if best is None and MMA_SPLITS is not None:
+        raise UsageError(f"dense layer ({B} x {F}) @ ({N} x {F}).T cannot be split {MMA_SPLITS} ways (chunks of whole "
+                         f"{BK}-feature slices); force another number or none (dense.MMA_SPLITS = None)")
     if best is None:
         raise UsageError(f"dense layer ({B} x {F}) @ ({N} x {F}).T does not fit the kernel's tiles; "
                          "use a smaller batch or hidden layer")

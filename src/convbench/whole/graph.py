@@ -20,10 +20,11 @@ output buffers are allocated once per batch size, outside the capture; a replay 
 writes the static output buffer. `infer(x)` replays and returns a copy; `replay(x)` returns the static buffer itself
 (overwritten by the next replay of that batch size) and is what is timed.
 
-On an H100 / H200 each of these kernels after the first is launched as a programmatic dependent of the one before
-(core/gpu/launcher.py's programmatic_launches; common.cuh's griddep_wait): gpu-wgmma's kernel after a single-channel
-conv starts while that conv runs and lays out its weights meanwhile; the others start as the kernel before exits,
-without the gap of an ordinary launch.
+On an H100 / H200 the kernels prepared `dependent` (the single-channel convs, gpu-wgmma's, act_pool's and the dense
+kernels) are launched as programmatic dependents of the kernel before them (core/gpu/launcher.py's
+programmatic_launches; common.cuh's griddep_wait): gpu-wgmma's kernel after a single-channel conv starts while that
+conv runs and lays out its weights meanwhile; the others start as the kernel before exits, without the gap of an
+ordinary launch. Other steps (gpu-igemm-tc's general kernel, PyTorch's ops) launch the ordinary way.
 
 Timing (`benchmark`): the median of >= 20 graph replays (CUDA events, synchronized before and after each) with the
 input already on the device — the upload is outside it, measured on its own (pinned host float32 -> device) and as

@@ -20,6 +20,7 @@
  *   set_programmatic(on) -> the previous setting: while on (this thread only), a dependent Launch goes through
  *     cuLaunchKernelEx with programmatic stream serialization (Hopper's programmatic dependent launch: it may start
  *     while the kernel before it finishes); programmatic_available() says whether the driver has cuLaunchKernelEx
+ *     and is CUDA 12.3 or later (programmatic dependencies captured into graphs)
  * A slot must be an aligned 8-byte parameter; a Launch whose __init__ did not succeed refuses every use.
  *
  * The GIL is held throughout, so a Launch shared by threads never has its slots written by two calls at once (the
@@ -28,6 +29,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,7 +42,7 @@ typedef struct {
     int id;                 /* CUlaunchAttributeID */
     char pad[4];
     union {
-        char bytes[64];
+        _Alignas(8) char bytes[64];
         int programmatic;   /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION's value */
     } value;
 } launch_attribute_t;
@@ -50,13 +52,19 @@ typedef struct {
     launch_attribute_t *attrs;
     unsigned nattrs;
 } launch_config_t;
-_Static_assert(sizeof(launch_attribute_t) == 72, "CUlaunchAttribute is 72 bytes");
-_Static_assert(sizeof(launch_config_t) == 56, "CUlaunchConfig is 56 bytes");
+_Static_assert(sizeof(launch_attribute_t) == 72 && offsetof(launch_attribute_t, value) == 8,
+               "CUlaunchAttribute: 72 bytes, the value at 8");
+_Static_assert(sizeof(launch_config_t) == 56 && offsetof(launch_config_t, stream) == 32 &&
+               offsetof(launch_config_t, attrs) == 40 && offsetof(launch_config_t, nattrs) == 48,
+               "CUlaunchConfig: 56 bytes, hStream at 32, attrs at 40, numAttrs at 48");
 #define PROGRAMMATIC_STREAM_SERIALIZATION 6
 typedef int (*cu_launch_kernel_ex_t)(const launch_config_t *, void *, void **, void **);
+typedef int (*cu_driver_get_version_t)(int *);
+#define PROGRAMMATIC_MIN_DRIVER 12030  /* CUDA 12.3: programmatic dependencies captured into a CUDA graph */
 
 static cu_launch_kernel_t cu_launch_kernel;
 static cu_launch_kernel_ex_t cu_launch_kernel_ex;  /* NULL: a driver before CUDA 12 (no programmatic launches) */
+static cu_driver_get_version_t cu_driver_get_version;
 static _Thread_local int programmatic;               /* set_programmatic(): this thread's launches */
 static cu_error_text_t cu_get_error_name, cu_get_error_string;
 static PyObject *error_class;  /* set_error(): convbench's UsageError; RuntimeError until then */
@@ -73,6 +81,7 @@ static int load_driver(void) {
     }
     cu_launch_kernel = (cu_launch_kernel_t)dlsym(lib, "cuLaunchKernel");
     cu_launch_kernel_ex = (cu_launch_kernel_ex_t)dlsym(lib, "cuLaunchKernelEx");
+    cu_driver_get_version = (cu_driver_get_version_t)dlsym(lib, "cuDriverGetVersion");
     cu_get_error_name = (cu_error_text_t)dlsym(lib, "cuGetErrorName");
     cu_get_error_string = (cu_error_text_t)dlsym(lib, "cuGetErrorString");
     if (cu_launch_kernel == NULL) {
@@ -388,7 +397,10 @@ static PyObject *set_programmatic(PyObject *module, PyObject *on) {
 static PyObject *programmatic_available(PyObject *module, PyObject *unused) {
     if (load_driver() < 0)
         return NULL;
-    return PyBool_FromLong(cu_launch_kernel_ex != NULL);
+    int version = 0;
+    if (cu_launch_kernel_ex == NULL || cu_driver_get_version == NULL || cu_driver_get_version(&version) != 0)
+        Py_RETURN_FALSE;
+    return PyBool_FromLong(version >= PROGRAMMATIC_MIN_DRIVER);
 }
 
 static PyMethodDef module_methods[] = {
@@ -396,7 +408,7 @@ static PyMethodDef module_methods[] = {
     {"set_programmatic", set_programmatic, METH_O,
      "set_programmatic(on) -> previous: this thread's dependent launches programmatic (cuLaunchKernelEx) or not"},
     {"programmatic_available", programmatic_available, METH_NOARGS,
-     "whether the driver has cuLaunchKernelEx (programmatic dependent launches)"},
+     "whether the driver has cuLaunchKernelEx and is CUDA 12.3 or later (programmatic dependent launches)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -194,14 +194,19 @@ def launch_path() -> str:
     return "C (convbench.core.gpu._launch)"
 
 
-@functools.cache
-def programmatic_available() -> bool:
-    """Whether launches can be programmatic dependents here: the C launcher, a driver with cuLaunchKernelEx and a
-    GPU of compute capability 9.0 or later (earlier ones have no griddepcontrol)."""
+def programmatic_available(index: int | None = None) -> bool:
+    """Whether launches on GPU `index` (default: the current one) can be programmatic dependents: the C launcher, a
+    CUDA 12.3 or later driver with cuLaunchKernelEx (programmatic edges in captured graphs), and compute capability
+    9.0 or later (earlier GPUs have no griddepcontrol)."""
     if launch_class() is CtypesLaunch or not torch.cuda.is_available():
         return False
+    return _programmatic_on(torch.cuda.current_device() if index is None else index)
+
+
+@functools.cache
+def _programmatic_on(index: int) -> bool:
     try:
-        return _launch.programmatic_available() and torch.cuda.get_device_capability()[0] >= 9
+        return _launch.programmatic_available() and torch.cuda.get_device_capability(index)[0] >= 9
     except OSError:
         return False
 
@@ -212,12 +217,13 @@ def programmatic_launches(on: bool = True) -> Iterator[None]:
     before it on its stream (cuLaunchKernelEx, programmatic stream serialization), so it may start, and run what
     comes before its griddep_wait(), while that kernel finishes; other launches are as ever. Captured into a CUDA
     graph, the dependency becomes a programmatic edge. Only for launches whose weights no kernel of the stream writes
-    (the whole network's parameters): a dependent reads them before its wait. A no-op where programmatic_available()
-    is False (the results are the same; only the overlap is lost)."""
-    if not on or not programmatic_available():
+    (the whole network's parameters): a dependent reads them before its wait. `on` False: ordinary launches within,
+    also inside an outer programmatic_launches(). A no-op where programmatic_available() is False (the results are
+    the same; only the overlap is lost)."""
+    if launch_class() is CtypesLaunch or (on and not programmatic_available()):
         yield
         return
-    previous = _launch.set_programmatic(True)
+    previous = _launch.set_programmatic(on)
     try:
         yield
     finally:
