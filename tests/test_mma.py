@@ -354,6 +354,7 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
     assert got.args[3:] == (10000, 70, 12, NR, band, ops) and ops >= band // 70 * 2 * 70
     assert got.smem == _mma.c1_plan(10000, 70, 70, 12, 5).smem == 4 * (2 * band + ops) + 16 * (TT * 8 + 8) * 4 * NW
     assert got.grid[0] == 132 * CAP  # the rule's blocks an SM, not as many as fit
+    assert got.dependent  # it waits (griddep_wait) before it reads its input: a programmatic launch may start it
     small = _mma._prepare(FakeTensor((100, 1, 70, 70), 1), k, FakeTensor((100, 12, 66, 66), 3), _mma.TF32, True, 0,
                           None, None)
     assert small.args[6] > 1 and small.grid[0] <= small.args[3] * small.args[6]  # images split in ranges
@@ -369,6 +370,9 @@ def test_single_channel_layers_take_their_kernel_and_the_others_do_not(fake_gpu,
         _mma._prepare(x, FakeTensor((M, 1, 5, 5), 2), FakeTensor((10000, M, 66, 66), 3), prec, True, epi,
                       "tanh" if epi else None, pool, override)
     assert len(fake_gpu) > before and len(c1) == 2  # the general kernel for each; no other single-channel one
+    general = _mma._prepare(x, FakeTensor((24, 1, 5, 5), 2), FakeTensor((10000, 24, 66, 66), 3), _mma.TF32X3, True, 0,
+                            None, None)
+    assert not general.dependent  # the general kernel has no griddep_wait: never launched programmatically
 
 
 def test_a_single_channel_plan_runs_its_kernel_with_its_blocks_an_sm_or_is_refused(fake_gpu, monkeypatch):
@@ -438,8 +442,9 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(gpu, "current_stream_handle", lambda index: 7)
     monkeypatch.setattr(_mma, "LAUNCHES", gpu.LaunchCache())
     # what _prepare asks the launcher for, kept to be read back
-    monkeypatch.setattr(gpu, "prepare", lambda fn, grid, block, args, smem, name, slots=():
-                        SimpleNamespace(fn=fn, grid=grid, block=block, args=args, smem=smem, slots=slots))
+    monkeypatch.setattr(gpu, "prepare", lambda fn, grid, block, args, smem, name, slots=(), dependent=False:
+                        SimpleNamespace(fn=fn, grid=grid, block=block, args=args, smem=smem, slots=slots,
+                                        dependent=dependent))
     return kernels
 
 
