@@ -31,9 +31,6 @@
 #ifndef VEC
 #define VEC 1  // PG > 0: 1 = planes of a multiple of 4 floats from a 16-byte aligned x (float4 loads), 0 = floats
 #endif
-#ifndef WHOLE
-#define WHOLE 0  // 1: a window inside the plane takes unrolled loops (its KS * KS loads issued together)
-#endif
 
 #include "common.cuh"  // activate
 
@@ -42,29 +39,6 @@
 // One pooled output from its plane p (row pitch W): the window [h0, h0 + KS) x [w0, w0 + KS) cut at the edge.
 __device__ __forceinline__ float pooled(const float *p, const int H, const int W, const int py, const int px) {
     const int h0 = py * ST, w0 = px * ST;
-#if WHOLE
-    if (h0 + KS <= H && w0 + KS <= W) {
-        const float *q = p + h0 * W + w0;
-#if AVG
-        float s = 0.0f;
-#pragma unroll
-        for (int h = 0; h < KS; ++h)
-#pragma unroll
-            for (int w = 0; w < KS; ++w) s += activate(q[h * W + w]);
-        return s / (float)(KS * KS);
-#else
-        float m = NEG_INF;
-#pragma unroll
-        for (int h = 0; h < KS; ++h)
-#pragma unroll
-            for (int w = 0; w < KS; ++w) {
-                const float v = q[h * W + w];
-                m = (v > m || isnan(v)) ? v : m;
-            }
-        return activate(m);
-#endif
-    }
-#endif
     const int h1 = min(h0 + KS, H), w1 = min(w0 + KS, W);
 #if AVG
     float s = 0.0f;

@@ -21,9 +21,6 @@ SOURCE, KERNEL = Path(__file__).with_suffix(".cu"), "act_pool_kernel"
 THREADS = 256
 STAGED_BYTES = 24 * 1024  # the planes a block stages at a time (PG): at most this much shared memory, 8 blocks an SM
 MAX_STAGED_BYTES = 48 * 1024  # one plane larger than this (no opt-in): windows read from memory (PG 0)
-# act_pool.cu's WHOLE: a window inside the plane read by unrolled loops, its loads issued together instead of one at a
-# time behind the loop's bounds checks. Built and compile-checked without a GPU; off until a GPU A/B shows it faster.
-WHOLE_WINDOWS = False
 
 
 def pool_then_activate(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.Tensor) -> torch.Tensor:
@@ -41,9 +38,8 @@ def pool_then_activate(conv: torch.Tensor, pool: Pool | None, act: str | None, o
 
 
 @functools.cache
-def _kernel(size: int, stride: int, avg: bool, act: int, planes_staged: int, vec: bool, whole: bool):
-    return gpu.kernel(SOURCE, KERNEL, KS=size, ST=stride, AVG=int(avg), ACT=act, PG=planes_staged, VEC=int(vec),
-                      WHOLE=int(whole))
+def _kernel(size: int, stride: int, avg: bool, act: int, planes_staged: int, vec: bool):
+    return gpu.kernel(SOURCE, KERNEL, KS=size, ST=stride, AVG=int(avg), ACT=act, PG=planes_staged, VEC=int(vec))
 
 
 def planes_staged(planes: int, H: int, W: int) -> int:
@@ -69,7 +65,7 @@ def act_pool(conv: torch.Tensor, pool: Pool | None, act: str | None, out: torch.
     planes = B * M
     PG = planes_staged(planes, H, W)
     vec = PG > 0 and (H * W) % 4 == 0 and conv.data_ptr() % 16 == 0
-    fn = _kernel(size, stride, pool is not None and pool.kind == "avg", gpu.ACT_CODES[act], PG, vec, WHOLE_WINDOWS)
+    fn = _kernel(size, stride, pool is not None and pool.kind == "avg", gpu.ACT_CODES[act], PG, vec)
     smem = PG * H * W * 4
     # one wave of resident blocks, each striding over plane groups (or outputs): a second, partial wave would idle
     # most SMs while it runs
