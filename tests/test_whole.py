@@ -276,18 +276,18 @@ def test_dense_plan_shared_memory_is_the_kernels_layout_within_the_opt_in(B, F_,
     assert _dense.Dense.defines(layer, p, True)["SMEM"] == p.smem
 
 
-@pytest.mark.parametrize("B", [1, 37, 100, 1000, 10000])
+@pytest.mark.parametrize("B", [1, 37, 100, 132, 133, 1000, 10000])
 @pytest.mark.parametrize("F_, N, n2", REAL_DENSE)
-def test_the_finish_kernel_batches_its_loads_only_where_it_takes_one_row_a_block(B, F_, N, n2):
-    """dense_finish_kernel's FBATCH: FINISH_BATCH loads in flight a thread where a block sums one row (small batches:
-    a chain of waits for L2), 0 where it sums several (a bandwidth-bound sum whose occupancy the registers of the
-    loads in flight would cost)."""
+def test_the_finish_kernel_batches_its_loads_only_where_its_blocks_fit_one_wave(B, F_, N, n2):
+    """dense_finish_kernel's FBATCH: FINISH_BATCH loads in flight a thread where each block sums one row and the
+    blocks fit one wave (small batches: one block's chain of waits for L2 is the kernel's time), 0 where more blocks
+    hide those waits by occupancy, which the registers of the loads in flight would cost."""
     p = _dense.plan(B, F_, N, n2, softmax=True)
     rows = _dense.finish_rows(B, N, 132)
     layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=True, prec=0, wlo=True)
-    want = _dense.FINISH_BATCH if rows == 1 else 0
-    assert _dense.Dense.defines(layer, p, False, rows)["FBATCH"] == want
-    assert (want > 0) == (B < 4 * 132 * 2)  # finish_rows: one row a block below two rows for every four blocks an SM
+    fbatch = _dense.finish_batch(B, rows, 132)
+    assert _dense.Dense.defines(layer, p, False, fbatch)["FBATCH"] == fbatch
+    assert (fbatch > 0) == (B <= 132) and fbatch in (0, _dense.FINISH_BATCH)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -305,7 +305,7 @@ def test_the_finish_kernel_compiles_without_spills_either_way(F_, N, n2, fbatch,
     softmax = n2 > 0 or N <= 32
     p = _dense.plan(100, F_, N, n2, softmax=softmax)
     layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=softmax, prec=0, wlo=True)
-    defines = _dense.Dense.defines(layer, p, False, 1 if fbatch else 2)
+    defines = _dense.Dense.defines(layer, p, False, fbatch)
     assert defines["FBATCH"] == fbatch
     out = nvcc(_dense.SOURCE, tmp_path / "k.o", defines)
     assert out.returncode == 0, out.stderr
@@ -703,12 +703,12 @@ def test_dense_matches_float64(precision, case, monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("case", [c for c in DENSE_CASES if _dense.finish_rows(c[0], c[2], 132) == 1],
-                         ids=dense_case_id)
+@pytest.mark.parametrize("case", [c for c in DENSE_CASES if c[0] <= 132], ids=dense_case_id)
 def test_the_finish_kernels_batched_loads_give_the_same_bits(case, monkeypatch):
     """dense_finish_kernel with its partial loads in flight FINISH_BATCH at a time and its biases fetched first
-    (FBATCH > 0, one row a block) against the same kernel adding each partial as it lands (FBATCH 0), on the same
-    input: the same splits summed in the same order, so the same bits, every output written (poisoned first)."""
+    (FBATCH > 0: one row a block, one wave) against the same kernel adding each partial as it lands (FBATCH 0), on
+    the same input: the same splits summed in the same order, so the same bits, every output written (poisoned
+    first)."""
     B, F_, N, act, softmax, n2 = case
     x, w, b, w2, b2 = dense_case_tensors(case, B * 11 + N)
     outs = []

@@ -453,11 +453,11 @@ dense_mma_kernel(float *__restrict__ y, float *__restrict__ ws, const float *__r
 // deterministic. The rest is a chain of dependent steps (activation, the last layer, softmax), each spread over the
 // block, the last layer's weights staged in shared memory at the start (W2_SMEM). Small batches take one row a block
 // (many blocks, the most loads in flight); large ones several, so the last layer's weights are staged once for all.
-// One row a block, the kernel is a chain of waits for L2, so there (FBATCH > 0, the launcher's choice) a thread's
-// partial loads go out FBATCH at a time, all in flight together, and the biases are fetched at the start too, where
-// they fit in shared memory (BIAS_SMEM): the chain waits for global memory about twice. Several rows a block, that
-// costs occupancy a bandwidth-bound sum needs (the registers of the loads in flight): FBATCH 0, one loop that adds
-// each partial as it lands.
+// One row a block and the blocks one wave, one an SM, the kernel is one block's chain of waits for L2, so there
+// (FBATCH > 0, the launcher's choice) a thread's partial loads go out FBATCH at a time, all in flight together, and
+// the biases are fetched at the start too, where they fit in shared memory (BIAS_SMEM): the chain waits for global
+// memory about twice. With more blocks, that costs the occupancy that hides those waits (the registers of the loads
+// in flight): FBATCH 0, one loop that adds each partial as it lands.
 #define FTHREADS 256
 #define GW (NOUT % 4 == 0 ? 4 : 1)                            // columns per load
 #define NG (NOUT / GW)                                         // column groups of a row

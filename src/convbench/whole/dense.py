@@ -57,7 +57,7 @@ BLOCK_FIXED_CLK = 1500
 FULL_WARPS = 8  # resident warps an SM needs to keep its tensor cores busy (2 per sub-partition)
 FINISH_FIXED_CLK = 3000  # dense_finish_kernel's launch after the GEMM and its row-wise tail
 FINISH_THREADS = 256  # the kernel's FTHREADS
-FINISH_BATCH = 8  # dense_finish_kernel's FBATCH where it takes one row a block: partial loads in flight a thread
+FINISH_BATCH = 8  # dense_finish_kernel's FBATCH where its blocks fit one wave: partial loads in flight a thread
 PRODUCTS = {0: 3.0, 1: 1.0, 2: 0.5, 3: 0.5}  # tensor-core instructions per TF32-equivalent multiply-add
 MMA_SPLITS: int | None = None  # a forced number of splits of F for dense_mma_kernel (sweeps); None, plan()'s model
 
@@ -216,6 +216,14 @@ def finish_rows(B: int, N: int, sms: int) -> int:
     return max(1, min(2048 // N if N <= 2048 else 1, B // (4 * sms)))
 
 
+def finish_batch(B: int, rows: int, sms: int) -> int:
+    """dense_finish_kernel's FBATCH for B rows summed `rows` a block on `sms` SMs: FINISH_BATCH where each block takes
+    one row and the blocks fit one wave, one an SM, so the kernel's time is one block's chain of waits for L2, which
+    loads in flight shorten; else 0, for there the SMs hide those waits with resident blocks, whose number the loads'
+    registers would cut."""
+    return FINISH_BATCH if rows == 1 and B <= sms else 0
+
+
 def column_tiling(n: int) -> tuple[int, int]:
     """(warps along N, 8-column tiles per warp): cover n output features with the least padding, few blocks."""
     best = None
@@ -365,14 +373,14 @@ class Dense:
         self._per_batch: dict[int, Prepared] = {}
         self._parts: tuple[torch.Tensor, torch.Tensor] | None = None  # W's TF32 parts, for dense_wgmma.cu
 
-    def defines(self, plan_: Plan, vec: bool, finish_rows: int = 1) -> dict:
-        """dense.cu's defines for this layer on plan_ (the GEMM's), and for its finish kernel taking finish_rows rows
-        a block: one row, a chain of waits for L2 that FBATCH shortens; several, a bandwidth-bound sum (FBATCH 0)."""
+    def defines(self, plan_: Plan, vec: bool, fbatch: int = 0) -> dict:
+        """dense.cu's defines for this layer on plan_ (the GEMM's), its finish kernel's loads in flight `fbatch` (see
+        finish_batch; 0, each partial added as it lands)."""
         t = plan_.tile
         return {"FIN": self.F, "NOUT": self.N, "NOUT2": self.n2, "ACT": ACTIVATIONS[self.act],
                 "SOFTMAX": int(self.softmax), "PREC": self.prec, "WLO": int(self.wlo), "WARPS_M": t.warps_m,
                 "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
-                "VEC": int(vec), "SMEM": plan_.smem, "FBATCH": FINISH_BATCH if finish_rows == 1 else 0}
+                "VEC": int(vec), "SMEM": plan_.smem, "FBATCH": fbatch}
 
     def wgmma_defines(self) -> dict:
         return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": wgmma_nwg(self.N), "BK": WGMMA_BK,
@@ -389,10 +397,11 @@ class Dense:
             floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
             ws = torch.empty(floats, device=self.w.device)
             rows = wp.finish_rows if wp is not None else p.finish_rows  # the finish kernel's, where it runs
-            gemm = {vec: _kernel(self.defines(p, vec, rows), p.smem) for vec in (True, False)
+            fbatch = finish_batch(B, rows, sms)
+            gemm = {vec: _kernel(self.defines(p, vec, fbatch), p.smem) for vec in (True, False)
                     if not vec or self.F % 4 == 0}
             # the finish kernel's module: VEC is the GEMM's (the module without it)
-            finish = _kernel(self.defines(p, False, rows), 0, FINISH) if p.workspace or wp else None
+            finish = _kernel(self.defines(p, False, fbatch), 0, FINISH) if p.workspace or wp else None
             wgmma = None
             if wp is not None:
                 if self._parts is None:  # (16-byte copies of W's rows: an offset view of W is copied first)
