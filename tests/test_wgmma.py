@@ -177,7 +177,8 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
         assert p.items == B * -(-s["M"] // p.NN) * p.NR
         steps_at = p.lay.smem - p.lay.slack - 8 * (p.lay.NSTEP + 1) - 32  # the int2 step table follows the raw input
         assert steps_at % 16 == 0, ("the step table is misaligned", s, p)
-        raw = -(-s["C"] * min(p.QT * 64 + (s["K"] - 1) * s["W"] + s["K"] - 1, s["H"] * s["W"]) // 4) * 16
+        band = min(p.QT * 64 + (s["K"] - 1) * s["W"] + s["K"] - 1, s["H"] * s["W"])
+        raw = s["C"] * -(-(band + 3) // 4) * 16  # a channel's row: its band and up to 3 floats before it
         parts = 2 if prec == FP16X3 else 1
         planes = parts * p.lay.G * p.lay.P * 16
         weights = parts * -(-s["M"] // p.NN) * p.lay.NSTEP * p.NN * 32
@@ -333,3 +334,34 @@ def test_an_image_past_the_float_row_index_goes_to_gpu_igemm_tc():
     with pytest.raises(_wgmma.TooBig, match="virtual outputs"):
         _wgmma.plan(1, 12, 110000, 40, 24, 5, FP16X3, override=(4096, 1, 1))
     assert _wgmma.plan(1, 12, 100000, 40, 24, 5, FP16X3).NR > 1  # below the bound: ranges of a tall image
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_an_input_off_16_byte_alignment_gives_the_aligned_inputs_bits(offset):
+    """The producer copies each channel's band 16 bytes at a time from the 16-byte boundary at or below it, so the
+    floats before the band are read and then zeroed, the ones after it never read: an input starting 4, 8 or 12
+    bytes past a boundary (a view into a larger tensor) gives exactly the bits of the same values aligned, on the
+    kernel and on the taps kernel that shares the producer, every output written."""
+    import torch
+
+    from convbench.impls import gpu_16_wgmma_taps as taps
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    for i, s in enumerate([problem.ConvShape(3, 12, 24, 33, 33, 5), problem.ConvShape(2, 4, 16, 40, 40, 7),
+                           problem.ConvShape(5, 6, 16, 22, 22, 5), problem.ConvShape(2, 9, 37, 19, 23, 3)]):
+        x, k = (t.cuda() for t in problem.generate(s, 900 + i))
+        storage = torch.empty(x.numel() + offset, device="cuda")
+        shifted = storage[offset:].view(x.shape)
+        shifted.copy_(x)
+        assert shifted.data_ptr() % 16 == 4 * offset
+        for launch in (_wgmma.launch, taps.launch):
+            ys = []
+            for inp in (x, shifted):
+                y = problem.poisoned_output(s, "cuda")
+                launch(inp, k, y, "fp16x3", force=True)
+                ys.append(y)
+            torch.cuda.synchronize()
+            assert torch.isfinite(ys[1]).all() and torch.equal(ys[0], ys[1]), (launch.__module__, s, offset)

@@ -12,11 +12,11 @@
 //    per pixel (C >= 8: 8 channels; C < 8: C channels x E = min(8 / C, K) neighbouring columns). A k16 step is two
 //    items (the descriptor's K offset jumps from one to the other); B is laid out to match, zero in unused slots.
 //  * 3xFP16 as in gpu-igemm-tc-fp16x3: hi*hi, lo*hi, hi*lo into fp32 accumulators, skipped only when exactly zero.
-//  * A producer warpgroup stages the next item (cp.async, then conversion into one of two plane buffers) while the
-//    consumer warpgroups run the GEMM on the other (named barriers); it stages the first item while they lay out the
-//    weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its item takes longer than theirs,
-//    so it is kept short: 16-byte loads for the largest |x|, no slot table for C >= 8, the consumers released before
-//    the next copy is issued. The epilogue stores through per-map pointers set once an item (one multiply-add each).
+//  * A producer warpgroup stages the next item (16-byte cp.async of each channel's band, then conversion into one of
+//    two plane buffers) while the consumer warpgroups run the GEMM on the other (named barriers); it stages the first
+//    item while they lay out the weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its
+//    item takes longer than theirs, so it is kept short: 16-byte copies and loads for the largest |x|, no slot table
+//    for C >= 8, the consumers released before the next copy is issued. The epilogue stores through per-map pointers set once an item (one multiply-add each).
 //  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
 //    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
@@ -107,8 +107,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
     const Geometry g = geometry(C, H, W, M, K, NR, E, P);
-    // raw floats per channel: the most an item reads, rounded up to whole 16-byte rows (read 4 values a load)
-    const int rawc = (min(g.QT * 64 + (K - 1) * W + K - 1, H * W) + 3) / 4 * 4;
+    // raw floats per channel: the most an item reads and up to 3 before it (the row starts at a 16-byte boundary:
+    // wgmma_conv.cuh's prefetch), rounded up to whole 16-byte rows
+    const int rawc = (min(g.QT * 64 + (K - 1) * W + K - 1, H * W) + 3 + 3) / 4 * 4;
     const int rawn = C * rawc;
     const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
     // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended

@@ -60,7 +60,8 @@ def layout(C, H, W, M, K, QT, NN, prec: int) -> Layout:
     parts = 2 if prec == FP16X3 else 1
     planes = parts * G * P * 16  # one buffer of staged planes
     kext = max(0, -(-M * C * K * K // 4) * 16 + nstep * 16 - planes)  # buffer 1 first holds the raw weights
-    raw = C * -(-min(QT * 64 + (K - 1) * W + K - 1, H * W) // 4) * 16  # the raw input, 16-byte rows a channel
+    # the raw input: a channel's band and up to 3 floats before it (its row starts at a 16-byte boundary), 16-byte rows
+    raw = C * -(-(min(QT * 64 + (K - 1) * W + K - 1, H * W) + 3) // 4) * 16
     tail = raw + (nstep + 1) * 8 + 32
     slack = max(0, A_TILE_BYTES - kext - tail)
     smem = parts * mg * nstep * NN * 32 + 2 * planes + kext + tail + slack

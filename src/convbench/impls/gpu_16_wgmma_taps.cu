@@ -258,7 +258,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                       const int P) {
     const Geometry g = geometry(C, H, W, K, NR, E, P);
     const int reach = 64 + (K - 1) * W + E - 1;  // a tile's row 63 reads (K - 1) W pixels below, E - 1 slots right
-    const int rawc = (min((g.QT - 1) * g.S + reach, H * W) + 3) / 4 * 4;  // raw floats a channel, 16-byte rows
+    // raw floats a channel: an item's band and up to 3 before it (prefetch's 16-byte rows), whole 16-byte rows
+    const int rawc = (min((g.QT - 1) * g.S + reach, H * W) + 3 + 3) / 4 * 4;
     const int rawn = C * rawc;
     const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
     // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended

@@ -82,7 +82,7 @@ def layout(C, H, W, M, K, QT, prec: int) -> Layout:
     planes = parts * t.G * P * 16
     kext = max(0, -(-M * C * K * K // 4) * 16 + t.NSTEP * 16 - planes)
     reach = 64 + (K - 1) * W + t.E - 1
-    raw = C * -(-min((QT - 1) * t.S + reach, H * W) // 4) * 16
+    raw = C * -(-(min((QT - 1) * t.S + reach, H * W) + 3) // 4) * 16  # the band and up to 3 floats before it
     tail = raw + (t.NSTEP + 1) * 8 + 32
     dw = ((t.KWI - 1) * t.MP + 23) // 32 * 32 + 8  # the kernel's DW: a buffer row, 8 past a multiple of 32 floats
     scratch = NWG * 72 * dw * 4 if t.KWI > 1 else 0  # a warpgroup's buffer of taps 1..: 64 rows + 8 spare

@@ -97,18 +97,33 @@ __device__ __forceinline__ Item item_at(int item, int MG, int NR, int T, int str
     it.lend = min(HW, it.q0 + (it.nt - 1) * stride + reach);
     return it;
 }
-// the item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 4-byte cp.async:
-// hundreds of loads in flight per thread, none through registers, while the previous item is multiplied. A row's
-// positions past the item's input are zeroed: the largest |x| is then taken over the whole buffer, 16 bytes a load.
+// The item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 16-byte cp.async,
+// none through registers, while the previous item is multiplied. A channel's row starts at the 16-byte boundary at or
+// below the band's first position, so band position j lies at raw[c * rawc + raw_lead(c) + j] (lead 0..3, rawc >=
+// the band + 3); bytes past the band are zero-filled by the copies, the lead positions before it zeroed once they
+// have landed (zero_leads): the largest |x| is then taken over the whole buffer, 16 bytes a load.
+__device__ __forceinline__ const float *band_start(const float *__restrict__ x, const Item &it, int c, int C, int HW) {
+    return x + (static_cast<size_t>(it.b) * C + c) * HW + it.lbeg;
+}
+__device__ __forceinline__ int raw_lead(const float *band) {
+    return static_cast<int>((reinterpret_cast<size_t>(band) >> 2) & 3);
+}
 __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x, const Item &it, int C, int H, int W,
                                          int rawc, int t, int nt) {
-    const float *xb = x + (static_cast<size_t>(it.b) * C * H * W + it.lbeg);
-    const int n = it.lend - it.lbeg;
-    for (int c = 0; c < C; ++c)
-        for (int i = t; i < rawc; i += nt) {
-            if (i < n) cp_async4(raw + c * rawc + i, xb + static_cast<size_t>(c) * H * W + i);
-            else raw[c * rawc + i] = 0.0f;
-        }
+    const int HW = H * W, n = it.lend - it.lbeg, q = rawc / 4;  // q: 16-byte chunks a channel's row
+    int c = t / q, j = t - c * q;                                // chunk t, then every nt-th, over all channels
+    for (int i = t; i < C * q; i += nt) {
+        const float *band = band_start(x, it, c, C, HW);
+        const int lead = raw_lead(band), valid = min(max(lead + n - 4 * j, 0), 4);  // floats this chunk reads
+        cp_async16_part(raw + 4 * i, band - lead + (valid > 0 ? 4 * j : 0), 4 * valid);  // (an aligned address)
+        for (j += nt; j >= q; j -= q) ++c;
+    }
+}
+// After every producer thread's copies have landed: the positions before each channel's band read as zero
+__device__ __forceinline__ void zero_leads(float *raw, const float *__restrict__ x, const Item &it, int C, int HW,
+                                           int rawc, int t, int nt) {
+    for (int c = t; c < C; c += nt)
+        for (int u = raw_lead(band_start(x, it, c, C, HW)) - 1; u >= 0; --u) raw[c * rawc + u] = 0.0f;
 }
 
 // Named barriers between the producer warpgroup and the consumers (0 is __syncthreads): FULL + s = staged planes
@@ -140,12 +155,14 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
     cp_async_commit();
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1, index = blockIdx.x + i * gridDim.x;
-        const int n = item(index).lend - item(index).lbeg;
         unsigned char *X = Xs + s * PARTS * st.XPART;
         if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
         cp_async_wait_0();
         if (ptid == 0) meta[2 * s + 1] = 0;
         bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer holds item i's input
+        const Item cur = item(index);
+        zero_leads(raw, x, cur, st.C, st.H * st.W, st.rawc, ptid, PRODUCERS);
+        bar_sync(BAR_PRODUCER, PRODUCERS);
         // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
         // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
         // scale nor overflow)
@@ -170,15 +187,21 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
 #endif
         int xlo = 0;
         const float scale = pow2(sx);
+        const int n = cur.lend - cur.lbeg;
         for (int plane = 0; plane < st.G; ++plane) {
+            int row[8];  // slot e's channel row in raw, from its band's first position (raw_lead)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                const int c = st.C >= 8 ? plane * 8 + e : plane * st.Cg + ((st.slots.c >> (4 * e)) & 15);
+                row[e] = c < st.C ? c * st.rawc + raw_lead(band_start(x, cur, c, st.C, st.H * st.W)) : 0;
+            }
             if (st.C >= 8) {  // E = 1: slot e is channel 8 plane + e at the pixel itself (no slot table)
-                const float *rp = raw + plane * 8 * st.rawc;
                 const int nc = min(8, st.C - plane * 8);
 #pragma unroll 1
                 for (int p = ptid; p < st.P; p += PRODUCERS) {
                     float v[8];
 #pragma unroll
-                    for (int e = 0; e < 8; ++e) v[e] = (e < nc && p < n) ? rp[e * st.rawc + p] * scale : 0.0f;
+                    for (int e = 0; e < 8; ++e) v[e] = (e < nc && p < n) ? raw[row[e] + p] * scale : 0.0f;
                     xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
                 }
             } else {
@@ -189,7 +212,7 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
                     for (int e = 0; e < 8; ++e) {
                         const int sc = (st.slots.c >> (4 * e)) & 15, c = plane * st.Cg + sc;
                         const int j = p + ((st.slots.e >> (4 * e)) & 15);
-                        v[e] = (sc < st.Cg && c < st.C && j < n) ? raw[c * st.rawc + j] * scale : 0.0f;
+                        v[e] = (sc < st.Cg && c < st.C && j < n) ? raw[row[e] + j] * scale : 0.0f;
                     }
                     xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
                 }
