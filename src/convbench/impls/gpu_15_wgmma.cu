@@ -15,9 +15,8 @@
 //  * A producer warpgroup stages the next item (16-byte cp.async of each channel's band, then conversion into one of
 //    two plane buffers) while the consumer warpgroups run the GEMM on the other (named barriers); it stages the first
 //    item while they lay out the weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its
-//    item takes longer than theirs, so it is kept short: 16-byte copies and loads for the largest |x|, no slot table
-//    for C >= 8, the consumers released before the next copy is issued. The epilogue stores through per-map pointers
-//    set once an item (one multiply-add each).
+//    item takes longer than theirs, so it is kept short: 16-byte copies and max loads, no slot table for C >= 8, the
+//    consumers released before the next copy. The epilogue stores through per-map pointers set once an item.
 //  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
 //    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
