@@ -365,3 +365,55 @@ def test_an_input_off_16_byte_alignment_gives_the_aligned_inputs_bits(offset):
                 ys.append(y)
             torch.cuda.synchronize()
             assert torch.isfinite(ys[1]).all() and torch.equal(ys[0], ys[1]), (launch.__module__, s, offset)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("NN, TPW, NWG, prec",
+                         sorted({(24, 4, 3, FP16X3), (16, 4, 1, FP16X3), (24, 3, 1, FP16X3), (24, 4, 2, FP16X3),
+                                 (16, 4, 2, FP16X3), (24, 2, 2, FP16), (64, 2, 2, BF16)}))
+def test_the_direct_staging_variant_compiles_without_spills(NN, TPW, NWG, prec, tmp_path):
+    """DIRECT_STAGING 1 (the producer reads the band from global memory into registers): the plans the course layers
+    take at 100 to 10000 images and a few others, no spills, no serialized wgmma."""
+    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
+                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}",
+                        "-DDIRECT_STAGING=1", "-c", str(_wgmma.SOURCE), "-o", str(tmp_path / "k.o")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "Potential Performance Loss" not in p.stderr, p.stderr
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
+    assert spills and all(st == "0" and ld == "0" for st, ld in spills), spills
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision", ["fp16x3", "fp16"])
+def test_direct_staging_gives_the_staged_kernels_bits(precision, monkeypatch):
+    """wgmma_conv.cuh's produce_direct stages the same values as produce (the band's largest |x| over the same
+    positions, the same conversion): the same bits on random shapes (the kernel forced, batches 1-128, sizes off
+    every tile, inputs 0-12 bytes off a 16-byte boundary) and on the course's conv2 layers at 100 and 1000 images,
+    every output written (poisoned first), within the precision's tolerance of float64."""
+    import torch
+
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    tolerance = {"fp16x3": 1e-5, "fp16": 1e-2}[precision]
+    cases = [(s, True) for s in problem.shapes(24, seed=41)]
+    for C, M, H, K in [(12, 24, 33, 5), (6, 16, 22, 5), (4, 16, 40, 7), (12, 24, 33, 7)]:  # fa19 sp19 minidnn fa18
+        cases += [(problem.ConvShape(B, C, M, H, H, K), False) for B in (100, 1000)]
+    for i, (s, force) in enumerate(cases):
+        x, k = (t.cuda() for t in problem.generate(s, 500 + i))
+        offset = i % 4
+        storage = torch.empty(x.numel() + offset, device="cuda")
+        xs = storage[offset:].view(x.shape)
+        xs.copy_(x)
+        ys = []
+        for direct in (False, True):
+            monkeypatch.setattr(_wgmma, "DIRECT_STAGING", direct)
+            y = problem.poisoned_output(s, "cuda")
+            _wgmma.launch(xs, k, y, precision, force=force)
+            ys.append(y)
+        torch.cuda.synchronize()
+        assert torch.isfinite(ys[1]).all() and torch.equal(ys[0], ys[1]), f"{precision} on {s}, offset {offset}"
+        result = problem.check(ys[1].cpu(), problem.reference(x.cpu(), k.cpu()), tolerance)
+        assert result.ok, f"{precision} on {s}: {result}"

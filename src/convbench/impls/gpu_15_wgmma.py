@@ -199,8 +199,16 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec), B * mg * NR)
 
 
+# The producer's staging read straight from global memory into registers (wgmma_conv.cuh's produce_direct) instead of
+# through a raw copy in shared memory; off until measured against it (the same staged values: the same bits)
+DIRECT_STAGING = False
+
+
 def _kernel(NN, TPW, NWG, prec, skip):
-    return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip))
+    defines = {"NN": NN, "TPW": TPW, "NWG": NWG, "PREC": prec, "SKIP": int(skip)}
+    if DIRECT_STAGING:  # (off: the module keeps the defines it always had)
+        defines["DIRECT_STAGING"] = 1
+    return gpu.kernel(SOURCE, "wgmma_conv_kernel", **defines)
 
 
 @functools.cache
@@ -239,7 +247,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, DIRECT_STAGING)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 
