@@ -282,12 +282,10 @@ def test_the_finish_kernel_batches_its_loads_only_where_its_blocks_fit_one_wave(
     """dense_finish_kernel's FBATCH: FINISH_BATCH loads in flight a thread where each block sums one row and the
     blocks fit one wave (small batches: one block's chain of waits for L2 is the kernel's time), 0 where more blocks
     hide those waits by occupancy, which the registers of the loads in flight would cost."""
-    p = _dense.plan(B, F_, N, n2, softmax=True)
-    rows = _dense.finish_rows(B, N, 132)
-    layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=True, prec=0, wlo=True)
+    rows = _dense.plan(B, F_, N, n2, softmax=True).finish_rows
     fbatch = _dense.finish_batch(B, rows, 132)
-    assert _dense.Dense.defines(layer, p, False, fbatch)["FBATCH"] == fbatch
     assert (fbatch > 0) == (B <= 132) and fbatch in (0, _dense.FINISH_BATCH)
+    assert fbatch == 0 or rows == 1  # the batched loads are written for one row a block
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -306,7 +304,6 @@ def test_the_finish_kernel_compiles_without_spills_either_way(F_, N, n2, fbatch,
     p = _dense.plan(100, F_, N, n2, softmax=softmax)
     layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act="tanh", softmax=softmax, prec=0, wlo=True)
     defines = _dense.Dense.defines(layer, p, False, fbatch)
-    assert defines["FBATCH"] == fbatch
     out = nvcc(_dense.SOURCE, tmp_path / "k.o", defines)
     assert out.returncode == 0, out.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out.stderr)
@@ -710,6 +707,8 @@ def test_the_finish_kernels_batched_loads_give_the_same_bits(case, monkeypatch):
     the same input: the same splits summed in the same order, so the same bits, every output written (poisoned
     first)."""
     B, F_, N, act, softmax, n2 = case
+    if _dense.finish_batch(B, 1, torch.cuda.get_device_properties(0).multi_processor_count) == 0:
+        pytest.skip(f"{B} rows are more blocks than this GPU has SMs: the finish kernel does not batch there")
     x, w, b, w2, b2 = dense_case_tensors(case, B * 11 + N)
     outs = []
     for batch in (_dense.FINISH_BATCH, 0):

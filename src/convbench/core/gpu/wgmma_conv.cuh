@@ -153,15 +153,16 @@ __device__ __forceinline__ int item_shift(float xm, u32 *slot) {
 }
 
 #ifndef DIRECT_STAGING
-#define DIRECT_STAGING 0  // 1: produce_direct (the band read from global memory into registers, no raw buffer)
+#define DIRECT_STAGING 0  // 1: produce_direct (the band read from global memory into registers, the raw buffer unused)
 #endif
 constexpr int DIRECT_PIXELS = 2;  // produce_direct: pixels a thread loads before it converts them (8 loads each)
 
 // ---- the producer warpgroup, DIRECT_STAGING: as produce() below, but an item's band goes from global memory (L2)
-// straight into registers, twice: once for its largest |x|, once to convert and store the planes. The raw buffer's
-// copy into shared memory and its two reads there are gone: while the consumers' wgmma read their operands, shared
-// memory has little bandwidth to spare, and those were three of the producer's four passes through it. Slot e of a
-// plane row reads band[e] + p (its channel's band, shifted by its column offset; C >= 8: the channel 8 plane + e).
+// straight into registers, twice: once for its largest |x| (before the wait for a free buffer: it touches no plane),
+// once to convert and store the planes. The raw buffer (still allocated) is unused: its copy into shared memory and
+// its two reads there are gone, and while the consumers' wgmma read their operands shared memory has little
+// bandwidth to spare. Slot e of a plane row reads band[e] + p (its channel's band, shifted by its column offset;
+// C >= 8: the channel 8 plane + e).
 __device__ __forceinline__ void produce_direct(const Staging &st, const float *__restrict__ x, unsigned char *Xs,
                                                u32 *s_red, int *meta, int mine, int threads) {
     const int ptid = threadIdx.x - (threads - PRODUCERS), HW = st.H * st.W;
@@ -170,9 +171,9 @@ __device__ __forceinline__ void produce_direct(const Staging &st, const float *_
         const Item cur = item_at(index, st.MG, st.NR, st.T, st.stride, st.reach, HW);
         const int n = cur.lend - cur.lbeg;
         unsigned char *X = Xs + s * PARTS * st.XPART;
-        if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
-        if (ptid == 0) meta[2 * s + 1] = 0;
-        bar_sync(BAR_PRODUCER, PRODUCERS);
+        // the max's slot alternates (s_red[1], s_red[3]): this item's atomics may start before the last item's
+        // slot is reset, as no barrier stands between them
+        u32 *xmax = &s_red[1 + 2 * s];
         int sx = 0;
 #if PREC == PREC_FP16X3
         {  // the largest finite |x| of the band (positions past it stage as 0 and set nothing)
@@ -184,9 +185,12 @@ __device__ __forceinline__ void produce_direct(const Staging &st, const float *_
                     if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
                 }
             }
-            sx = item_shift(xm, &s_red[1]);
+            sx = item_shift(xm, xmax);  // (reset after item i - 2's last barrier)
         }
 #endif
+        if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
+        if (ptid == 0) meta[2 * s + 1] = 0;
+        bar_sync(BAR_PRODUCER, PRODUCERS);
         int xlo = 0;
         const float scale = pow2(sx);
         for (int plane = 0; plane < st.G; ++plane) {
@@ -222,9 +226,9 @@ __device__ __forceinline__ void produce_direct(const Staging &st, const float *_
         if (__any_sync(0xffffffffu, xlo) && (ptid & 31) == 0) atomicOr(&meta[2 * s + 1], 1);
         if (ptid == 0) meta[2 * s] = sx;
         fence_async_smem();                 // the planes, for wgmma's reads
-        bar_sync(BAR_PRODUCER, PRODUCERS);  // s_red[1] read by all
+        bar_sync(BAR_PRODUCER, PRODUCERS);  // *xmax read by all
         bar_arrive(BAR_FULL + s, threads);  // the consumers may start
-        if (ptid == 0) s_red[1] = 0u;       // (the next item's max comes after another producer barrier)
+        if (ptid == 0) *xmax = 0u;          // (item i + 2's max comes after item i + 1's barriers)
     }
 }
 
@@ -255,7 +259,7 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
         // scale nor overflow)
         int sx = 0;
 #if PREC == PREC_FP16X3
-        {  // 16-byte loads over the raw buffer (zero past each row's input: prefetch)
+        {  // 16-byte loads over the raw buffer (zero outside each row's band: prefetch, zero_leads)
             float xm = 0.0f;
             const float4 *r4 = reinterpret_cast<const float4 *>(raw);
             const int rawn = st.C * st.rawc;
