@@ -94,14 +94,13 @@ __device__ __forceinline__ void cp_async4_zfill(float *dst, const float *src, bo
     const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(ok ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async16_zfill(float *dst, const float *src, bool ok) {
-    const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(ok ? 16 : 0));
-}
 // 16 bytes of which only the first `bytes` (0..16) are read, the rest of the destination zero-filled
 __device__ __forceinline__ void cp_async16_part(float *dst, const float *src, int bytes) {
     const u32 s = static_cast<u32>(__cvta_generic_to_shared(dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async16_zfill(float *dst, const float *src, bool ok) {
+    cp_async16_part(dst, src, ok ? 16 : 0);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // wait until at most PENDING of this thread's groups are still in flight (the count spelled out in the instruction:
