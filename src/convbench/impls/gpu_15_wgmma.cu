@@ -43,9 +43,6 @@
 #ifndef NWG
 #define NWG 2  // consumer warpgroups per block (plus one producer warpgroup)
 #endif
-#ifndef BALANCED_TILES
-#define BALANCED_TILES 0  // 1: each consumer warpgroup an even share of an item's tiles (0: TPW-tile batches in turn)
-#endif
 #ifndef PREC
 #define PREC PREC_FP16X3  // precision.cuh: 3xFP16 (fp32-accurate, block-scaled), FP16 or BF16
 #endif
@@ -127,7 +124,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
     // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
-    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] (3) max |x|, [2] w lo
+    u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
     int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
@@ -227,19 +224,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             ym[e] = m < M ? y + (static_cast<size_t>(cur.b) * M + m) * g.OH * g.OW : nullptr;
         }
         const KSteps ks{g.NSTEP, g.WSTEP, g.XPART, g.WPART, 1024u};  // tiles 64 pixels (1 KB) apart
-#if BALANCED_TILES
-        // this warpgroup's even share of the item's tiles, in the fewest batches of at most TPW, as even as they go
-        const int tb = wg * cur.nt / NWG, tn = (wg + 1) * cur.nt / NWG - tb, nb = (tn + TPW - 1) / TPW;
-        for (int b = 0; b < nb; ++b) {
-            const int t0 = tb + b * tn / nb, nt = tb + (b + 1) * tn / nb - t0;
-            float acc[TPW][NN / 2];
-            const u32 xa = xbase + t0 * 1024;
-#else
         for (int t0 = wg * TPW; t0 < cur.nt; t0 += NWG * TPW) {
             float acc[TPW][NN / 2];
             const u32 xa = xbase + t0 * 1024;
             const int nt = min(TPW, cur.nt - t0);
-#endif
             if (nt >= TPW) k_loops<TPW>(acc, steps, ks, xa, wbase, lo_x, lo_w);
 #if TPW > 1
             else if (nt == 1) k_loops<1>(acc, steps, ks, xa, wbase, lo_x, lo_w);

@@ -199,36 +199,8 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec), B * mg * NR)
 
 
-# Each consumer warpgroup an even share of an item's tiles (gpu_15_wgmma.cu's BALANCED_TILES) instead of TPW-tile
-# batches in turn, which leave fa19's 15 tiles 7 / 4 / 4 over three warpgroups and fa18's 7 tiles 4 / 3 / 0; off until
-# measured against them (each tile's sums are the same: the same bits)
-BALANCED_TILES = False
-
-
-def warpgroup_batches(nt: int, NWG: int, TPW: int, balanced: bool) -> list[list[tuple[int, int]]]:
-    """The kernel's batches of an item's nt tiles, per consumer warpgroup: (first tile, tiles), at most TPW each."""
-    if not balanced:
-        return [[(t0, min(TPW, nt - t0)) for t0 in range(wg * TPW, nt, NWG * TPW)] for wg in range(NWG)]
-    out = []
-    for wg in range(NWG):
-        tb, tn = wg * nt // NWG, (wg + 1) * nt // NWG - wg * nt // NWG
-        nb = -(-tn // TPW)
-        out.append([(tb + b * tn // nb, (b + 1) * tn // nb - b * tn // nb) for b in range(nb)])
-    return out
-
-
-# The producer's staging read straight from global memory into registers (wgmma_conv.cuh's produce_direct) instead of
-# through a raw copy in shared memory; off until measured against it (the same staged values: the same bits)
-DIRECT_STAGING = False
-
-
 def _kernel(NN, TPW, NWG, prec, skip):
-    defines = {"NN": NN, "TPW": TPW, "NWG": NWG, "PREC": prec, "SKIP": int(skip)}
-    if DIRECT_STAGING:  # (off: the module keeps the defines it always had)
-        defines["DIRECT_STAGING"] = 1
-    if BALANCED_TILES:
-        defines["BALANCED_TILES"] = 1
-    return gpu.kernel(SOURCE, "wgmma_conv_kernel", **defines)
+    return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip))
 
 
 @functools.cache
@@ -267,8 +239,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, DIRECT_STAGING,
-           BALANCED_TILES)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 

@@ -179,9 +179,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options, prepared once and then looked up, or igemm.FALLBACK."""
-    # (gpu-wgmma's knobs too: a layer this kernel leaves to gpu-wgmma's is kept here as that launch)
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, wgmma.DIRECT_STAGING,
-           wgmma.BALANCED_TILES)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 

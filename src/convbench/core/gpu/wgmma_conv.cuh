@@ -145,101 +145,10 @@ struct Staging {
     Slots slots;
 };
 
-// The producers' largest finite |x| of an item -> its scale shift (3xFP16), once every producer has added its own
-__device__ __forceinline__ int item_shift(float xm, u32 *slot) {
-    block_max(xm, slot);
-    bar_sync(BAR_PRODUCER, PRODUCERS);
-    return fp16_shift(*slot);
-}
-
-#ifndef DIRECT_STAGING
-#define DIRECT_STAGING 0  // 1: produce_direct (the band read from global memory into registers, the raw buffer unused)
-#endif
-constexpr int DIRECT_PIXELS = 2;  // produce_direct: pixels a thread loads before it converts them (8 loads each)
-
-// ---- the producer warpgroup, DIRECT_STAGING: as produce() below, but an item's band goes from global memory (L2)
-// straight into registers, twice: once for its largest |x| (before the wait for a free buffer: it touches no plane),
-// once to convert and store the planes. The raw buffer (still allocated) is unused: its copy into shared memory and
-// its two reads there are gone, and while the consumers' wgmma read their operands shared memory has little
-// bandwidth to spare. Slot e of a plane row reads band[e] + p (its channel's band, shifted by its column offset;
-// C >= 8: the channel 8 plane + e).
-__device__ __forceinline__ void produce_direct(const Staging &st, const float *__restrict__ x, unsigned char *Xs,
-                                               u32 *s_red, int *meta, int mine, int threads) {
-    const int ptid = threadIdx.x - (threads - PRODUCERS), HW = st.H * st.W;
-    for (int i = 0; i < mine; ++i) {
-        const int s = i & 1, index = blockIdx.x + i * gridDim.x;
-        const Item cur = item_at(index, st.MG, st.NR, st.T, st.stride, st.reach, HW);
-        const int n = cur.lend - cur.lbeg;
-        unsigned char *X = Xs + s * PARTS * st.XPART;
-        // the max's slot alternates (s_red[1], s_red[3]): this item's atomics may start before the last item's
-        // slot is reset, as no barrier stands between them
-        u32 *xmax = &s_red[1 + 2 * s];
-        int sx = 0;
-#if PREC == PREC_FP16X3
-        {  // the largest finite |x| of the band (positions past it stage as 0 and set nothing)
-            float xm = 0.0f;
-            for (int p = ptid; p < n; p += PRODUCERS) {
-#pragma unroll 4
-                for (int c = 0; c < st.C; ++c) {
-                    const float v = __ldcg(band_start(x, cur, c, st.C, HW) + p);
-                    if (isfinite(v)) xm = fmaxf(xm, fabsf(v));
-                }
-            }
-            sx = item_shift(xm, xmax);  // (reset after item i - 2's last barrier)
-        }
-#endif
-        if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
-        if (ptid == 0) meta[2 * s + 1] = 0;
-        bar_sync(BAR_PRODUCER, PRODUCERS);
-        int xlo = 0;
-        const float scale = pow2(sx);
-        for (int plane = 0; plane < st.G; ++plane) {
-            const float *band[8];  // slot e's source row, shifted by its column offset; null: the slot is unused
-            int off[8];            // slot e's column offset (a position p reads band p + off < n)
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                const int sc = st.C >= 8 ? e : (st.slots.c >> (4 * e)) & 15;
-                const int c = plane * st.Cg + sc;
-                off[e] = st.C >= 8 ? 0 : (st.slots.e >> (4 * e)) & 15;
-                band[e] = sc < st.Cg && c < st.C ? band_start(x, cur, c, st.C, HW) + off[e] : nullptr;
-            }
-#pragma unroll 1
-            for (int p0 = ptid; p0 < st.P; p0 += DIRECT_PIXELS * PRODUCERS) {
-                float v[DIRECT_PIXELS][8];
-#pragma unroll
-                for (int u = 0; u < DIRECT_PIXELS; ++u)
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) {
-                        const int p = p0 + u * PRODUCERS;
-                        v[u][e] = band[e] != nullptr && p + off[e] < n ? __ldcg(band[e] + p) : 0.0f;
-                    }
-#pragma unroll
-                for (int u = 0; u < DIRECT_PIXELS; ++u) {
-                    const int p = p0 + u * PRODUCERS;
-                    if (p >= st.P) break;
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) v[u][e] *= scale;
-                    xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v[u]);
-                }
-            }
-        }
-        if (__any_sync(0xffffffffu, xlo) && (ptid & 31) == 0) atomicOr(&meta[2 * s + 1], 1);
-        if (ptid == 0) meta[2 * s] = sx;
-        fence_async_smem();                 // the planes, for wgmma's reads
-        bar_sync(BAR_PRODUCER, PRODUCERS);  // *xmax read by all
-        bar_arrive(BAR_FULL + s, threads);  // the consumers may start
-        if (ptid == 0) *xmax = 0u;          // (item i + 2's max comes after item i + 1's barriers)
-    }
-}
-
 // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1 (item 0
 // while they lay out the weights). meta[2 s]: the buffer's scale shift, meta[2 s + 1]: some x has a lo part.
 __device__ __forceinline__ void produce(const Staging &st, const float *__restrict__ x, float *raw,
                                         unsigned char *Xs, u32 *s_red, int *meta, int mine, int threads) {
-    if (DIRECT_STAGING) {
-        produce_direct(st, x, Xs, s_red, meta, mine, threads);
-        return;
-    }
     const int ptid = threadIdx.x - (threads - PRODUCERS);
     auto item = [&](int i) { return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W); };
     prefetch(raw, x, item(blockIdx.x), st.C, st.H, st.W, st.rawc, ptid, PRODUCERS);
@@ -271,7 +180,9 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
                 if (isfinite(v.z)) xm = fmaxf(xm, fabsf(v.z));
                 if (isfinite(v.w)) xm = fmaxf(xm, fabsf(v.w));
             }
-            sx = item_shift(xm, &s_red[1]);
+            block_max(xm, &s_red[1]);
+            bar_sync(BAR_PRODUCER, PRODUCERS);
+            sx = fp16_shift(s_red[1]);
         }
 #endif
         int xlo = 0;
