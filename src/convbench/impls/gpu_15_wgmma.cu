@@ -131,8 +131,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int items = B * NR * g.MG;
     if (static_cast<int>(blockIdx.x) >= items) return;
     const int mine = (items - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;  // this block's items
-    const int tid = threadIdx.x, wg = tid >> 7;
-    const bool producer = wg == NWG;
+    // the consumer warpgroup: a constant with one, else warp-uniform by a shuffle from lane 0. Either way ptxas knows
+    // that every warp of a warpgroup takes the same tiles, and keeps the k-loop's descriptors in uniform registers
+    // (tid >> 7 alone makes it move them there, two R2UR a descriptor, before every wgmma)
+    const int tid = threadIdx.x, wg = NWG == 1 ? 0 : __shfl_sync(0xffffffffu, tid >> 7, 0);
+    const bool producer = tid >> 7 == NWG;
     const Slots slots = slot_tables(g.Cg, E);
     if (tid < 4) s_red[tid] = 0u;
     __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
