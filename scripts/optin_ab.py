@@ -8,9 +8,9 @@ copies larger than L2, after a warm-up).
 whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv1 on the mma kernel everywhere
 (c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
 graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel on reductions of 192 or more at every batch (wgmma-long,
-wgmma.MIN_REDUCTION); with the long convs on gpu-wgmma-taps' route at every batch (taps, graph.TAPS_CLASSES) and at
-none (no-taps): the median graph replay, Correctness and the error against float64 (whole/graph.py's benchmark
-without baselines).
+wgmma.MIN_REDUCTION) or of 64 or more (wgmma-short); with the long convs on gpu-wgmma-taps' route at every batch
+(taps, graph.TAPS_CLASSES) and at none (no-taps): the median graph replay, Correctness and the error against
+float64 (whole/graph.py's benchmark without baselines).
 short: the plain conv layers whose reductions are under gpu-wgmma's large-batch MIN_REDUCTION but not under 64
 (sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
 The candidates alternate three times; the best median of each is kept. Needs a CUDA GPU.
@@ -45,7 +45,8 @@ CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True,
            "fused-pool": (SHIPPED[0], False, *SHIPPED[2:]),
            "wgmma-long": (*SHIPPED[:2], dict.fromkeys(SHIPPED[2], SHIPPED[2]["large"]), SHIPPED[3]),
            "taps": (*SHIPPED[:3], frozenset({"small", "large"})),
-           "no-taps": (*SHIPPED[:3], frozenset())}  # name -> switch()'s args
+           "no-taps": (*SHIPPED[:3], frozenset()),
+           "wgmma-short": (*SHIPPED[:2], {**SHIPPED[2], "large": 64}, SHIPPED[3])}  # name -> switch()'s args
 
 
 def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: dict = SHIPPED[2],

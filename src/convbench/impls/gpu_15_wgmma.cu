@@ -23,14 +23,14 @@
 // What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 3 products x 15 m64 tiles = 1125 m64n24k16
 // an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks whatever the accumulator chains or warpgroups
 // (~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~1.1 ms at ~1.75 GHz,
-// against a ~0.45 ms memory floor. Below that rate the producer's staging, the epilogue and the step table's load
-// before each k16 step (its shared-memory latency, behind the wgmma operand reads) are what the warps wait on; reading
-// A once for hi(w) and lo(w) (one n48 wgmma at ~28 clocks for two n24) did not speed the kernel up for that reason.
-// The C = 1 layers are output-bound and the dropped columns cost more there: C*K*K < 192 runs gpu-igemm-tc's kernel.
-// Tried: two blocks a SM without a producer; row bands; the n48 merge; two producer warpgroups (none faster). Limits:
-// an Inf or NaN input (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights
-// (up to E - 1 columns left, one more for an odd item count); accuracy is relative to each item's largest value
-// (split_fp16); layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
+// against a ~0.45 ms memory floor. Below that rate the warps wait on the producer's staging, the epilogue and each
+// k16 step's descriptors; an n48 wgmma reading A once for hi(w) and lo(w) did not help for that reason.
+// The C = 1 layers (output-bound, the dropped columns costlier) run gpu-igemm-tc's kernel (C*K*K < 64). Tried, none
+// faster: two blocks a SM without a producer; row bands; the n48 merge; two producer warpgroups; the band read from
+// global memory into registers; even tile shares; two accumulator sets of one tile. Limits: an Inf or NaN input
+// (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up to E - 1
+// columns left, one more for an odd item count); accuracy is relative to each item's largest value (split_fp16);
+// layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
 
 #include "precision.cuh"
 

@@ -95,12 +95,12 @@ def tiles_per_warpgroup(NN: int) -> int:
     return 4 if NN <= 32 else 2
 
 
-# Layers whose reduction C*K*K is shorter than this (by batch class) run gpu-igemm-tc's kernel: there the output, not
-# the multiply-adds, sets the pace (the C = 1 layers: a 25- or 49-term sum per output), and the shifted GEMM's
-# staging, its W - OW dropped columns and its scalar stores cost more than wgmma saves. At small batches the one course
-# layer in between, 150 terms (sp19's and sp18's conv2), gained on wgmma (scripts/optin_ab.py,
-# results/2026-11-29-0800-h200-fma-tuned); shorter ones than 3xFP16's own bound never come here.
-MIN_REDUCTION = {"large": 192, "small": igemm.FP16X3_MIN_REDUCTION}
+# Layers whose reduction C*K*K is shorter than this (by batch class) run gpu-igemm-tc's kernel: 3xFP16's own bound
+# (shorter ones run 3xTF32). The C = 1 layers (a 25- or 49-term sum per output) are under it: there the output, not the
+# multiply-adds, sets the pace, and the shifted GEMM's staging, its W - OW dropped columns and its scalar stores cost
+# more than wgmma saves. The one course layer above it and under 192 terms, 150 (sp19's and sp18's conv2), gains on
+# wgmma at both batch classes (scripts/optin_ab.py --what short; results/README.md lists the runs).
+MIN_REDUCTION = {"large": igemm.FP16X3_MIN_REDUCTION, "small": igemm.FP16X3_MIN_REDUCTION}
 
 
 def min_reduction(B: int) -> int:
