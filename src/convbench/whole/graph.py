@@ -5,9 +5,9 @@ nothing leaves the device between layers and no Python runs per layer on the tim
 
     Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None;
                                       conv1 with a 2x2 max pool at small batches: its single-channel kernel)
-    Conv, C*K*K >= 192             -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py; 3xFP16 for tf32x3,
-                                      FP16 / BF16 for those): faster on the long reductions; it has no epilogue, so an
-                                      activation / pool after it is one more kernel (whole/act_pool.py)
+    Conv, C*K*K >= 64              -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py, MIN_REDUCTION;
+                                      3xFP16 for tf32x3, FP16 / BF16 for those): faster on the long reductions; no
+                                      epilogue, so an activation / pool after it is one more kernel (whole/act_pool.py)
     Flatten                        -> a view
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
