@@ -207,8 +207,8 @@ def compile_variants():
 def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, tmp_path):
     source = _wgmma.SOURCE
     p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
-                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}", "-c", str(source),
-                        "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}",
+                        "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
@@ -270,6 +270,17 @@ class FakeTensor:
 
     def get_device(self):
         return 0
+
+
+def test_the_course_conv2_layers_take_the_wgmma_kernel_at_every_batch_and_the_single_channel_ones_do_not():
+    """MIN_REDUCTION as measured: every course net's conv2 (150 to 588 terms: sp19's 150 gained on wgmma at small and
+    large batches alike) runs this kernel at 100 and 10000 images; the C = 1 layers (25 or 49 terms, output-bound)
+    run gpu-igemm-tc's."""
+    for net in NETWORKS:
+        for info in NETWORKS[net].conv_layers:
+            _, C, K, _ = info.params[f"{info.name}.weight"]
+            for B in (100, 10000):
+                assert (C * K * K >= _wgmma.min_reduction(B)) == (C > 1), (net, info.name, C * K * K, B)
 
 
 def test_short_reductions_run_igemm_tc_3xtf32_launch_looked_up_once(monkeypatch):
