@@ -7,12 +7,12 @@ relative error against float64 (poisoned with NaN first) and the median Op Time 
 copies larger than L2, after a warm-up).
 whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv1 on the mma kernel everywhere
 (c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
-graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel on reductions of 192 or more at every batch (wgmma-long,
-wgmma.MIN_REDUCTION) or of 64 or more (wgmma-short); with the long convs on gpu-wgmma-taps' route at every batch
-(taps, graph.TAPS_CLASSES) and at none (no-taps): the median graph replay, Correctness and the error against
-float64 (whole/graph.py's benchmark without baselines).
-short: the plain conv layers whose reductions are under gpu-wgmma's large-batch MIN_REDUCTION but not under 64
-(sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own (forced), 3xTF32 / 3xFP16.
+graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel only on reductions of 192 or more (wgmma-long, against
+wgmma.MIN_REDUCTION's 64); with the long convs on gpu-wgmma-taps' route at every batch (taps, graph.TAPS_CLASSES)
+and at none (no-taps): the median graph replay, Correctness and the error against float64 (whole/graph.py's
+benchmark without baselines).
+short: the plain conv layers of 64 to 191 terms (sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own
+(forced), 3xTF32 / 3xFP16.
 The candidates alternate three times; the best median of each is kept. Needs a CUDA GPU.
 
     python3 scripts/optin_ab.py --nets fa19,sp19,minidnn,fa18 --sizes 10000,100 [--what layers,short,whole]
@@ -40,20 +40,20 @@ from convbench.network.weights import load_weights
 from convbench.whole import graph as whole
 
 KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
-SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, dict(wgmma.MIN_REDUCTION), whole.TAPS_CLASSES)
+SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION, whole.TAPS_CLASSES)
+SHORT = range(64, 192)  # the reductions `short` compares the two kernels on (wgmma-long leaves them to gpu-igemm-tc)
 CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True, *SHIPPED[1:]),
            "fused-pool": (SHIPPED[0], False, *SHIPPED[2:]),
-           "wgmma-long": (*SHIPPED[:2], dict.fromkeys(SHIPPED[2], SHIPPED[2]["large"]), SHIPPED[3]),
+           "wgmma-long": (*SHIPPED[:2], SHORT.stop, SHIPPED[3]),
            "taps": (*SHIPPED[:3], frozenset({"small", "large"})),
-           "no-taps": (*SHIPPED[:3], frozenset()),
-           "wgmma-short": (*SHIPPED[:2], {**SHIPPED[2], "large": 64}, SHIPPED[3])}  # name -> switch()'s args
+           "no-taps": (*SHIPPED[:3], frozenset())}  # name -> switch()'s args
 
 
-def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: dict = SHIPPED[2],
+def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: int = SHIPPED[2],
            taps_classes: frozenset = SHIPPED[3]) -> None:
-    """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, the shortest reduction gpu-wgmma's kernel takes by
-    batch class, graph.TAPS_CLASSES); prepared launches are dropped (they hold the kernel they were made with)."""
-    igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, dict(min_reduction)
+    """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, the shortest reduction gpu-wgmma's kernel takes,
+    graph.TAPS_CLASSES); prepared launches are dropped (they hold the kernel they were made with)."""
+    igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, min_reduction
     whole.TAPS_CLASSES = frozenset(taps_classes)
     igemm.LAUNCHES.clear()
     wgmma.LAUNCHES.clear()
@@ -98,7 +98,7 @@ def short_rows(net: str, B: int, reps: int) -> list[dict]:
     for layer in course_layers(net, B):
         x, k = layer.x, layer.k
         n = x.shape[1] * k.shape[2] * k.shape[3]
-        if not 64 <= n < wgmma.MIN_REDUCTION["large"]:
+        if n not in SHORT:
             continue
         want = F.conv2d(x.double(), k.double())
         y = torch.empty(want.shape, device="cuda")

@@ -172,7 +172,7 @@ def compile_variants():
         for info in spec.conv_layers:
             C, H, W = info.in_shape
             M, K = info.layer.out_channels, info.layer.kernel
-            if C * K * K < _wgmma.min_reduction(10000) or _taps.refusal(C, M, K):
+            if C * K * K < _wgmma.MIN_REDUCTION or _taps.refusal(C, M, K):
                 continue
             for B in (100, 10000):
                 for prec in (FP16X3, FP16):

@@ -293,7 +293,7 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
-    if C * K * K < wgmma.min_reduction(batch):  # launch() sends it to gpu-igemm-tc's kernel: no plan is read
+    if C * K * K < wgmma.MIN_REDUCTION:  # launch() sends it to gpu-igemm-tc's kernel: no plan is read
         return [Trial(layer.name, {"arithmetic": WGMMA_SWEPT}, None, "short reduction: runs gpu-igemm-tc's kernel")], {}
     T = wgmma.tiles(H, W, K)
     sms = torch.cuda.get_device_properties(0).multi_processor_count

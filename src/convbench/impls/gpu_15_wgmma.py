@@ -95,17 +95,12 @@ def tiles_per_warpgroup(NN: int) -> int:
     return 4 if NN <= 32 else 2
 
 
-# Layers whose reduction C*K*K is shorter than this (by batch class) run gpu-igemm-tc's kernel: 3xFP16's own bound
-# (shorter ones run 3xTF32). The C = 1 layers (a 25- or 49-term sum per output) are under it: there the output, not the
-# multiply-adds, sets the pace, and the shifted GEMM's staging, its W - OW dropped columns and its scalar stores cost
-# more than wgmma saves. The one course layer above it and under 192 terms, 150 (sp19's and sp18's conv2), gains on
-# wgmma at both batch classes (scripts/optin_ab.py --what short; results/README.md lists the runs).
-MIN_REDUCTION = {"large": igemm.FP16X3_MIN_REDUCTION, "small": igemm.FP16X3_MIN_REDUCTION}
-
-
-def min_reduction(B: int) -> int:
-    """The shortest reduction this kernel takes at batch B (MIN_REDUCTION)."""
-    return MIN_REDUCTION[tuning.batch_class(B)]
+# Layers whose reduction C*K*K is shorter than this run gpu-igemm-tc's kernel: 3xFP16's own bound (shorter ones run
+# 3xTF32). The C = 1 layers (a 25- or 49-term sum per output) are under it: there the output, not the multiply-adds,
+# sets the pace, and the shifted GEMM's staging, its W - OW dropped columns and its scalar stores cost more than wgmma
+# saves. The one course layer above it and under 192 terms, 150 (sp19's and sp18's conv2), gains on wgmma at small
+# and large batches alike (scripts/optin_ab.py --what short; results/README.md lists the runs).
+MIN_REDUCTION = igemm.FP16X3_MIN_REDUCTION
 
 
 IGEMM_ORDER = ("tf32x3", "fp16x3", "tf32", "fp16", "bf16")  # fp32-accurate: 3xTF32 is the faster of the two there
@@ -228,7 +223,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
 
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: the wgmma kernel
-    even where min_reduction sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
+    even where MIN_REDUCTION sends the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself)."""
     job = prepared(x, k, y, precision, skip, override, force)
     if job is igemm.FALLBACK:  # too large even for gpu-igemm-tc's kernel: gpu-per-layer's fp32 kernels
         igemm.fallback(x, k, y)
@@ -257,7 +252,7 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
     try:
         if not supported(x.get_device()):
             raise TooBig("gpu-wgmma needs an sm_90 GPU (H100, H200)")
-        if C * K * K < min_reduction(x.shape[0]) and override is None and not force:
+        if C * K * K < MIN_REDUCTION and override is None and not force:
             raise TooBig("a short reduction: gpu-igemm-tc's kernel is faster")
         return _prepare(x, k, y, kernel_code(precision), skip, override)
     except TooBig as e:

@@ -167,7 +167,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
 
 def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None, force: bool = False) -> None:
     """y = conv(x, k) on PyTorch's current stream (the contract's layer, fp32 in and out). force: this kernel even
-    where gpu-wgmma's min_reduction would send the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself).
+    where gpu-wgmma's MIN_REDUCTION would send the layer to gpu-igemm-tc's (tests and sweeps of the kernel itself).
     skip: leave out the products of exactly-zero lo parts (exact): here hi(x) * lo(w) where every weight is exact in
     fp16 after scaling (chosen once a launch), in gpu-wgmma's kernel where it runs the layer as that kernel does."""
     job = prepared(x, k, y, precision, skip, override, force)
@@ -195,7 +195,7 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
     try:
         if not supported(x.get_device()):
             raise NotTaken("gpu-wgmma-taps needs an sm_90 GPU (H100, H200)")
-        if C * K * K < wgmma.min_reduction(x.shape[0]) and override is None and not force:
+        if C * K * K < wgmma.MIN_REDUCTION and override is None and not force:
             raise NotTaken("a short reduction: gpu-igemm-tc's kernel is faster")
         return _prepare(x, k, y, kernel_code(precision), skip, override)
     except wgmma.TooBig as e:

@@ -234,7 +234,7 @@ class WholeNetwork:
                 or torch.device(self.device).type != "cuda"):
             return False
         M, C, K, _ = self.params[f"{step.name}.weight"].shape
-        return C * K * K >= wgmma.min_reduction(B) and wgmma.supported(torch.device(self.device).index or 0)
+        return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
 
     def uses_c1_fma(self, step: Step, B: int) -> bool:
         """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe at batch B (igemm.takes_c1_fma)."""
