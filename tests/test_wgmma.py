@@ -375,3 +375,39 @@ def test_an_input_off_16_byte_alignment_gives_the_aligned_inputs_bits(offset):
                 ys.append(y)
             torch.cuda.synchronize()
             assert torch.isfinite(ys[1]).all() and torch.equal(ys[0], ys[1]), (launch.__module__, s, offset)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_weights_off_16_byte_alignment_give_the_aligned_weights_bits(offset):
+    """The consumers copy the weights to shared memory by cp.async, 16 bytes at a time where the weights start on a
+    16-byte boundary and float by float where not (copy_weights): weights 4, 8 or 12 bytes off a boundary (a view
+    into a larger tensor) give exactly the aligned weights' bits, on both kernels that share the copy, at plans of
+    one to three consumer warpgroups."""
+    import torch
+
+    from convbench.impls import gpu_16_wgmma_taps as taps
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    for i, s in enumerate([problem.ConvShape(3, 12, 24, 33, 33, 5), problem.ConvShape(2, 4, 16, 40, 40, 7),
+                           problem.ConvShape(2, 9, 37, 19, 23, 3)]):  # 37 * 9 * 9 weights: not a multiple of 4
+        x, k = (t.cuda() for t in problem.generate(s, 700 + i))
+        storage = torch.empty(k.numel() + offset, device="cuda")
+        shifted = storage[offset:].view(k.shape)
+        shifted.copy_(k)
+        assert shifted.data_ptr() % 16 == 4 * offset
+        runs = [(_wgmma.launch, {"override": plan}) for plan in ((2, 4, 1), (1, 2, 2), (3, 1, 3))]
+        for launch, options in runs + [(taps.launch, {})]:
+            ys = []
+            for weights in (k, shifted):
+                y = problem.poisoned_output(s, "cuda")
+                try:
+                    launch(x, weights, y, "fp16x3", force=True, **options)
+                except UsageError:  # a plan that does not fit this shape
+                    break
+                ys.append(y)
+            torch.cuda.synchronize()
+            if len(ys) == 2:
+                assert torch.isfinite(ys[1]).all() and torch.equal(ys[0], ys[1]), (launch.__module__, s, options)

@@ -27,7 +27,8 @@
 // k16 step's descriptors; an n48 wgmma reading A once for hi(w) and lo(w) did not help for that reason.
 // The C = 1 layers (output-bound, the dropped columns costlier) run gpu-igemm-tc's kernel (C*K*K < 64). Tried, none
 // faster: two blocks a SM without a producer; row bands; the n48 merge; two producer warpgroups; the band read from
-// global memory into registers; even tile shares; two accumulator sets of one tile. Limits: an Inf or NaN input
+// global memory into registers; even tile shares; two accumulator sets of one tile; the producer's conversion
+// unrolled; the first item converted by every warpgroup. Limits: an Inf or NaN input
 // (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up to E - 1
 // columns left, one more for an odd item count); accuracy is relative to each item's largest value (split_fp16);
 // layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.

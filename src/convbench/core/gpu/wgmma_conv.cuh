@@ -231,27 +231,30 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
     }
 }
 
-// The consumers' first pass over the weights: k (nk floats) copied to kraw in shared memory, coalesced, four loads
-// in flight a thread, their largest finite |w| into *wmax (the layout then gathers 8 a row from all over k)
+// The consumers' first pass over the weights: k (nk floats) copied to kraw in shared memory by cp.async, all of a
+// thread's copies in flight at once (16 bytes each where k is 16-byte aligned), so a block's prologue waits for global
+// memory once; at small batches, where a block has one or two items, that prologue is on the critical path. Then the
+// largest finite |w| of the copies this thread made (its own, visible to it after its wait) into *wmax. The layout
+// then gathers 8 a row from all over k.
 __device__ __forceinline__ void copy_weights(const float *__restrict__ k, float *kraw, int nk, int tid, int threads,
                                              u32 *wmax) {
+    const int n4 = (reinterpret_cast<size_t>(k) & 15) == 0 ? nk / 4 : 0;  // 16-byte chunks, then single floats
+    for (int i = tid; i < n4; i += threads) cp_async16(kraw + 4 * i, k + 4 * i);
+    for (int i = 4 * n4 + tid; i < nk; i += threads) cp_async4(kraw + i, k + i);
+    cp_async_commit();
+    cp_async_wait_0();
     float wm = 0.0f;
-    int i = tid;
-    for (; i + 3 * threads < nk; i += 4 * threads) {
-        float v[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) v[u] = __ldg(k + i + u * threads);
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            kraw[i + u * threads] = v[u];
-            if (isfinite(v[u])) wm = fmaxf(wm, fabsf(v[u]));
-        }
-    }
-    for (; i < nk; i += threads) {
-        const float v = __ldg(k + i);
-        kraw[i] = v;
+    auto take = [&](float v) {
         if (isfinite(v)) wm = fmaxf(wm, fabsf(v));
+    };
+    for (int i = tid; i < n4; i += threads) {
+        const float4 v = reinterpret_cast<const float4 *>(kraw)[i];
+        take(v.x);
+        take(v.y);
+        take(v.z);
+        take(v.w);
     }
+    for (int i = 4 * n4 + tid; i < nk; i += threads) take(kraw[i]);
     block_max(wm, wmax);
 }
 
