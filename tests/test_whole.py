@@ -348,26 +348,31 @@ def test_every_kernel_variant_is_opted_in_before_its_launch_even_when_function_i
 @pytest.mark.parametrize("F_, N, n2", REAL_DENSE + [(301, 23, 0), (300, 23, 0), (8, 256, 0), (8, 257, 0)])
 @pytest.mark.parametrize("wlo", [True, False])
 def test_wgmma_dense_plans_cover_every_row_and_feature_in_whole_waves(B, F_, N, n2, wlo):
-    """dense_wgmma.cu's plan where it applies (N <= 256, F % 4 == 0, large batches), None elsewhere; every split
-    non-empty, the ring in shared memory (as the kernel's SMEM_BYTES), and the splits chosen so the blocks fill the
-    SMs' waves (at most a tenth of the last wave idle where a few splits can do it)."""
+    """dense_wgmma.cu's plan where it applies (N <= 256, F % 4 == 0, large batches; small ones of one 128-row tile
+    with at least 64 features a split at one split a SM), None elsewhere; every split non-empty, the ring in shared
+    memory (as the kernel's SMEM_BYTES), and the splits chosen so the blocks fill the SMs' waves (at most a tenth of
+    the last wave idle where a few splits can do it; small batches: one wave)."""
     p = _dense.wgmma_plan(B, F_, N, wlo, sms=132)
-    if N > _dense.WGMMA_MAX_N or F_ % 4 or B < _dense.WGMMA_MIN_BATCH:
+    small = B < _dense.WGMMA_MIN_BATCH
+    if N > _dense.WGMMA_MAX_N or F_ % 4 or (small and (B > 128 or F_ < 64 * 132)):
         assert p is None
         return
-    assert p.nwg == (2 if -(-N // 16) * 16 > _dense.WGMMA_NWG3_MAX_N else _dense.WGMMA_NWG) and p.threads == 128 * p.nwg
-    assert p.sets == _dense.wgmma_sets(N) < _dense.WGMMA_STAGES
+    nwg = 2 if small or -(-N // 16) * 16 > _dense.WGMMA_NWG3_MAX_N else _dense.WGMMA_NWG
+    assert p.nwg == nwg and p.threads == 128 * p.nwg
+    assert p.sets == _dense.wgmma_sets(N, nwg) < _dense.WGMMA_STAGES
     bm = 64 * p.nwg
     assert p.row_tiles * bm >= B > (p.row_tiles - 1) * bm
     assert p.kchunk % _dense.WGMMA_BK == 0 and p.splits * p.kchunk >= F_ > (p.splits - 1) * p.kchunk
     assert p.kchunk <= _dense.WGMMA_MAX_KCHUNK  # the accuracy bound of one fp32 accumulator
-    assert 1 <= p.splits <= _dense.WGMMA_MAX_SPLITS and p.grid == (p.row_tiles, p.splits, 1)
+    assert 1 <= p.splits <= (132 if small else _dense.WGMMA_MAX_SPLITS) and p.grid == (p.row_tiles, p.splits, 1)
     n16 = -(-N // 16) * 16
     ring = _dense.WGMMA_STAGES * (bm * (_dense.WGMMA_BK + 4) * 4 + (2 if wlo else 1) * n16 * _dense.WGMMA_BK * 4)
-    assert p.smem == ring == _dense.wgmma_smem_bytes(N, wlo) and p.smem + _dense.STATIC_SMEM <= 227 * 1024
+    assert p.smem == ring == _dense.wgmma_smem_bytes(N, wlo, nwg) and p.smem + _dense.STATIC_SMEM <= 227 * 1024
     assert p.finish_rows == _dense.finish_rows(B, N, 132)
     blocks = p.row_tiles * p.splits
-    if F_ >= 4096:  # long reductions: enough features to split finely
+    if small:  # one row tile, in one wave of blocks, each split as short as that allows
+        assert p.row_tiles == 1 and blocks <= 132 and p.kchunk == -(-F_ // (132 * _dense.WGMMA_BK)) * _dense.WGMMA_BK, p
+    elif F_ >= 4096:  # long reductions: enough features to split finely
         assert blocks / (-(-blocks // 132) * 132) >= 0.9, p
 
 
@@ -434,9 +439,11 @@ WGMMA_DENSE_VARIANTS = [  # (FIN, NOUT, WLO): the course's fc1 layers, then the 
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("fin, nout, wlo, sets", [v + (2,) for v in WGMMA_DENSE_VARIANTS]
-                         + [(20184, 160, 0, 3), (17496, 160, 1, 3), (8, 176, 1, 3), (8, 208, 1, 3), (8, 256, 1, 3)])
-def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, sets, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fin, nout, wlo, sets, nwg", [v + (2, None) for v in WGMMA_DENSE_VARIANTS]
+                         + [(20184, 160, 0, 3, None), (17496, 160, 1, 3, None), (8, 176, 1, 3, None),
+                            (8, 208, 1, 3, None), (8, 256, 1, 3, None),
+                            (20184, 160, 0, 2, 2), (17496, 160, 1, 2, 2), (10816, 140, 0, 2, 2)])  # small batches
+def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, sets, nwg, tmp_path, monkeypatch):
     """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's ring, without
     spills and without ptxas serializing the wgmma (which it does when a register a wgmma in flight reads is
     redefined: the kernel's operand fences must prevent that); three slices in flight too (WGMMA_SETS 3, which
@@ -446,8 +453,9 @@ def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo,
     monkeypatch.setattr(_dense, "WGMMA_SETS", sets)
     monkeypatch.setattr(_dense, "WGMMA_STAGES", max(_dense.WGMMA_STAGES, sets + 2))
     layer = types.SimpleNamespace(F=fin, N=nout, wlo=bool(wlo))
-    defines = _dense.Dense.wgmma_defines(layer)
-    assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo))
+    defines = _dense.Dense.wgmma_defines(layer, nwg)
+    assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo), nwg)
+    assert defines["NWG"] == (nwg or _dense.wgmma_nwg(nout))
     assert defines["SETS"] == (2 if defines["NWG"] == 3 and -(-nout // 16) * 16 > 176 else sets)
     assert _dense.gpu.source_arch(_dense.WGMMA_SOURCE) == "sm_90a"
     p = nvcc(_dense.WGMMA_SOURCE, tmp_path / "k.o", defines)
@@ -646,6 +654,8 @@ DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs
     (37, 301, 13, "relu", True, 0),  # softmax over N <= 32 in the epilogue
     (37, 300, 23, "sigmoid", False, 0),  # F % 4 == 0: 16-byte copies
     (5, 20184, 160, "tanh", True, 10),  # fa19's fc1 + fc2 + softmax at a tiny batch: many splits, workspace path
+    (100, 17496, 160, "tanh", True, 10),  # fa18's at 100 images: on an H100 / H200 the small-batch wgmma plan
+    (129, 20184, 160, "tanh", True, 10),  # a row past one 128-row tile: dense_mma_kernel's plan again
     (1000, 7200, 500, "tanh", True, 10),  # fa17's: two column blocks, dense_finish_kernel finishes whole rows
     (2999, 1296, 32, "relu", True, 10),  # minidnn's; the finish kernel takes 5 rows a block, 4 in the last
     (2999, 5003, 33, "sigmoid", False, 0),  # no tail, 5 rows a block, N % 4 != 0, F % 4 != 0

@@ -18,8 +18,9 @@ are covered with as little padding as possible, then the batch tile and the numb
 that every SM has work (B = 100 gives 7 row tiles: without splits 125 of 132 SMs would idle).
 
 On an H100 / H200, 3xTF32 layers of at most 256 outputs at large batches (WGMMA_MIN_BATCH) can take
-dense_wgmma.cu's GEMM instead (WGMMA_DENSE; wgmma_plan: 128-row tiles, the reduction split so the tiles fill whole
-waves of the SMs), whose partials the same dense_finish_kernel sums and finishes; W's TF32 parts are made once.
+dense_wgmma.cu's GEMM instead (WGMMA_DENSE; wgmma_plan: 128- or 192-row tiles, the reduction split so the tiles fill
+whole waves of the SMs), whose partials the same dense_finish_kernel sums and finishes; W's TF32 parts are made once.
+At small batches the long reductions take it too, one 128-row tile split once per SM (wgmma_takes_small).
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ WGMMA_SETS3_NWG3_MAX_N = 176  # 3 sets with 3 warpgroups: registers for up to th
 WGMMA_DENSE = True  # whether layers take it (scripts/dense_ab.py times it against dense_mma_kernel)
 WGMMA_MAX_N = 256
 WGMMA_MIN_BATCH = 1000
+# Below it, a batch of one row tile of WGMMA_SMALL_NWG warpgroups whose reduction gives each SM's split at least
+# WGMMA_SMALL_MIN_SPLIT features takes the kernel too, split once per SM at most: dense_mma_kernel's plan there
+# (64 splits of 64-row tiles) waits on each warp's instruction stream, and fewer, longer splits leave SMs idle.
+# Shorter reductions (sp19's, minidnn's) are no faster on it (results/2026-11-30-0646-h200-small-dense).
+WGMMA_SMALL_NWG = 2
+WGMMA_SMALL_MIN_SPLIT = 64
 WGMMA_MAC_PER_CLK = 1024
 WGMMA_BLOCK_FIXED_CLK = 2000
 WGMMA_MAX_SPLITS = 64
@@ -145,38 +152,47 @@ def wgmma_n(n: int) -> int:
 
 
 def wgmma_nwg(n: int) -> int:
-    """Warpgroups a block for n outputs: WGMMA_NWG, but 2 where 3 would not have the registers (the kernel's
-    static_assert)."""
+    """Warpgroups a block for n outputs at large batches: WGMMA_NWG, but 2 where 3 would not have the registers (the
+    kernel's static_assert)."""
     return min(WGMMA_NWG, 2) if wgmma_n(n) > WGMMA_NWG3_MAX_N else WGMMA_NWG
 
 
-def wgmma_sets(n: int) -> int:
-    """Slices in flight for n outputs: WGMMA_SETS, but 2 where 3 warpgroups would not have the registers for 3."""
-    return 2 if wgmma_nwg(n) == 3 and wgmma_n(n) > WGMMA_SETS3_NWG3_MAX_N else WGMMA_SETS
+def wgmma_sets(n: int, nwg: int | None = None) -> int:
+    """Slices in flight for n outputs (nwg warpgroups a block, None: wgmma_nwg's): WGMMA_SETS, but 2 where 3
+    warpgroups would not have the registers for 3."""
+    return 2 if (nwg or wgmma_nwg(n)) == 3 and wgmma_n(n) > WGMMA_SETS3_NWG3_MAX_N else WGMMA_SETS
 
 
-def wgmma_smem_bytes(n: int, wlo: bool) -> int:
+def wgmma_smem_bytes(n: int, wlo: bool, nwg: int | None = None) -> int:
     """The kernel's ring: per slice, x's BM rows (padded to WGMMA_BK + 4 floats) and W's parts (wgmma_n(n) rows)."""
-    return WGMMA_STAGES * (64 * wgmma_nwg(n) * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
+    bm = 64 * (nwg or wgmma_nwg(n))
+    return WGMMA_STAGES * (bm * (WGMMA_BK + 4) * 4 + (2 if wlo else 1) * wgmma_n(n) * WGMMA_BK * 4)
+
+
+def wgmma_takes_small(B: int, F: int, sms: int) -> bool:
+    """Whether a batch below WGMMA_MIN_BATCH takes dense_wgmma.cu: one row tile and a long enough reduction."""
+    return B <= 64 * WGMMA_SMALL_NWG and F >= WGMMA_SMALL_MIN_SPLIT * sms
 
 
 def wgmma_plan(B: int, F: int, N: int, wlo: bool, sms: int = 132, smem_optin: int = 227 * 1024) -> WgmmaPlan | None:
     """dense_wgmma_kernel's plan for x (B, F) @ w (N, F).T in 3xTF32, or None where it does not apply (more than
-    WGMMA_MAX_N outputs, F % 4 != 0, a batch below WGMMA_MIN_BATCH, a ring larger than shared memory). The splits
-    of F (each at most WGMMA_MAX_KCHUNK features) are chosen by a cost model: waves of blocks over the SMs, each its
-    slices at the tensor cores' rate plus a fixed cost, then the partials through the finish kernel (pure
-    arithmetic: testable anywhere)."""
-    smem = wgmma_smem_bytes(N, wlo)
-    if N > WGMMA_MAX_N or F % 4 or B < WGMMA_MIN_BATCH or smem + STATIC_SMEM > smem_optin:
+    WGMMA_MAX_N outputs, F % 4 != 0, a batch below WGMMA_MIN_BATCH but where wgmma_takes_small, a ring larger than
+    shared memory). The splits of F (each at most WGMMA_MAX_KCHUNK features; at small batches at most one a SM)
+    are chosen by a cost model: waves of blocks over the SMs, each its slices at the tensor cores' rate plus a fixed
+    cost, then the partials through the finish kernel (pure arithmetic: testable anywhere)."""
+    small = B < WGMMA_MIN_BATCH
+    nwg = WGMMA_SMALL_NWG if small else wgmma_nwg(N)
+    smem = wgmma_smem_bytes(N, wlo, nwg)
+    if (N > WGMMA_MAX_N or F % 4 or (small and not wgmma_takes_small(B, F, sms))
+            or smem + STATIC_SMEM > smem_optin):
         return None
-    sets = wgmma_sets(N)
+    sets = wgmma_sets(N, nwg)
     if WGMMA_STAGES <= sets:
         return None  # no slice would be landing while the others are multiplied (the kernel refuses it)
-    nwg = wgmma_nwg(N)
     tiles = -(-B // (64 * nwg))
     slice_clk = nwg * 64 * wgmma_n(N) * WGMMA_BK * (3 if wlo else 2) / WGMMA_MAC_PER_CLK
     best = None
-    for s in range(1, min(WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
+    for s in range(1, min(sms if small else WGMMA_MAX_SPLITS, -(-F // WGMMA_BK)) + 1):
         kchunk = -(-(-(-F // s)) // WGMMA_BK) * WGMMA_BK
         splits = -(-F // kchunk)
         if splits != s or WGMMA_SPLITS not in (None, s) or kchunk > WGMMA_MAX_KCHUNK:
@@ -382,9 +398,11 @@ class Dense:
                 "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
                 "VEC": int(vec), "SMEM": plan_.smem, "FBATCH": fbatch}
 
-    def wgmma_defines(self) -> dict:
-        return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": wgmma_nwg(self.N), "BK": WGMMA_BK,
-                "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N), "SMEM": wgmma_smem_bytes(self.N, self.wlo)}
+    def wgmma_defines(self, nwg: int | None = None) -> dict:
+        """dense_wgmma.cu's defines for this layer with nwg warpgroups a block (None: wgmma_nwg's, large batches)."""
+        nwg = nwg or wgmma_nwg(self.N)
+        return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": nwg, "BK": WGMMA_BK,
+                "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N, nwg), "SMEM": wgmma_smem_bytes(self.N, self.wlo, nwg)}
 
     def prepare(self, B: int) -> Plan:
         """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture). Returns
@@ -407,7 +425,7 @@ class Dense:
                 if self._parts is None:  # (16-byte copies of W's rows: an offset view of W is copied first)
                     w = self.w if self.w.data_ptr() % 16 == 0 else self.w.clone()
                     self._parts = tf32_parts(w) if self.wlo else (w, w)
-                wgmma = _kernel(self.wgmma_defines(), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
+                wgmma = _kernel(self.wgmma_defines(wp.nwg), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
             self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma)
         return self._per_batch[B].plan
 
