@@ -76,7 +76,7 @@ WGMMA_MIN_BATCH = 1000
 # Below it, a batch of one row tile of WGMMA_SMALL_NWG warpgroups whose reduction gives each SM's split at least
 # WGMMA_SMALL_MIN_SPLIT features takes the kernel too, split once per SM at most: dense_mma_kernel's plan there
 # (64 splits of 64-row tiles) waits on each warp's instruction stream, and fewer, longer splits leave SMs idle.
-# Shorter reductions (sp19's, minidnn's) are no faster on it (results/2026-11-30-0646-h200-small-dense).
+# Shorter reductions (sp19's, minidnn's) are no faster on it (results/2026-11-30-0655-h200-small-batch).
 WGMMA_SMALL_NWG = 2
 WGMMA_SMALL_MIN_SPLIT = 64
 WGMMA_MAC_PER_CLK = 1024
