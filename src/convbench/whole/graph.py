@@ -12,7 +12,8 @@ nothing leaves the device between layers and no Python runs per layer on the tim
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
                                       with a split reduction, a second kernel sums the parts and runs that epilogue
-                                      (on an H100 / H200 at large batches the GEMM is dense_wgmma.cu's, always split)
+                                      (on an H100 / H200 at large batches, and for long reductions at small ones,
+                                      the GEMM is dense_wgmma.cu's, always split)
     anything else (an Activation / Pool / Softmax on its own) -> the PyTorch op (still inside the graph)
 
 The sequence is captured once per (input shape, input pointer) into a torch.cuda.CUDAGraph whose intermediate and
