@@ -26,12 +26,11 @@
 // against a ~0.45 ms memory floor. Below that rate the warps wait on the producer's staging, the epilogue and each
 // k16 step's descriptors; an n48 wgmma reading A once for hi(w) and lo(w) did not help for that reason.
 // The C = 1 layers (output-bound, the dropped columns costlier) run gpu-igemm-tc's kernel (C*K*K < 64). Tried, none
-// faster: two blocks a SM without a producer; row bands; the n48 merge; two producer warpgroups; the band read from
-// global memory into registers; even tile shares; two accumulator sets of one tile; the producer's conversion
-// unrolled; the first item converted by every warpgroup. Limits: an Inf or NaN input
-// (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up to E - 1
-// columns left, one more for an odd item count); accuracy is relative to each item's largest value (split_fp16);
-// layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
+// faster: two blocks a SM without a producer; row bands; two producer warpgroups; the band read into registers; even
+// tile shares; two accumulator sets of one tile; an unrolled conversion; item 0 converted by all warpgroups. Limits: an
+// Inf or NaN input (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up
+// to E - 1 columns left, one more for an odd item count); accuracy is relative to each item's largest value
+// (split_fp16); layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
 
 #include "precision.cuh"
 
