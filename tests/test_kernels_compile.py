@@ -19,9 +19,11 @@ def nvcc(source: Path, out: Path, defines: dict | None = None) -> subprocess.Com
     """nvcc for the kernel's own arch (its `// nvcc-arch:` line, else sm_90), compile only, with ptxas's resource
     report (-v) in stderr; `defines` as -D options."""
     arch = gpu.source_arch(source) or "sm_90"  # sm_90a: a "-gencode" names the arch-specific PTX too
+    # impls/ on the include path too: whole/conv_pair.cu includes gpu-wgmma's kernel (as nvrtc.include_options)
     return subprocess.run(["nvcc", "-gencode", f"arch=compute_{arch[3:]},code={arch}", "-std=c++17", "-Xptxas", "-v",
-                           f"-I{SRC / 'core' / 'gpu'}", *(f"-D{k}={v}" for k, v in (defines or {}).items()), "-c",
-                           str(source), "-o", str(out)], capture_output=True, text=True, timeout=300)
+                           f"-I{SRC / 'core' / 'gpu'}", f"-I{SRC / 'impls'}",
+                           *(f"-D{k}={v}" for k, v in (defines or {}).items()), "-c", str(source), "-o", str(out)],
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")

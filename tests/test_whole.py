@@ -898,10 +898,11 @@ def test_whole_network_at_a_large_batch_matches_float64(net, monkeypatch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("precision", ["tf32x3", "fp16", "tf32"])
-def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision):
+def test_unfused_long_convs_run_on_wgmma_on_hopper_and_the_floor_knows(precision, monkeypatch):
     _wgmma = whole.wgmma
     if not _wgmma.supported(torch.cuda.current_device()):
         pytest.skip("wgmma needs an sm_90 GPU (H100, H200)")
+    monkeypatch.setattr(whole, "PAIR_CLASSES", frozenset())  # conv1 on its own kernel (tests/test_conv_pair.py: paired)
     wn = whole.WholeNetwork(load_weights("own", "fa19"), precision)
     conv2 = [s for s in wn.steps if isinstance(s, ConvStep) and s.name == "conv2"][0]
     want = whole.wgmma_arithmetic(precision)
@@ -934,10 +935,11 @@ def test_stage_times_cover_every_kernel_step():
     net = whole.WholeNetwork(random_weights(spec))
     x = pixels(spec, 64).cuda()
     times = whole.stage_times(net, x, reps=3)
-    kernel_steps = [s for s in net.steps if not isinstance(s, FlattenStep)]
-    assert [name for name, _ in times] == ["+".join(s.covers) for s in kernel_steps]
+    units = [net.steps[first:last + 1] for first, last in net.units(64) if not isinstance(net.steps[last], FlattenStep)]
+    assert [name for name, _ in times] == ["+".join(n for s in steps for n in s.covers) for steps in units]
     assert all(t > 0 for _, t in times)
-    rows = whole.stage_details(net, x, reps=3, ceilings=StubCeilings(2e12, {"tf32x3": 132e12}))
+    rates = {"tf32x3": 132e12, "fp32": 60e12, "fp16x3": 250e12}  # (conv1 on the fp32 pipe, conv2 on wgmma: sm_90)
+    rows = whole.stage_details(net, x, reps=3, ceilings=StubCeilings(2e12, rates))
     dense = [r for r in rows if "plan" in r]
     assert len(dense) == 1 and dense[0]["plan"]["splits"] >= 1 and dense[0]["floor_s"] > 0
     assert torch.allclose(net.infer(x), net.run_layers(x), atol=1e-6)  # the static buffers still serve the graph
@@ -950,7 +952,7 @@ def test_benchmark_reports_every_number():
     weights = load_weights("own", "minidnn")
     data = load_dataset(weights.spec.input_size, count=100, quiet=True)
     wn = whole.WholeNetwork(weights)
-    c = StubCeilings(2.9e12, {"tf32x3": 132e12})
+    c = StubCeilings(2.9e12, {"tf32x3": 132e12, "fp32": 60e12, "fp16x3": 250e12})
     r = whole.benchmark(wn, data.images, data.labels, reps=5, compile_baseline=False, ceilings=c)
     assert r["whole"]["time_s"] > 0 and r["eager"]["time_s"] > 0 and r["whole"]["x_floor"] > 0
     assert r["whole"]["correctness"] == r["eager"]["correctness"]

@@ -100,12 +100,13 @@ __device__ __forceinline__ void step_items(int j, const Geometry &g, int W, int 
     lbo = swap ? a - b : b - a;
 }
 
-constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128;
+constexpr int THREADS = NWG * 128 + PRODUCERS, CONSUMERS = NWG * 128;
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                      const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
-                      const int P) {
+// The kernel's body, for any producer Source (wgmma_conv.cuh's BandCopy here; whole/conv_pair.cu computes the input)
+template <class Source>
+__device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict__ y, const float *__restrict__ k,
+                                           const int B, const int C, const int H, const int W, const int M,
+                                           const int K, const int NR, const int E, const int P) {
     const Geometry g = geometry(C, H, W, M, K, NR, E, P);
     // raw floats per channel: the most an item reads and up to 3 before it (the row starts at a 16-byte boundary:
     // wgmma_conv.cuh's prefetch), rounded up to whole 16-byte rows
@@ -135,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     // that every warp of a warpgroup takes the same tiles, and keeps the k-loop's descriptors in uniform registers
     // (tid >> 7 alone makes it move them there, two R2UR a descriptor, before every wgmma)
     const int tid = threadIdx.x, wg = NWG == 1 ? 0 : __shfl_sync(0xffffffffu, tid >> 7, 0);
-    const bool producer = tid >> 7 == NWG;
+    const bool producer = NPROD == 1 ? tid >> 7 == NWG : tid >> 7 >= NWG;  // (the last warpgroups)
     const Slots slots = slot_tables(g.Cg, E);
     if (tid < 4) s_red[tid] = 0u;
     __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
@@ -143,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (producer) {
         griddep_wait();  // the input is the kernel before's output
         const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, g.MG, g.T, 64, reach, g.XPART, slots};
-        produce(st, x, raw, Xs, s_red, meta, mine, THREADS);
+        produce(st, src, raw, Xs, s_red, meta, mine, THREADS);
         return;
     }
 
@@ -260,3 +261,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         if (i + 2 < mine) bar_arrive(BAR_EMPTY + s, THREADS);  // the producer may overwrite these planes
     }
 }
+
+#ifndef WGMMA_CONV_BODY_ONLY  // (a file that includes this one for the body alone)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
+                      const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
+                      const int P) {
+    wgmma_conv(BandCopy{x}, y, k, B, C, H, W, M, K, NR, E, P);
+}
+#endif

@@ -98,6 +98,7 @@ __device__ __forceinline__ int item_offset(int i, const Geometry &g, int W, int 
 }
 
 constexpr int THREADS = (NWG + 1) * 128, CONSUMERS = NWG * 128;
+static_assert(PRODUCERS == 128, "gpu-wgmma-taps: one producer warpgroup");
 // The producer's registers go to the consumers (two accumulator sets of NN / 2): setmaxnreg moves them within the
 // block's allocation, the launch bound's 65536 / THREADS a thread (rounded down to 8)
 constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8, PRODUCER_REGS = 48;
@@ -289,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (wg == NWG) {
         if (SETS == 2) reg_dealloc<PRODUCER_REGS>();
         const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, 1, g.T, g.S, reach, g.XPART, slots};
-        produce(st, x, raw, Xs, s_red, meta, mine, THREADS);
+        produce(st, BandCopy{x}, raw, Xs, s_red, meta, mine, THREADS);
         return;
     }
 

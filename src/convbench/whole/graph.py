@@ -5,6 +5,9 @@ nothing leaves the device between layers and no Python runs per layer on the tim
 
     Conv [+ Activation] [+ Pool]   -> one fused kernel, gpu-igemm-tc's conv_act_pool (any conv: act / pool None;
                                       conv1 with a 2x2 max pool at small batches: its single-channel kernel)
+    Conv + Activation + Pool, Conv -> on an H100 / H200, where PAIR_CLASSES and PAIR_MAX_CONV1_MACS say (small batches,
+                                      a light single-channel conv1 with a 2x2 max pool): one kernel, whole/conv_pair.cu
+                                      (gpu-wgmma's for the second conv, its producer computing the first)
     Conv, C*K*K >= 64              -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py, MIN_REDUCTION;
                                       3xFP16 for tf32x3, FP16 / BF16 for those): faster on the long reductions; no
                                       epilogue, so an activation / pool after it is one more kernel (whole/act_pool.py)
@@ -61,6 +64,7 @@ from convbench.impls.registry import family_arithmetic, get_impl
 from convbench.network.model import correctness, forward
 from convbench.network.weights import Weights
 from convbench.whole.act_pool import act_pool
+from convbench.whole.conv_pair import ConvPair, unfit
 from convbench.whole.dense import ARITHMETICS, MAX_FUSED_HIDDEN, MAX_TAIL, Dense
 
 MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and pointer), least recently used dropped
@@ -72,6 +76,13 @@ WGMMA_THEN_POOL = True
 # The batch classes (core/gpu/tuning.batch_class) whose long convs run gpu-wgmma-taps' launch, which takes the layers
 # its kernel serves and sends the others to gpu-wgmma's, as the wgmma route does (scripts/optin_ab.py --what whole)
 TAPS_CLASSES: frozenset[str] = frozenset()
+# The batch classes (core/gpu/tuning.batch_class) where a single-channel conv + activation + 2x2 max pool and the conv
+# after it on gpu-wgmma's kernel run as one kernel (whole/conv_pair.cu: conv1 computed by gpu-wgmma's producer), for
+# a conv1 of at most PAIR_MAX_CONV1_MACS multiply-adds an image: the producer's four warps are slower at conv1 than
+# gpu-igemm-tc's whole-SM kernel, so the pair gains only where conv1 is light and the batch small (sp19's 290 k at
+# 100 images; fa19's 1.3 M and every large batch lose: results/2026-11-30-1035-h200-conv-pair)
+PAIR_CLASSES: frozenset[str] = frozenset({"small"})
+PAIR_MAX_CONV1_MACS = 1 << 19
 # Kernel steps launched as programmatic dependents of the step before (module docstring): gpu-wgmma's weight layout
 # overlaps the single-channel conv before it
 PROGRAMMATIC_LAUNCHES = True
@@ -210,6 +221,14 @@ class WholeNetwork:
                     p[f"{step.name}.weight"], p[f"{step.name}.bias"], step.act, step.softmax,
                     p[f"{step.fused}.weight"] if step.fused else None, p[f"{step.fused}.bias"] if step.fused else None,
                     precision=precision)
+        self._pairs: dict[int, ConvPair] = {}  # step i and step i + 1 as one conv_pair kernel (where pair_at says)
+        for i, (step, after) in enumerate(zip(self.steps, self.steps[1:])):
+            if isinstance(step, ConvStep) and isinstance(after, ConvStep) and self.wgmma_arithmetic is not None:
+                k1 = self.params[f"{step.name}.weight"]
+                C, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
+                if H == W and unfit(tuple(k1.shape), step.act, step.pool) is None:
+                    self._pairs[i] = ConvPair(k1, step.act, self.params[f"{after.name}.weight"], H,
+                                              self.wgmma_arithmetic)
         self._buffers: dict[int, dict[int, torch.Tensor]] = {}
         self._graphs: OrderedDict[tuple, tuple] = OrderedDict()
         self._pool = None
@@ -223,9 +242,40 @@ class WholeNetwork:
         B = x.shape[0]
         h = x
         with programmatic_launches(PROGRAMMATIC_LAUNCHES and torch.device(self.device).type == "cuda"):
-            for i, step in enumerate(self.steps):
-                h = self.run_step(step, h, B, buffers.get(i))
+            for first, last in self.units(B):
+                h = self.run_unit(first, last, h, B, buffers.get(last))
         return h
+
+    def pair_at(self, i: int, B: int) -> ConvPair | None:
+        """The conv_pair kernel that runs steps i and i + 1 at batch B, or None: a pair the shapes allow, in a batch
+        class of PAIR_CLASSES, conv1 light enough, its second conv on gpu-wgmma's kernel there and its plan fitting."""
+        pair = self._pairs.get(i)
+        if (pair is None or tuning.batch_class(B) not in PAIR_CLASSES or pair.conv1_macs > PAIR_MAX_CONV1_MACS
+                or not self.uses_wgmma(self.steps[i + 1], B)):
+            return None
+        return pair if pair.fits(B, torch.device(self.device).index or 0) else None
+
+    def units(self, B: int) -> list[tuple[int, int]]:
+        """The kernels' share of the steps at batch B: (first, last) step indices, one step each but a conv pair."""
+        out, i = [], 0
+        while i < len(self.steps):
+            last = i + 1 if self.pair_at(i, B) is not None else i
+            out.append((i, last))
+            i = last + 1
+        return out
+
+    def run_unit(self, first: int, last: int, h: torch.Tensor, B: int, out: torch.Tensor | None = None):
+        """Steps first..last (units()) on their input h, into `out` where the last has a static buffer."""
+        if first == last:
+            return self.run_step(self.steps[first], h, B, out)
+        pair, conv2 = self._pairs[first], self.steps[last]
+        out = out if out is not None else torch.empty((B, *conv2.out_shape), device=h.device)
+        if not (conv2.act or conv2.pool):
+            pair.launch(h, out)
+            return out
+        conv = torch.empty((B, *pair.out_per_image), device=h.device)  # (a capture: the graph's pool)
+        pair.launch(h, conv)
+        return act_pool(conv, conv2.pool, conv2.act, out)
 
     def uses_wgmma(self, step: Step, B: int) -> bool:
         """A conv at batch B with a reduction long enough for gpu-wgmma's kernel there (sm_90 only) and nothing to
@@ -250,6 +300,9 @@ class WholeNetwork:
         """What the step's FLOPs run on at batch B (the floor divides them by that arithmetic's ceiling)."""
         if self.uses_wgmma(step, B):
             return self.wgmma_arithmetic
+        index = self.steps.index(step)
+        if self.pair_at(index, B) is not None:  # conv1 on the fp32 pipe of conv_pair's producer
+            return "fp32"
         return "fp32" if self.uses_c1_fma(step, B) else self.precision
 
     def run_step(self, step: Step, h: torch.Tensor, B: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -275,9 +328,9 @@ class WholeNetwork:
     def buffers(self, B: int) -> dict[int, torch.Tensor]:
         """The static outputs of the kernel steps for batch size B (allocated once, shared by B's graphs)."""
         if B not in self._buffers:
-            bufs = {}
+            bufs, paired = {}, {first for first, last in self.units(B) if last != first}
             for i, step in enumerate(self.steps):
-                if isinstance(step, ConvStep):
+                if isinstance(step, ConvStep) and i not in paired:  # (a pair's first conv writes no output)
                     bufs[i] = torch.empty((B, *step.out_shape), device=self.device)
                 elif isinstance(step, DenseStep):
                     bufs[i] = torch.empty((B, step.out_features), device=self.device)
@@ -517,12 +570,12 @@ def stage_kind(step: Step) -> str:
 
 
 def _stage_inputs(net: WholeNetwork, x: torch.Tensor) -> list[torch.Tensor]:
-    """Each step's real input for x (the previous steps run once, eagerly, into fresh tensors)."""
+    """Each unit's real input for x (net.units: the previous ones run once, eagerly, into fresh tensors)."""
     B = x.shape[0]
     inputs, h = [], x
-    for step in net.steps:
+    for first, last in net.units(B):
         inputs.append(h)
-        h = net.run_step(step, h, B, None)
+        h = net.run_unit(first, last, h, B, None)
     return inputs
 
 
@@ -545,25 +598,31 @@ def stage_details(net: WholeNetwork | Weights, x: torch.Tensor, reps: int = 20, 
     inputs = _stage_inputs(net, x)
     torch.cuda.synchronize()
     rows = []
-    for i, step in enumerate(net.steps):
+    for (first, last), inp in zip(net.units(B), inputs):
+        step, steps = net.steps[last], net.steps[first:last + 1]
         if isinstance(step, FlattenStep):
             continue
-        inp, out = inputs[i], bufs.get(i)
+        out = bufs.get(last)
         if isinstance(step, DenseStep):
             inp = inp.reshape(B, -1).contiguous()  # what the graph hands it (a view of the conv output)
-        seconds = median_time("cuda", lambda _i, s=step, h=inp, o=out: net.run_step(s, h, B, o), reps=reps,
-                              warmup=warmup)
-        flops = B * sum(infos[name].flops for name in step.covers)
-        weights = sum(t.numel() * 4 for name in step.covers for key, t in net.params.items()
+        seconds = median_time("cuda", lambda _i, a=first, b=last, h=inp, o=out: net.run_unit(a, b, h, B, o),
+                              reps=reps, warmup=warmup)
+        covers = [name for s in steps for name in s.covers]
+        flops = B * sum(infos[name].flops for name in covers)
+        weights = sum(t.numel() * 4 for name in covers for key, t in net.params.items()
                       if key.rsplit(".", 1)[0] == name)
         out_numel = out.numel() if out is not None else inp.numel()
         nbytes = 4 * (inp.numel() + out_numel) + weights
-        row = {"stage": "+".join(step.covers), "kind": stage_kind(step), "arithmetic": net.arithmetic(step, B),
-               "kernel": "wgmma" if net.uses_wgmma(step, B) else "", "seconds": seconds, "flops": flops,
-               "bytes": nbytes}
+        # the FLOPs at each step's own arithmetic (a pair: conv1 on the fp32 pipe, conv2 on gpu-wgmma's)
+        arithmetics = [net.arithmetic(s, B) for s in steps]
+        row = {"stage": "+".join(covers), "kind": "+".join(stage_kind(s) for s in steps),
+               "arithmetic": "+".join(dict.fromkeys(arithmetics)),
+               "kernel": "conv_pair" if first != last else "wgmma" if net.uses_wgmma(step, B) else "",
+               "seconds": seconds, "flops": flops, "bytes": nbytes}
         if ceilings is not None:
             mem_s = nbytes / ceilings.copy_bytes_per_s
-            comp_s = flops / ceilings.flop_per_s(net.arithmetic(step, B))
+            comp_s = sum(B * infos[name].flops / ceilings.flop_per_s(a)
+                         for s, a in zip(steps, arithmetics) for name in s.covers)
             row.update(floor_s=max(mem_s, comp_s), memory_floor_s=mem_s, compute_floor_s=comp_s,
                        x_floor=seconds / max(mem_s, comp_s) if max(mem_s, comp_s) > 0 else float("nan"))
         if isinstance(step, DenseStep):

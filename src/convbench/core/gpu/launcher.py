@@ -92,11 +92,14 @@ def plain_float32(x, k, y) -> bool:
 
 def kernel_arg(a):
     """One kernel argument as the kernel reads it: a tensor as its device address (8 bytes), ints and bools as int32,
-    floats as float32 (numpy scalars, whose bytes are what the argument block holds)."""
+    floats as float32 (numpy scalars, whose bytes are what the argument block holds); a 1-D float32 numpy array as a
+    struct of floats passed by value (a kernel's `const __grid_constant__ struct { float w[n]; }` parameter)."""
     if isinstance(a, torch.Tensor):
         return np.uint64(a.data_ptr())
     if isinstance(a, (np.uint64, np.int32, np.float32)):  # already as the kernel reads it
         return a
+    if isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 1:
+        return np.ascontiguousarray(a)
     if isinstance(a, (bool, np.bool_)):
         return np.int32(a)
     if isinstance(a, (int, np.integer)):
@@ -111,8 +114,9 @@ def packed_arguments(args) -> tuple[bytes, tuple[int, ...]]:
     alignment, and each one's byte offset."""
     block, offsets = bytearray(), []
     for a in args:
-        raw = kernel_arg(a).tobytes()
-        block += bytes(-len(block) % len(raw))
+        value = kernel_arg(a)
+        raw = value.tobytes()
+        block += bytes(-len(block) % value.dtype.itemsize)  # each at its own (its element's) alignment
         offsets.append(len(block))
         block += raw
     return bytes(block), tuple(offsets)

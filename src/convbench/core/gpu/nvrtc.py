@@ -71,6 +71,19 @@ def base_options(target: str | None = None) -> tuple[str, ...]:
             f"-I{INCLUDE_DIR}", f"-DCONVBENCH_HEADERS=0x{headers_digest()}")
 
 
+@functools.cache
+def include_options(includes: tuple[Path, ...]) -> tuple[str, ...]:
+    """Options for a kernel that includes another kernel's source (whole/conv_pair.cu includes gpu-wgmma's): each
+    folder on the include path, and a digest of the .cu and .cuh files there (in the cache key, as headers_digest)."""
+    if not includes:
+        return ()
+    h = hashlib.sha256()
+    for folder in includes:
+        for path in sorted([*Path(folder).glob("*.cu"), *Path(folder).glob("*.cuh")]):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return (*(f"-I{folder}" for folder in includes), f"-DCONVBENCH_INCLUDES=0x{h.hexdigest()[:16]}")
+
+
 def source_arch(source: Path) -> str | None:
     """The architecture a kernel file asks for on its first line (`// nvcc-arch: sm_90a`: wgmma and other
     Hopper-only "a" features), or None: the device's own."""
@@ -84,14 +97,15 @@ def _first_error(e: Exception) -> str:
 
 
 @functools.cache
-def module(source: Path, defines: tuple[tuple[str, int | str], ...] = ()):
-    """The compiled RawModule of one .cu file with these -D constants (cached per process and on disk by CuPy)."""
+def module(source: Path, defines: tuple[tuple[str, int | str], ...] = (), includes: tuple[Path, ...] = ()):
+    """The compiled RawModule of one .cu file with these -D constants (cached per process and on disk by CuPy);
+    includes: more folders on the include path (include_options)."""
     cp = cupy()
     source = Path(source)
     target = source_arch(source)
     if target is not None:
-        return _arch_specific_module(source, defines, target)
-    options = (*base_options(), *(f"-D{name}={value}" for name, value in defines))
+        return _arch_specific_module(source, defines, target, includes)
+    options = (*base_options(), *include_options(includes), *(f"-D{name}={value}" for name, value in defines))
     try:
         mod = cp.RawModule(code=source.read_text(), options=options)
         mod.compile()
@@ -100,7 +114,7 @@ def module(source: Path, defines: tuple[tuple[str, int | str], ...] = ()):
     return mod
 
 
-def _arch_specific_module(source: Path, defines: tuple, target: str):
+def _arch_specific_module(source: Path, defines: tuple, target: str, includes: tuple[Path, ...] = ()):
     """A kernel for an arch-specific target (sm_90a): CuPy's RawModule always adds the device's plain -arch, so
     NVRTC compiles the cubin here, cached on disk by a hash of source, options and NVRTC version, and RawModule
     loads it from the file."""
@@ -110,7 +124,8 @@ def _arch_specific_module(source: Path, defines: tuple, target: str):
     from cupy.cuda import compiler, nvrtc
 
     # -ftz=true: what CuPy's RawModule adds for every other kernel here
-    options = (*base_options(target), "-ftz=true", *(f"-D{name}={value}" for name, value in defines))
+    options = (*base_options(target), *include_options(includes), "-ftz=true",
+               *(f"-D{name}={value}" for name, value in defines))
     text = source.read_text()
     key = hashlib.sha256(repr((text, options, nvrtc.getVersion())).encode()).hexdigest()[:24]  # options: headers
     path = cache_dir() / "cubin" / f"{source.stem}-{key}.cubin"
@@ -143,10 +158,10 @@ def _cubin_loads(cp, path: Path) -> bool:
 
 
 @functools.cache
-def kernel(source: Path, name: str, **defines: int | str):
+def kernel(source: Path, name: str, includes: tuple[Path, ...] = (), **defines: int | str):
     """The function `name` of `source` compiled with these defines: looked up once (CuPy makes a new kernel object,
-    and asks the driver, at every lookup; rungs ask for theirs at every call)."""
-    return module(Path(source), tuple(sorted(defines.items()))).get_function(name)
+    and asks the driver, at every lookup; rungs ask for theirs at every call). includes: as module() takes them."""
+    return module(Path(source), tuple(sorted(defines.items())), tuple(includes)).get_function(name)
 
 
 @functools.cache

@@ -130,7 +130,10 @@ __device__ __forceinline__ void zero_leads(float *raw, const float *__restrict__
 // s are ready, EMPTY + s = the consumers are done with them (EMPTY + 1 first: with the raw weights they held),
 // PRODUCER = the producer's own warps, CONSUMER = the consumers' own; a kernel's own barriers start at FREE_BARRIER
 constexpr int BAR_FULL = 1, BAR_EMPTY = 3, BAR_PRODUCER = 5, BAR_CONSUMER = 6, FREE_BARRIER = 7;
-constexpr int PRODUCERS = 128;
+#ifndef NPROD
+#define NPROD 1  // producer warpgroups (whole/conv_pair.cu's producer computes its input: it may take two)
+#endif
+constexpr int PRODUCERS = 128 * NPROD;
 __device__ __forceinline__ void bar_sync(int id, int n) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
@@ -145,23 +148,42 @@ struct Staging {
     Slots slots;
 };
 
+// Where the producer's raw input comes from: a Source fills the raw buffer with an item's band (fill: issued while
+// the previous item is multiplied; land: once the consumers are done with the buffer, the band complete in raw), and
+// says where channel c's band starts in its row (lead). BandCopy: the layer's input, copied from global memory by
+// cp.async. (whole/conv_pair.cu's source computes the band instead.)
+struct BandCopy {
+    const float *__restrict__ x;
+    __device__ __forceinline__ void fill(const Staging &st, float *raw, const Item &it, int t) const {
+        prefetch(raw, x, it, st.C, st.H, st.W, st.rawc, t, PRODUCERS);
+        cp_async_commit();
+    }
+    __device__ __forceinline__ void wait() const { cp_async_wait_0(); }
+    __device__ __forceinline__ void land(const Staging &st, float *raw, const Item &it, int t) const {
+        zero_leads(raw, x, it, st.C, st.H * st.W, st.rawc, t, PRODUCERS);
+    }
+    __device__ __forceinline__ int lead(const Staging &st, const Item &it, int c) const {
+        return raw_lead(band_start(x, it, c, st.C, st.H * st.W));
+    }
+};
+
 // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1 (item 0
 // while they lay out the weights). meta[2 s]: the buffer's scale shift, meta[2 s + 1]: some x has a lo part.
-__device__ __forceinline__ void produce(const Staging &st, const float *__restrict__ x, float *raw,
-                                        unsigned char *Xs, u32 *s_red, int *meta, int mine, int threads) {
+template <class Source>
+__device__ __forceinline__ void produce(const Staging &st, const Source &src, float *raw, unsigned char *Xs,
+                                        u32 *s_red, int *meta, int mine, int threads) {
     const int ptid = threadIdx.x - (threads - PRODUCERS);
     auto item = [&](int i) { return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W); };
-    prefetch(raw, x, item(blockIdx.x), st.C, st.H, st.W, st.rawc, ptid, PRODUCERS);
-    cp_async_commit();
+    src.fill(st, raw, item(blockIdx.x), ptid);
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1, index = blockIdx.x + i * gridDim.x;
         unsigned char *X = Xs + s * PARTS * st.XPART;
         if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
-        cp_async_wait_0();
+        src.wait();
         if (ptid == 0) meta[2 * s + 1] = 0;
         bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer holds item i's input
         const Item cur = item(index);
-        zero_leads(raw, x, cur, st.C, st.H * st.W, st.rawc, ptid, PRODUCERS);
+        src.land(st, raw, cur, ptid);
         bar_sync(BAR_PRODUCER, PRODUCERS);
         // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
         // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
@@ -193,7 +215,7 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
 #pragma unroll
             for (int e = 0; e < 8; ++e) {
                 const int c = st.C >= 8 ? plane * 8 + e : plane * st.Cg + ((st.slots.c >> (4 * e)) & 15);
-                row[e] = c < st.C ? c * st.rawc + raw_lead(band_start(x, cur, c, st.C, st.H * st.W)) : 0;
+                row[e] = c < st.C ? c * st.rawc + src.lead(st, cur, c) : 0;
             }
             if (st.C >= 8) {  // E = 1: slot e is channel 8 plane + e at the pixel itself (no slot table)
                 const int nc = min(8, st.C - plane * 8);
@@ -224,10 +246,7 @@ __device__ __forceinline__ void produce(const Staging &st, const float *__restri
         bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer is converted, s_red[1] read by all
         bar_arrive(BAR_FULL + s, threads);  // the consumers may start; then the next item's copy is issued
         if (ptid == 0) s_red[1] = 0u;       // (the next item's max comes after another producer barrier)
-        if (i + 1 < mine) {  // the next item's input is copied during the GEMM of this one
-            prefetch(raw, x, item(index + gridDim.x), st.C, st.H, st.W, st.rawc, ptid, PRODUCERS);
-            cp_async_commit();
-        }
+        if (i + 1 < mine) src.fill(st, raw, item(index + gridDim.x), ptid);  // during the GEMM of this item
     }
 }
 
