@@ -74,6 +74,13 @@ def test_conv1_weights_travel_by_value_in_the_parameter_block():
     block, offsets = launcher.packed_arguments((torch.empty(0), np.int32(3), w, np.int32(7), torch.empty(0)))
     assert offsets == (0, 8, 12, 32, 40)  # the floats at 4-byte alignment; the pointer after them at 8
     assert block[12:32] == w.tobytes() and block[32:36] == np.int32(7).tobytes()
+    block, offsets = launcher.packed_arguments((torch.empty(0), w[:3], torch.empty(0)))
+    assert offsets == (0, 8, 24) and block[20:24] == bytes(4)  # a pointer after 12 bytes of floats: padded to 8
+
+
+def test_a_pair_refuses_convs_that_do_not_chain():
+    with pytest.raises(ValueError, match="conv2 takes 6 channels, conv1 makes 12"):
+        conv_pair.ConvPair(torch.zeros(12, 1, 5, 5), "tanh", torch.zeros(16, 6, 5, 5), 48, "fp16x3")
 
 
 @pytest.mark.parametrize("producers", [1, 2, 3])
@@ -162,17 +169,56 @@ def test_the_pair_matches_float64(net, B, scale):
 @pytest.mark.gpu
 @pytest.mark.parametrize("net", PAIRED)
 @pytest.mark.parametrize("override", [(2, 4, 1), (1, 2, 2), (3, 1, 3), (5, 3, 3)])
-def test_the_pair_matches_float64_on_every_block_shape(net, override):
-    """Plans of one to three consumer warpgroups and one to five ranges an image (several items a block)."""
+@pytest.mark.parametrize("producers", [1, 2])
+def test_the_pair_matches_float64_on_every_block_shape(net, override, producers, monkeypatch):
+    """Plans of one and two consumer warpgroups (three capped to what a block keeps) with one or two producer
+    warpgroups, and one to five ranges an image: 60 images, so that at five ranges a block has two or three items."""
     needs_wgmma()
+    monkeypatch.setattr(conv_pair, "PRODUCER_WARPGROUPS", producers)
     S, C1, K1, act, M, K = course_pair(net)
     g = torch.Generator().manual_seed(sum(override))
-    x, k1 = torch.randn(7, 1, S, S, generator=g).cuda(), (torch.randn(C1, 1, K1, K1, generator=g) / K1).cuda()
+    x, k1 = torch.randn(60, 1, S, S, generator=g).cuda(), (torch.randn(C1, 1, K1, K1, generator=g) / K1).cuda()
     k2 = (torch.randn(M, C1, K, K, generator=g) / (K * C1 ** 0.5)).cuda()
     pair = conv_pair.ConvPair(k1, act, k2, S, "fp16x3", override=override)
-    y = torch.full((7, *pair.out_per_image), float("nan"), device="cuda")
+    assert pair.plan(60, 132).NWG == min(override[2], conv_pair.MAX_WARPGROUPS - producers)
+    y = torch.full((60, *pair.out_per_image), float("nan"), device="cuda")
     pair.launch(x, y)
     assert rel(y, reference(x, k1, act, k2)) <= ARITHMETICS["fp16x3"].tolerance
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("act", ["relu", "sigmoid", None, "tanh"])
+def test_the_pair_takes_every_activation_and_an_odd_conv1_output(act):
+    """47 x 47 images: conv1's 43 x 43 output pooled to 21 x 21 (its last row and column dropped, as the floor pool
+    does); 6 maps, then a 3 x 3 conv2 of 10."""
+    needs_wgmma()
+    g = torch.Generator().manual_seed(11)
+    x, k1 = torch.randn(9, 1, 47, 47, generator=g).cuda(), (torch.randn(6, 1, 5, 5, generator=g) / 5).cuda()
+    k2 = (torch.randn(10, 6, 3, 3, generator=g) / 7).cuda()
+    pair = conv_pair.ConvPair(k1, act, k2, 47, "fp16x3")
+    y = torch.full((9, *pair.out_per_image), float("nan"), device="cuda")
+    pair.launch(x, y)
+    assert pair.out_per_image == (10, 19, 19)
+    assert rel(y, reference(x, k1, act, k2)) <= ARITHMETICS["fp16x3"].tolerance
+
+
+@pytest.mark.gpu
+def test_a_pair_followed_by_conv2s_own_activation_and_pool_matches_float64(monkeypatch):
+    """A network whose conv2 has its own activation and pool: the pair's output goes through act_pool's kernel."""
+    needs_wgmma()
+    from convbench.core.spec import Activation, Conv, Dense, Flatten, NetSpec, Softmax
+    from convbench.network.weights import Weights
+
+    spec = NetSpec("pair-then-pool", 30, (Conv(6, 5), Activation("relu"), Pool(2, 2), Conv(16, 5),
+                                         Activation("relu"), Pool(2, 2), Flatten(), Dense(10), Softmax()))
+    g = torch.Generator().manual_seed(3)
+    params = {name: torch.randn(*shape, generator=g) / (np.prod(shape[1:]) ** 0.5)
+              for name, shape in spec.param_shapes.items()}
+    wn = whole.WholeNetwork(Weights(spec, params, "random"))
+    x = torch.randint(0, 256, (20, 1, 30, 30), generator=g).float().cuda()
+    assert wn.units(20)[0] == (0, 1)
+    ref = whole.reference_probabilities(spec, wn.params, x)
+    assert rel(wn.infer(x), ref) <= 1e-5
 
 
 @pytest.mark.gpu

@@ -41,7 +41,7 @@
 #define TPW 4  // m64 tiles a warpgroup keeps in flight (accumulators: TPW * NN / 2 registers per thread)
 #endif
 #ifndef NWG
-#define NWG 2  // consumer warpgroups per block (plus one producer warpgroup)
+#define NWG 2  // consumer warpgroups per block (plus NPROD producer warpgroups, one here: wgmma_conv.cuh)
 #endif
 #ifndef PREC
 #define PREC PREC_FP16X3  // precision.cuh: 3xFP16 (fp32-accurate, block-scaled), FP16 or BF16

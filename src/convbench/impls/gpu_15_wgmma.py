@@ -79,7 +79,7 @@ class Plan:
     QT: int  # the most m64 tiles an item holds
     NN: int  # maps per wgmma (n)
     TPW: int  # m64 tiles per warpgroup and batch
-    NWG: int  # consumer warpgroups per block (plus the producer)
+    NWG: int  # consumer warpgroups per block (plus the producer warpgroup)
     lay: Layout
     items: int
 

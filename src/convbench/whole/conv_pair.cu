@@ -33,6 +33,10 @@
 #define ACT 1  // conv1's activation: common.cuh's activate() (0 none, 1 tanh, 2 relu, 3 sigmoid)
 #endif
 
+#ifndef NPROD
+#define NPROD 2  // producer warpgroups (whole/conv_pair.py's PRODUCER_WARPGROUPS)
+#endif
+
 #define WGMMA_CONV_BODY_ONLY
 #include "gpu_15_wgmma.cu"
 

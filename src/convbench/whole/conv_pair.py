@@ -1,5 +1,5 @@
 """A network's first two convolutions in one kernel, conv_pair.cu: conv1 (one input channel) with its activation and
-2x2 max pool computed by gpu-wgmma's producer warpgroup, item by item, while its consumers run conv2 (the header says
+2x2 max pool computed by gpu-wgmma's producer warpgroups, item by item, while its consumers run conv2 (the header says
 why and what bounds it). conv1's pooled maps never reach global memory.
 
 whole/graph.py runs it where `unfit` finds nothing against the pair and conv2 takes gpu-wgmma's kernel (PAIR_CLASSES
@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from convbench.core import gpu
+from convbench.core.gpu import tuning
 from convbench.core.precision import kernel_code
 from convbench.core.spec import Pool
 from convbench.impls import gpu_15_wgmma as wgmma
@@ -31,6 +32,8 @@ MAX_K1 = 5
 # more producers the plan's consumer warpgroups are capped at 4 - PRODUCER_WARPGROUPS
 PRODUCER_WARPGROUPS = 2
 MAX_WARPGROUPS = 4
+_plans_recorded = [0]  # bumped when a sweep records a plan in this process: prepared launches are then stale
+tuning.on_record(lambda: _plans_recorded.__setitem__(0, _plans_recorded[0] + 1))
 
 
 def unfit(k1_shape: tuple[int, ...], act: str | None, pool: Pool | None) -> str | None:
@@ -53,10 +56,16 @@ def unfit(k1_shape: tuple[int, ...], act: str | None, pool: Pool | None) -> str 
 
 
 class ConvPair:
-    """conv2(pool(act(conv1(x)))) for images x (B, 1, S, S) on the device, into y (B, M, OH, OW)."""
+    """conv2(pool(act(conv1(x)))) for images x (B, 1, S, S) on the device, into y (B, M, OH, OW). conv1's weights k1
+    are copied at construction (they travel by value in the kernel's parameters); k2 is read where it lies."""
 
     def __init__(self, k1: torch.Tensor, act: str | None, k2: torch.Tensor, S: int, arithmetic: str,
                  override: wgmma.LaunchPlan | tuple[int, ...] | None = None):
+        if k2.shape[1] != k1.shape[0]:
+            raise ValueError(f"conv pair: conv2 takes {k2.shape[1]} channels, conv1 makes {k1.shape[0]}")
+        if not 1 <= PRODUCER_WARPGROUPS < MAX_WARPGROUPS:
+            raise ValueError(f"conv pair: {PRODUCER_WARPGROUPS} producer warpgroups leave no consumer "
+                             f"(a block keeps at most {MAX_WARPGROUPS})")
         self.C1, _, self.K1, _ = k1.shape
         self.override = override  # conv2's plan (NR, TPW, NWG) instead of gpu-wgmma's (tests, sweeps)
         self.producers = PRODUCER_WARPGROUPS
@@ -67,7 +76,7 @@ class ConvPair:
         M, _, K, _ = k2.shape
         self.out_per_image = (M, self.H - K + 1, self.H - K + 1)
         self.conv1_macs = self.H * self.H * self.C1 * 4 * self.K1 * self.K1  # an image's, on the producer
-        self._jobs: dict[tuple[int, int], object] = {}
+        self._jobs: dict[tuple[int, int, int], object] = {}  # (B, device, plans recorded) -> prepared launch
 
     def plan(self, B: int, sms: int) -> wgmma.Plan:
         """gpu-wgmma's plan for conv2 at batch B (raises wgmma.TooBig where its kernel cannot run it)."""
@@ -106,8 +115,9 @@ class ConvPair:
                              f"{self.S}) and (B, {', '.join(map(str, self.out_per_image))}) contiguous float32 on "
                              f"{self.k2.device}")
         index = x.get_device()
-        job = self._jobs.get((B, index))
+        key = (B, index, _plans_recorded[0])
+        job = self._jobs.get(key)
         if job is None:
-            job = self._jobs[(B, index)] = self._prepare(B, index)
+            job = self._jobs[key] = self._prepare(B, index)
         job.launch(gpu.current_stream_handle(index), y.data_ptr(), x.data_ptr(), self.k2.data_ptr())
 

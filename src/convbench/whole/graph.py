@@ -230,6 +230,7 @@ class WholeNetwork:
                     self._pairs[i] = ConvPair(k1, step.act, self.params[f"{after.name}.weight"], H,
                                               self.wgmma_arithmetic)
         self._buffers: dict[int, dict[int, torch.Tensor]] = {}
+        self._units: dict[int, list[tuple[int, int]]] = {}  # units(B), fixed at its first use with B
         self._graphs: OrderedDict[tuple, tuple] = OrderedDict()
         self._pool = None
         self._stream = None  # warm-up and capture stream
@@ -256,13 +257,16 @@ class WholeNetwork:
         return pair if pair.fits(B, torch.device(self.device).index or 0) else None
 
     def units(self, B: int) -> list[tuple[int, int]]:
-        """The kernels' share of the steps at batch B: (first, last) step indices, one step each but a conv pair."""
-        out, i = [], 0
-        while i < len(self.steps):
-            last = i + 1 if self.pair_at(i, B) is not None else i
-            out.append((i, last))
-            i = last + 1
-        return out
+        """The kernels' share of the steps at batch B: (first, last) step indices, one step each but a conv pair;
+        worked out once per B, so that B's buffers, graphs and stage timings agree whatever changes after."""
+        if B not in self._units:
+            out, i = [], 0
+            while i < len(self.steps):
+                last = i + 1 if self.pair_at(i, B) is not None else i
+                out.append((i, last))
+                i = last + 1
+            self._units[B] = out
+        return self._units[B]
 
     def run_unit(self, first: int, last: int, h: torch.Tensor, B: int, out: torch.Tensor | None = None):
         """Steps first..last (units()) on their input h, into `out` where the last has a static buffer."""
@@ -301,7 +305,7 @@ class WholeNetwork:
         if self.uses_wgmma(step, B):
             return self.wgmma_arithmetic
         index = self.steps.index(step)
-        if self.pair_at(index, B) is not None:  # conv1 on the fp32 pipe of conv_pair's producer
+        if (index, index + 1) in self.units(B):  # conv1 on the fp32 pipe of conv_pair's producers
             return "fp32"
         return "fp32" if self.uses_c1_fma(step, B) else self.precision
 

@@ -207,7 +207,7 @@ static int Launch_init(Launch *self, PyObject *args, PyObject *kwds) {
         Py_ssize_t off = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(offs, i));
         if (PyErr_Occurred())
             goto done;
-        if (off <= previous || off + 4 > params.len) {  /* every parameter is 4 or 8 bytes, in order */
+        if (off <= previous || off + 4 > params.len) {  /* every parameter is 4 bytes or more, in order */
             PyErr_Format(PyExc_ValueError, "offset %zd of parameter %zd is out of order or outside the %zd-byte "
                          "block", off, i, params.len);
             goto done;

@@ -106,7 +106,8 @@ def kernel_arg(a):
         return np.int32(a)
     if isinstance(a, float):
         return np.float32(a)
-    raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints and floats are passed")
+    raise TypeError(f"a kernel argument of type {type(a).__name__}: only tensors, ints, floats and 1-D float32 arrays "
+                    "are passed")
 
 
 def packed_arguments(args) -> tuple[bytes, tuple[int, ...]]:
@@ -141,8 +142,8 @@ def launch(fn, grid, block, args, shared_mem: int = 0, stream: torch.cuda.Stream
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             slots.append(i)
-        else:
-            numbers.append(a)
+        else:  # (an array passed by value: its bytes are the key)
+            numbers.append((a.dtype.str, a.tobytes()) if isinstance(a, np.ndarray) else a)
     numbers = tuple(numbers)
     # 1, 1.0 and True are equal keys but different bytes: their types are in the key too
     key = (fn, device, tuple(grid), tuple(block), shared_mem, tuple(slots), numbers, tuple(map(type, numbers)),
