@@ -272,14 +272,21 @@ class WholeNetwork:
         """Steps first..last (units()) on their input h, into `out` where the last has a static buffer."""
         if first == last:
             return self.run_step(self.steps[first], h, B, out)
-        pair, conv2 = self._pairs[first], self.steps[last]
-        out = out if out is not None else torch.empty((B, *conv2.out_shape), device=h.device)
-        if not (conv2.act or conv2.pool):
-            pair.launch(h, out)
+        pair = self._pairs[first]
+        return self._then_act_pool(self.steps[last], lambda y: pair.launch(h, y), (B, *pair.out_per_image), B,
+                                   h.device, out)
+
+    @staticmethod
+    def _then_act_pool(step: ConvStep, conv_into, conv_shape, B: int, device, out: torch.Tensor | None):
+        """A conv kernel without an epilogue (conv_into(y) writes the conv's output to y), then the step's activation
+        and pool in act_pool's kernel where it has them; into `out` (or a new tensor)."""
+        out = out if out is not None else torch.empty((B, *step.out_shape), device=device)
+        if not (step.act or step.pool):
+            conv_into(out)
             return out
-        conv = torch.empty((B, *pair.out_per_image), device=h.device)  # (a capture: the graph's pool)
-        pair.launch(h, conv)
-        return act_pool(conv, conv2.pool, conv2.act, out)
+        conv = torch.empty(conv_shape, device=device)  # (a capture: the graph's pool)
+        conv_into(conv)
+        return act_pool(conv, step.pool, step.act, out)
 
     def uses_wgmma(self, step: Step, B: int) -> bool:
         """A conv at batch B with a reduction long enough for gpu-wgmma's kernel there (sm_90 only) and nothing to
@@ -314,14 +321,9 @@ class WholeNetwork:
         if isinstance(step, ConvStep):
             k = self.params[f"{step.name}.weight"]
             if self.uses_wgmma(step, B):
-                out = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
                 route = taps if tuning.batch_class(B) in TAPS_CLASSES else wgmma
-                if not (step.act or step.pool):
-                    route.launch(h, k, out, self.wgmma_arithmetic)
-                    return out
-                conv = torch.empty(output_shape(h.shape, k.shape), device=h.device)  # (a capture: the graph's pool)
-                route.launch(h, k, conv, self.wgmma_arithmetic)
-                return act_pool(conv, step.pool, step.act, out)
+                return self._then_act_pool(step, lambda y: route.launch(h, k, y, self.wgmma_arithmetic),
+                                           output_shape(h.shape, k.shape), B, h.device, out)
             return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)
         if isinstance(step, FlattenStep):
             return h.reshape(B, -1)

@@ -30,8 +30,13 @@ INCLUDE_DIR = Path(__file__).parent  # precision.cuh, common.cuh
 def headers_digest() -> str:
     """A digest of the headers on the include path: CuPy's cache key is the source text and the options, not what
     the source includes, so the options carry it (-DCONVBENCH_HEADERS=...) and a changed header compiles anew."""
+    return files_digest(INCLUDE_DIR.glob("*.cuh"))
+
+
+def files_digest(paths) -> str:
+    """A short digest of files' names and contents, in name order."""
     h = hashlib.sha256()
-    for path in sorted(INCLUDE_DIR.glob("*.cuh")):
+    for path in sorted(paths):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
@@ -77,11 +82,8 @@ def include_options(includes: tuple[Path, ...]) -> tuple[str, ...]:
     folder on the include path, and a digest of the .cu and .cuh files there (in the cache key, as headers_digest)."""
     if not includes:
         return ()
-    h = hashlib.sha256()
-    for folder in includes:
-        for path in sorted([*Path(folder).glob("*.cu"), *Path(folder).glob("*.cuh")]):
-            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return (*(f"-I{folder}" for folder in includes), f"-DCONVBENCH_INCLUDES=0x{h.hexdigest()[:16]}")
+    digest = files_digest(p for folder in includes for p in (*Path(folder).glob("*.cu"), *Path(folder).glob("*.cuh")))
+    return (*(f"-I{folder}" for folder in includes), f"-DCONVBENCH_INCLUDES=0x{digest}")
 
 
 def source_arch(source: Path) -> str | None:
