@@ -20,6 +20,7 @@ from convbench.core import gpu
 from convbench.core.gpu import launcher, nvrtc
 from convbench.core.precision import ARITHMETICS
 from convbench.core.spec import NETWORKS, Pool
+from convbench.impls import gpu_15_wgmma as wgmma
 from convbench.whole import conv_pair
 from convbench.whole import graph as whole
 from test_kernels_compile import REPORT, nvcc
@@ -108,7 +109,7 @@ def plan_defines(net: str, B: int, prec: str = "fp16x3") -> dict:
     pair = conv_pair.ConvPair(torch.zeros(C1, 1, K1, K1), act, torch.zeros(M, C1, K, K), S, prec)
     p = pair.plan(B, 132)
     return dict(C1=C1, K1=K1, ACT=gpu.ACT_CODES[act], NN=p.NN, TPW=p.TPW, NWG=p.NWG, NPROD=pair.producers,
-                PREC=pair.prec, SKIP=1)
+                PREC=pair.prec, SKIP=1, **wgmma.defines(p.lay.pack))
 
 
 COMPILE_CASES = sorted({tuple(sorted(plan_defines(net, B).items())) for net in PAIRED for B in (100, 10000)})

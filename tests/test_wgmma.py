@@ -1,8 +1,9 @@
 """The shifted-GEMM wgmma kernel (impls/gpu_15_wgmma.py and .cu): its layout on the CPU, the kernel on the GPU.
 
 emulate() re-implements the kernel's index math in numpy, operand by operand as wgmma reads it: staged planes (8
-slots of (channel, column) per pixel), reduction items paired into k16 steps (first offset, K offset of the second
-core matrix, weights swapped to match), tiles of 64 virtual outputs, the store mask. It is a mirror, not the kernel:
+values of (channel, column) per pixel, or 4 as (hi, lo) pairs when packed), reduction items paired into k16 steps
+(first offset, K offset of the second core matrix, weights swapped to match), tiles of 64 virtual outputs, the store
+mask. It is a mirror, not the kernel:
 it must reproduce the convolution on random shapes with every tile read inside the staged pixels, so a design error
 in the slots, offsets, pairing or the P bound (which gpu_15_wgmma.layout() computes for the kernel) fails here
 without a GPU. That the kernel's own copy of this math matches is checked on the GPU by
@@ -39,37 +40,51 @@ def reference(x, k):
     return y
 
 
-def staged_planes(flat, G, P, slot_c, slot_e, lbeg, lend):
+def hi_lo(v):
+    """v as an fp16 high part and the rest (the test's values need no scaling to stay in fp16's range)."""
+    hi = np.asarray(v, dtype=np.float16).astype(np.float64)
+    return hi, v - hi
+
+
+def staged_planes(flat, G, P, slot_c, slot_e, lbeg, lend, pack=False):
     """An item's staged planes as the producer writes them (core/gpu/wgmma_conv.cuh, produce): pixel p of a plane
-    holds its 8 slots' (channel, column offset) at input position lbeg + p + offset, zero past lend."""
-    C = flat.shape[0]
-    Cg = min(C, 8)
+    holds its values' (channel, column offset) at input position lbeg + p + offset, zero past lend: 8 values a row,
+    or packed 4 as (hi, lo) in slots 2 s, 2 s + 1."""
+    C, values = flat.shape[0], 4 if pack else 8
+    Cg = min(C, values)
     Xs = np.zeros((G * P, 8))
     for plane in range(G):
-        for s in range(8):
+        for s in range(values):
             c = plane * Cg + slot_c[s]
             if slot_c[s] < 0 or c >= C:
                 continue
             src = lbeg + np.arange(P) + slot_e[s]
             ok = src < lend
-            Xs[plane * P + np.arange(P)[ok], s] = flat[c, src[ok]]
+            rows = plane * P + np.arange(P)[ok]
+            if pack:
+                Xs[rows, 2 * s], Xs[rows, 2 * s + 1] = hi_lo(flat[c, src[ok]])
+            else:
+                Xs[rows, s] = flat[c, src[ok]]
     return Xs
 
 
-def emulate(x, k, NR, NN, TPW, NWG=2):
-    """y as gpu_wgmma.cu computes it, in float64 (the arithmetic's splitting is not this test's subject)."""
+def emulate(x, k, NR, NN, TPW, NWG=2, prec=FP16):
+    """y as gpu_wgmma.cu computes it, in float64. The arithmetic's splitting is not this test's subject, except where
+    the layout holds it: packed (3xFP16 where gpu_15_wgmma.packs()), x's parts sit in a plane row's slot pairs and
+    the weights' rows hold hi(w) twice (and a second part lo(w), 0), so the emulation splits both as fp16 does."""
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     OH, OW = H - K + 1, W - K + 1
     T = _wgmma.tiles(H, W, K)
     QT = -(-T // NR)
-    lay = _wgmma.layout(C, H, W, M, K, QT, NN, FP16)
-    E, G, P = lay.E, lay.G, lay.P
-    Cg = min(C, 8)
+    lay = _wgmma.layout(C, H, W, M, K, QT, NN, prec)
+    E, G, P, pack = lay.E, lay.G, lay.P, lay.pack
+    values = 4 if pack else 8
+    Cg = min(C, values)
     KWI = -(-K // E)
     NI = K * KWI * G
-    slot_c = [s % Cg if s < Cg * E else -1 for s in range(8)]
-    slot_e = [s // Cg if s < Cg * E else 0 for s in range(8)]
+    slot_c = [s % Cg if s < Cg * E else -1 for s in range(values)]
+    slot_e = [s // Cg if s < Cg * E else 0 for s in range(values)]
 
     def item(i):  # -> (plane, filter row, column group) and its pixel offset in the staged planes
         plane, t = i % G, i // G
@@ -83,17 +98,22 @@ def emulate(x, k, NR, NN, TPW, NWG=2):
         b = item(2 * j + 1)[3] if 2 * j + 1 < NI else a + 1
         swap = b < a
         steps.append((min(a, b), abs(b - a)))
-        wj = np.zeros((MG * NN, 16))
+        wj, wlo = np.zeros((MG * NN, 16)), np.zeros((MG * NN, 16))  # the step's B: hi (or all), lo (packed)
         for half in (0, 1):
             i = 2 * j + (half ^ int(swap))
             if i >= NI:
                 continue
             plane, p, group, _ = item(i)
-            for s in range(8):
+            for s in range(values):
                 c, q = plane * Cg + slot_c[s], group * E + slot_e[s]
                 if slot_c[s] >= 0 and c < C and q < K:
-                    wj[:M, half * 8 + s] = k[:, c, p, q]
-        weights.append(wj)
+                    if pack:
+                        hi, lo = hi_lo(k[:, c, p, q])
+                        wj[:M, half * 8 + 2 * s] = wj[:M, half * 8 + 2 * s + 1] = hi
+                        wlo[:M, half * 8 + 2 * s] = lo
+                    else:
+                        wj[:M, half * 8 + s] = k[:, c, p, q]
+        weights.append((wj, wlo))
     assert lay.NSTEP == len(steps) and all(lbo > 0 for _, lbo in steps)
 
     y = np.full((B, M, OH, OW), np.nan)
@@ -105,17 +125,18 @@ def emulate(x, k, NR, NN, TPW, NWG=2):
             q0 = t_first * 64
             lbeg, lend = q0, min(H * W, q0 + tiles * 64 + (K - 1) * W + K - 1)
             assert 1 <= tiles <= QT and lend - lbeg <= rawc, "an item larger than the kernel's buffers"
-            Xs = staged_planes(x[b].reshape(C, H * W), G, P, slot_c, slot_e, lbeg, lend)
+            Xs = staged_planes(x[b].reshape(C, H * W), G, P, slot_c, slot_e, lbeg, lend, pack)
             computed = [t0 + t for wg in range(NWG) for t0 in range(wg * TPW, tiles, NWG * TPW)
                         for t in range(min(TPW, tiles - t0))]
             assert sorted(computed) == list(range(tiles)), "a tile is computed twice or not at all"
             for tile in computed:
                 q = tile * 64 + np.arange(64)
                 acc = np.zeros((64, MG * NN))
-                for (first, lbo), wj in zip(steps, weights):
+                for (first, lbo), (wj, wlo) in zip(steps, weights):
                     rows_a, rows_b = first + q, first + q + lbo  # the two core-matrix columns of A
                     assert rows_b.max() < G * P, "a tile reads past the staged pixels"
-                    acc += np.concatenate([Xs[rows_a], Xs[rows_b]], axis=1) @ wj.T
+                    a_op = np.concatenate([Xs[rows_a], Xs[rows_b]], axis=1)
+                    acc += a_op @ wj.T + a_op @ wlo.T
                 oh, ow = (q0 + q) // W, (q0 + q) % W
                 keep = (oh < OH) & (ow < OW)
                 assert np.isnan(y[b, 0, oh[keep], ow[keep]]).all(), "an output is written twice"
@@ -138,11 +159,41 @@ def test_the_layout_computes_the_convolution(seed):
     k = np.random.default_rng(seed + 100).standard_normal((s["M"], s["C"], s["K"], s["K"]))
     T = _wgmma.tiles(s["H"], s["W"], s["K"])
     p = _wgmma.plan(s["B"], s["C"], s["H"], s["W"], s["M"], s["K"], FP16X3, sms=1)
+    ref = reference(x, k)
     for NR, TPW, NWG in ((p.NR, p.TPW, p.NWG), (rng.randint(1, T), rng.choice([1, 2, 4]), rng.choice([1, 2, 3]))):
-        y = emulate(x, k, NR, p.NN, TPW, NWG)
-        ref = reference(x, k)
-        assert not np.isnan(y).any(), "an output was never written"
-        assert np.abs(y - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+        for prec in (FP16, FP16X3):  # FP16X3: packed where packs() says (else the same layout as FP16)
+            y = emulate(x, k, NR, p.NN, TPW, NWG, prec)
+            assert not np.isnan(y).any(), "an output was never written"
+            # packed: hi(x) hi(w) + lo(x) hi(w) + hi(x) lo(w) leaves out lo(x) lo(w), ~2^-22 of each product
+            tolerance = 1e-5 if _wgmma.packs(s["C"], s["K"], prec) else 1e-9
+            assert np.abs(y - ref).max() <= tolerance * max(1.0, np.abs(ref).max()), (prec, s)
+
+
+def test_the_packed_layout_is_taken_where_it_takes_fewer_wgmma():
+    """3xFP16 packs a layer where hi and lo side by side in a row take at most PACK_MAX_RATIO of the k16-step
+    products of two planes (two products each): C = 12 (fa19's and fa18's conv2: 38 steps against 2 x 25 at K = 5)
+    and C = 4 (mini-dnn's: 4 values a row without a second column). sp19's C = 6 (25 steps against 2 x 13, the odd
+    item) and a multiple of 8 channels (as many either way) stay unpacked, where an item whose x is exact in fp16
+    takes one product."""
+    for C, K in ((12, 5), (12, 7), (4, 7)):
+        assert _wgmma.packs(C, K, FP16X3), (C, K)
+    for C, K in ((6, 5), (16, 5), (8, 4)):
+        assert not _wgmma.packs(C, K, FP16X3), (C, K)
+    assert not _wgmma.packs(12, 5, FP16)
+    assert (_wgmma.k16_steps(12, 5, 4), 2 * _wgmma.k16_steps(12, 5, 8)) == (38, 50)
+    assert (_wgmma.k16_steps(6, 5, 4), 2 * _wgmma.k16_steps(6, 5, 8)) == (25, 26)
+    for C in range(1, 40):
+        for K in range(1, 8):
+            lay = _wgmma.layout(C, 40, 40, 24, K, 2, 24, FP16X3)
+            assert lay.pack == _wgmma.packs(C, K, FP16X3)
+            assert lay.NSTEP == _wgmma.k16_steps(C, K, 4 if lay.pack else 8)
+            if lay.pack:
+                assert lay.NSTEP <= _wgmma.PACK_MAX_RATIO * 2 * _wgmma.k16_steps(C, K, 8)
+    try:
+        _wgmma.PACKING = False
+        assert not _wgmma.layout(12, 33, 33, 24, 5, 2, 24, FP16X3).pack
+    finally:
+        _wgmma.PACKING = True
 
 
 def test_the_course_layers_stage_whole_images_at_large_batches_and_use_few_padded_slots():
@@ -180,7 +231,7 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
         band = min(p.QT * 64 + (s["K"] - 1) * s["W"] + s["K"] - 1, s["H"] * s["W"])
         raw = s["C"] * -(-(band + 3) // 4) * 16  # a channel's row: its band and up to 3 floats before it
         parts = 2 if prec == FP16X3 else 1
-        planes = parts * p.lay.G * p.lay.P * 16
+        planes = (1 if p.lay.pack else parts) * p.lay.G * p.lay.P * 16
         weights = parts * -(-s["M"] // p.NN) * p.lay.NSTEP * p.NN * 32
         kext = steps_at - raw - weights - 2 * planes  # what buffer 1 is extended by for the raw weights
         assert kext >= 0 and planes + kext >= -(-s["M"] * s["C"] * s["K"] ** 2 // 4) * 16 + 16 * p.lay.NSTEP
@@ -189,26 +240,29 @@ def test_plans_fit_shared_memory_or_fall_back(prec):
 
 
 def compile_variants():
-    """(NN, TPW, NWG, prec) of the plans the rule or the tuned table can choose (BF16 has FP16's registers): TPW from
-    1 (no unrolled batch) to the most, with 2 warpgroups (the fewest registers a thread the rule takes) and 1."""
+    """(NN, TPW, NWG, prec, pack) of the plans the rule or the tuned table can choose (BF16 has FP16's registers):
+    TPW from 1 (no unrolled batch) to the most, with 2 warpgroups (the fewest registers a thread the rule takes) and
+    1; 3xFP16 packed and not."""
     out = set()
     for NN in range(8, 72, 8):
         most = _wgmma.tiles_per_warpgroup(NN)
-        out |= {(NN, most, 2, prec) for prec in (FP16X3, FP16, BF16)}
-        out |= {(NN, TPW, NWG, prec) for TPW in {1, most} for NWG in (1, 2) for prec in (FP16X3, FP16)}
+        out |= {(NN, most, 2, prec, 0) for prec in (FP16X3, FP16, BF16)}
+        out |= {(NN, TPW, NWG, prec, 0) for TPW in {1, most} for NWG in (1, 2) for prec in (FP16X3, FP16)}
+        out |= {(NN, TPW, NWG, FP16X3, 1) for TPW in {1, most} for NWG in (1, 2)}
     for (C, H, W, M, K, prec), (NR, TPW, NWG) in _wgmma.TABLE.items():
-        out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec))
+        out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec, int(_wgmma.packs(C, K, prec))))
     return sorted(out)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("NN, TPW, NWG, prec", compile_variants())
+@pytest.mark.parametrize("NN, TPW, NWG, prec, pack", compile_variants())
 @pytest.mark.slow
-def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, tmp_path):
+def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, pack, tmp_path):
     source = _wgmma.SOURCE
     p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
                         f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}",
-                        "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+                        f"-DPACK={pack}", "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True,
+                       text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
@@ -223,16 +277,19 @@ def test_the_tuned_plans_are_taken_and_fit():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision", ["fp16x3", "fp16", "bf16"])
-def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision):
+@pytest.mark.parametrize("precision, packing", [("fp16x3", True), ("fp16x3", False), ("fp16", True), ("bf16", True)])
+def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, packing, monkeypatch):
     """gpu-wgmma sends short reductions to gpu-igemm-tc's kernel, so verify of the impl does not reach the wgmma
-    kernel on every shape: here it runs on all of them (force), outputs poisoned with NaN."""
+    kernel on every shape: here it runs on all of them (force), outputs poisoned with NaN; 3xFP16 packed where
+    packs() says, and never."""
     import torch
 
     from convbench.measure import problem
 
     if not torch.cuda.is_available() or not _wgmma.supported(0):
         pytest.skip("needs an sm_90 GPU (H100, H200)")
+    monkeypatch.setattr(_wgmma, "PACKING", packing)
+    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())  # launches are kept per shape, not per layout
     tolerance = {"fp16x3": 1e-5, "fp16": 1e-2, "bf16": 3e-2}[precision]
     for i, s in enumerate(problem.shapes(40, seed=23)):
         x, k = problem.generate(s, 100 + i)

@@ -12,22 +12,22 @@
 //    per pixel (C >= 8: 8 channels; C < 8: C channels x E = min(8 / C, K) neighbouring columns). A k16 step is two
 //    items (the descriptor's K offset jumps from one to the other); B is laid out to match, zero in unused slots.
 //  * 3xFP16 as in gpu-igemm-tc-fp16x3: hi*hi, lo*hi, hi*lo into fp32 accumulators, skipped only when exactly zero.
+//    PACK (C = 12, 4): a row holds 4 values as (hi, lo) pairs against hi(w) twice, one wgmma for both parts.
 //  * A producer warpgroup stages the next item (16-byte cp.async of each channel's band, then conversion into one of
 //    two plane buffers) while the consumer warpgroups run the GEMM on the other (named barriers); it stages the first
 //    item while they lay out the weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its
 //    item takes longer than theirs, so it is kept short: 16-byte copies and max loads, no slot table for C >= 8, the
 //    consumers released before the next copy. The epilogue stores through per-map pointers set once an item.
-//  * An item is one of NR even ranges of an image's m64 tiles (not rows: taps are pixel offsets). At small batches
-//    the plan picks NR so that every SM has items and a block holds several: staging then hides behind the GEMM.
+//  * An item: one of NR even ranges of an image's m64 tiles; at small batches NR gives every SM several items.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
-// What bounds it (napkin, fa19 conv2 at 10000 images): 25 k16 steps x 3 products x 15 m64 tiles = 1125 m64n24k16
-// an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks whatever the accumulator chains or warpgroups
-// (~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~1.1 ms at ~1.75 GHz,
+// What bounds it (napkin, fa19 conv2 at 10000 images, packed, weights exact in fp16): 38 k16 steps x 15 m64 tiles =
+// 570 m64n24k16 an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks (A and B read from shared memory;
+// ~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~0.55 ms at ~1.75 GHz,
 // against a ~0.45 ms memory floor. Below that rate the warps wait on the producer's staging, the epilogue and each
-// k16 step's descriptors; an n48 wgmma reading A once for hi(w) and lo(w) did not help for that reason.
+// k16 step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves).
 // The C = 1 layers (output-bound, the dropped columns costlier) run gpu-igemm-tc's kernel (C*K*K < 64). Tried, none
-// faster: two blocks a SM without a producer; row bands; two producer warpgroups; the band read into registers; even
-// tile shares; two accumulator sets of one tile; an unrolled conversion; item 0 converted by all warpgroups. Limits: an
+// faster: two blocks a SM without a producer; row bands; two producers; the band read into registers; even tile
+// shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48 hi(w)|lo(w) wgmma. Limits: an
 // Inf or NaN input (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up
 // to E - 1 columns left, one more for an odd item count); accuracy is relative to each item's largest value
 // (split_fp16); layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
@@ -71,8 +71,8 @@ __device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, 
     Geometry g;
     g.OH = H - K + 1;
     g.OW = W - K + 1;
-    g.Cg = min(C, 8);
-    g.G = (C + 7) / 8;
+    g.Cg = min(C, VALUES);
+    g.G = (C + VALUES - 1) / VALUES;
     g.KWI = (K + E - 1) / E;
     g.NI = K * g.KWI * g.G;
     g.NSTEP = (g.NI + 1) / 2;
@@ -115,13 +115,13 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     const int nk = M * C * K * K, nk4 = (nk + 3) / 4 * 4;
     // plane buffer 1 holds the raw weights and their decode table until the consumers have laid them out (extended
     // where they need more)
-    const u32 kext = max(0, nk4 * 4 + 16 * g.NSTEP - static_cast<int>(PARTS * g.XPART));
+    const u32 kext = max(0, nk4 * 4 + 16 * g.NSTEP - static_cast<int>(XPARTS * g.XPART));
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *Ws = smem;                                        // [PARTS][MG][NSTEP][NN / 8][2][8 rows][16 B]
-    unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [PARTS][G][P pixels][16 B]
-    float *kraw = reinterpret_cast<float *>(Xs + PARTS * g.XPART);   // [M][C][K][K] (plane buffer 1, + kext)
+    unsigned char *Xs = Ws + PARTS * g.WPART;                        // 2 buffers x [XPARTS][G][P pixels][16 B]
+    float *kraw = reinterpret_cast<float *>(Xs + XPARTS * g.XPART);  // [M][C][K][K] (plane buffer 1, + kext)
     int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
-    float *raw = reinterpret_cast<float *>(Xs + 2 * PARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
+    float *raw = reinterpret_cast<float *>(Xs + 2 * XPARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
     int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
     // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
@@ -182,20 +182,20 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
             const int half = i & 1, n = (i >> 1) % NN, js = (i >> 1) / NN, j = js % g.NSTEP, mg = js / g.NSTEP;
             const int m = mg * NN + n;
             const int2 src = wsrc[2 * j + half];
-            float v[8];
+            float v[VALUES];
 #pragma unroll
-            for (int s = 0; s < 8; ++s) v[s] = 0.0f;
+            for (int s = 0; s < VALUES; ++s) v[s] = 0.0f;
             if (m < M && src.x >= 0) {
                 const float *km = kraw + m * C * K * K + src.x;
                 const int c0 = src.y & 0xFFFF, q0 = src.y >> 16;
 #pragma unroll
-                for (int s = 0; s < 8; ++s) {
+                for (int s = 0; s < VALUES; ++s) {
                     const int sc = (slots.c >> (4 * s)) & 15, se = (slots.e >> (4 * s)) & 15;
                     if (sc < g.Cg && c0 + sc < C && q0 + se < K) v[s] = km[sc * K * K + se] * scale;
                 }
             }
             const u32 at = (mg * g.NSTEP + j) * g.WSTEP + ((n >> 3) * 2 + half) * 128 + (n & 7) * 16;
-            wlo |= store_split8(Ws, at, g.WPART, v);
+            wlo |= store_w(Ws, at, g.WPART, v);
         }
     }
     fence_async_smem();
@@ -218,7 +218,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
 #else
         constexpr float f1 = 1.0f, f2 = 1.0f;
 #endif
-        const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP, xbase = xs_addr + s * PARTS * g.XPART;
+        const u32 wbase = ws_addr + cur.mg * g.NSTEP * g.WSTEP, xbase = xs_addr + s * XPARTS * g.XPART;
         // the output planes of this thread's maps m0 + 8 (e / 2) + e % 2, once an item (a store is then one
         // multiply-add of the pixel index); maps past M stay null and are not stored
         const int m0 = cur.mg * NN + (lane & 3) * 2;

@@ -33,12 +33,42 @@ class TooBig(igemm.TooBig):
 
 @dataclass(frozen=True)
 class Layout:
-    E: int  # neighbouring columns per plane row (C < 8: 8 // C, at most K; C >= 8: 1)
-    G: int  # planes (8 slots each) per pixel
+    E: int  # neighbouring columns per plane row (C < V: V // C, at most K; C >= V: 1; V = 8 values a row, 4 packed)
+    G: int  # planes (a 16-byte row a pixel: V values) per pixel
     NSTEP: int  # k16 steps: two reduction items (filter row, column group, plane) each
     P: int  # staged pixels per plane
     smem: int  # dynamic shared memory, bytes (weights, two buffers of staged planes, raw input, step tables, slack)
     slack: int = 0  # bytes past the kernel's last buffer (A_TILE_BYTES)
+    pack: bool = False  # 3xFP16 with x's hi and lo side by side in a plane row (packs())
+
+
+# 3xFP16 stages x as hi and lo planes, 8 values a 16-byte row, and multiplies each by hi(w): two wgmma a k16 step.
+# Packed (PACK in the kernel), a row holds 4 values as (hi, lo) pairs and the weights' rows hi(w) twice: one wgmma a
+# k16 step multiplies both parts. The packed layout wastes no slot where C is a multiple of 4 but not of 8 (fa19's
+# and fa18's conv2, C = 12: 3 planes of 4 against 2 of 8). But it has twice the k16 steps for its wgmma, and each
+# step costs the k-loop a table load and descriptors: a layer packs only where that takes at most PACK_MAX_RATIO of
+# the wgmma (sp19's conv2, 25 against 26, ran slower packed at 1000 and 10000 images). It gives up SKIP's one product
+# for an item whose x has no lo part (exact in fp16). PACKING = False: never (A/B runs).
+PACKING = True
+PACK_MAX_RATIO = 0.9
+
+
+def plane_slots(C: int, K: int, values: int) -> tuple[int, int, int]:
+    """(channels a plane, planes G, columns a row E) for plane rows of `values` values."""
+    cg = min(C, values)
+    return cg, -(-C // values), 1 if C >= values else min(values // cg, K)
+
+
+def k16_steps(C: int, K: int, values: int) -> int:
+    """k16 steps of a layer's reduction (two items a step: filter row, column group, plane)."""
+    _, G, E = plane_slots(C, K, values)
+    return -(-(K * -(-K // E) * G) // 2)
+
+
+def packs(C: int, K: int, prec: int) -> bool:
+    """Whether a 3xFP16 layer stages packed: at most PACK_MAX_RATIO of the wgmma of hi and lo planes, with x's lo
+    part multiplied."""
+    return PACKING and prec == FP16X3 and k16_steps(C, K, 4) <= PACK_MAX_RATIO * 2 * k16_steps(C, K, 8)
 
 
 # compute-sanitizer's memcheck takes a wgmma A operand to be its whole m64 x k16 fp16 tile, contiguous from the
@@ -47,25 +77,26 @@ class Layout:
 A_TILE_BYTES = 64 * 16 * 2
 
 
-def layout(C, H, W, M, K, QT, NN, prec: int) -> Layout:
-    """Mirror of the kernel's geometry() and shared-memory carve-up, for items of at most QT m64 tiles."""
-    cg, G = min(C, 8), -(-C // 8)
-    E = 1 if C >= 8 else min(8 // cg, K)
+def layout(C, H, W, M, K, QT, NN, prec: int, pack: bool | None = None) -> Layout:
+    """Mirror of the kernel's geometry() and shared-memory carve-up, for items of at most QT m64 tiles; packed as
+    packs() says, or as `pack` says (3xFP16 only)."""
+    pack = packs(C, K, prec) if pack is None else pack and prec == FP16X3
+    _, G, E = plane_slots(C, K, 4 if pack else 8)
     kwi = -(-K // E)
     nstep = -(-(K * kwi * G) // 2)
     mg = -(-M // NN)
     # the highest pixel a tile reads: its row + the largest item offset (+1 for the padding item of an odd count)
     P = QT * 64 + (K - 1) * W + (kwi - 1) * E + 2
     P = -(-P // 8) * 8
-    parts = 2 if prec == FP16X3 else 1
-    planes = parts * G * P * 16  # one buffer of staged planes
+    parts = 2 if prec == FP16X3 else 1  # of a weight (3xFP16: hi, lo)
+    planes = (1 if pack else parts) * G * P * 16  # one buffer of staged planes
     kext = max(0, -(-M * C * K * K // 4) * 16 + nstep * 16 - planes)  # buffer 1 first holds the raw weights
     # the raw input: a channel's band and up to 3 floats before it (its row starts at a 16-byte boundary), 16-byte rows
     raw = C * -(-(min(QT * 64 + (K - 1) * W + K - 1, H * W) + 3) // 4) * 16
     tail = raw + (nstep + 1) * 8 + 32
     slack = max(0, A_TILE_BYTES - kext - tail)
     smem = parts * mg * nstep * NN * 32 + 2 * planes + kext + tail + slack
-    return Layout(E, G, nstep, P, smem, slack)
+    return Layout(E, G, nstep, P, smem, slack, pack)
 
 
 def tiles(H, W, K) -> int:
@@ -170,10 +201,20 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         NR = min(NR, T)
         QT = -(-T // NR)
         lay = layout(C, H, W, M, K, QT, NN, prec)
+        if lay.smem > gpu.SMEM_PER_BLOCK and lay.pack:  # packed weights take more: the plan keeps its ranges
+            lay = layout(C, H, W, M, K, QT, NN, prec, pack=False)
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
         return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR)
-    fits = next((q for q in range(T, 0, -1) if layout(C, H, W, M, K, q, NN, prec).smem <= gpu.SMEM_PER_BLOCK), 0)
+    def fitting(pack):  # the most m64 tiles an item can hold, or 0
+        return next((q for q in range(T, 0, -1) if layout(C, H, W, M, K, q, NN, prec, pack).smem
+                     <= gpu.SMEM_PER_BLOCK), 0)
+
+    pack = None  # as packs() says, unless only the planes of hi and lo fit
+    fits = fitting(pack)
+    if not fits and packs(C, K, prec):
+        pack = False
+        fits = fitting(pack)
     if not fits:
         raise TooBig(f"gpu-wgmma: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
 
@@ -191,11 +232,17 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         NR = min(range(fewest, T + 1), key=cost)  # ties: fewer ranges
         QT = -(-T // NR)
         NWG, TPW = (1 if QT <= 5 else 2), min(tiles_per_warpgroup(NN), QT)
-    return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec), B * mg * NR)
+    return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec, pack), B * mg * NR)
 
 
-def _kernel(NN, TPW, NWG, prec, skip):
-    return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip))
+def _kernel(NN, TPW, NWG, prec, skip, pack=False):
+    return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
+                      **defines(pack))
+
+
+def defines(pack: bool) -> dict:
+    """The kernel's define for a packed layout (absent: the planes of hi and lo, the kernel's default)."""
+    return {"PACK": 1} if pack else {}
 
 
 @functools.cache
@@ -213,7 +260,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip)
+    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack)
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)

@@ -57,6 +57,7 @@
 #include "common.cuh"      // u32, fp16_shift, pow2, block_max, cp.async
 #include "wgmma_f16.cuh"   // wgmma_f16: m64 x NN x k16, A and B from shared memory
 #include "wgmma_conv.cuh"  // descriptors, the staging producer, work items, the k-loop (shared with gpu_15)
+static_assert(PACK == 0, "gpu-wgmma-taps stages hi and lo in two planes (PACK 0)");
 
 #if NWG != 2 || (SETS != 1 && SETS != 2)
 #error "NWG 2 (two accumulator sets fit the 224 registers a consumer gets, not the 152 of 3); SETS 1 or 2"

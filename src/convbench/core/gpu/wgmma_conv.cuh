@@ -12,7 +12,18 @@
 
 typedef unsigned long long u64;
 
-constexpr int PARTS = PREC == PREC_FP16X3 ? 2 : 1;  // planes per value: hi (+ lo)
+#ifndef PACK
+// 3xFP16: 1 = a staged pixel's plane row holds 4 values as (hi, lo) pairs and the weights hi(w) twice, so one wgmma
+// multiplies hi(x) + lo(x) by hi(w) (gpu_15_wgmma.py packs a layer where that takes fewer k16 steps); 0 = hi and lo
+// of 8 values in two planes, a wgmma each
+#define PACK 0
+#endif
+#if PACK && PREC != PREC_FP16X3
+#error "PACK: 3xFP16 only (one 16-bit product has no lo part)"
+#endif
+constexpr int PARTS = PREC == PREC_FP16X3 ? 2 : 1;  // weight parts: hi (+ lo)
+constexpr int XPARTS = PACK ? 1 : PARTS;            // staged input planes per value: hi (+ lo), or both in one
+constexpr int VALUES = PACK ? 4 : 8;                // input values a plane row holds (16 bytes)
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -64,8 +75,57 @@ __device__ __forceinline__ bool store_split8(unsigned char *base, u32 at, u32 pa
     return (lo.x | lo.y | lo.z | lo.w) != 0u;
 }
 
-// The slots of a plane row: slot s holds channel (plane * Cg + s % Cg) at column offset s / Cg, packed 4 bits a
-// slot; an unused slot has channel 15 (>= Cg). C >= 8: E = 1, every slot a channel.
+// PACK: 4 values as (hi, lo) pairs, the weights' rows to match: hi(w) twice (the main product), lo(w) then 0 (the
+// hi(x) lo(w) product, the second part); whether a lo (of x, or of w) is not 0
+__device__ __forceinline__ u32 half_pair(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const u32 *>(&h);
+}
+__device__ __forceinline__ bool store_pairs4(unsigned char *base, u32 at, const float (&v)[4]) {
+    uint4 r;
+    u32 *w = &r.x, lo = 0u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float h = __half2float(__float2half_rn(v[i]));
+        w[i] = half_pair(h, v[i] - h);
+        lo |= w[i] >> 16;
+    }
+    *reinterpret_cast<uint4 *>(base + at) = r;
+    return lo != 0u;
+}
+__device__ __forceinline__ bool store_weight_pairs4(unsigned char *base, u32 at, u32 part, const float (&v)[4]) {
+    uint4 hi, lo;
+    u32 *wh = &hi.x, *wl = &lo.x, any = 0u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float h = __half2float(__float2half_rn(v[i]));
+        wh[i] = half_pair(h, h);
+        wl[i] = half_pair(v[i] - h, 0.0f);
+        any |= wl[i];
+    }
+    *reinterpret_cast<uint4 *>(base + at) = hi;
+    *reinterpret_cast<uint4 *>(base + part + at) = lo;
+    return any != 0u;
+}
+// A staged pixel's VALUES values (the x parts XPART bytes apart), and a weight row's (its parts `part` apart)
+__device__ __forceinline__ bool store_x(unsigned char *base, u32 at, u32 part, const float (&v)[VALUES]) {
+#if PACK
+    return store_pairs4(base, at, v);
+#else
+    return store_split8(base, at, part, v);
+#endif
+}
+__device__ __forceinline__ bool store_w(unsigned char *base, u32 at, u32 part, const float (&v)[VALUES]) {
+#if PACK
+    return store_weight_pairs4(base, at, part, v);
+#else
+    return store_split8(base, at, part, v);
+#endif
+}
+
+// The values of a plane row: value s holds channel (plane * Cg + s % Cg) at column offset s / Cg, packed 4 bits a
+// value; an unused one has channel 15 (>= Cg). C >= VALUES: E = 1, every value a channel. (PACK: value s is slots
+// 2 s and 2 s + 1 of the row, its hi and lo.)
 struct Slots {
     u32 c, e;
 };
@@ -73,7 +133,7 @@ __device__ __forceinline__ Slots slot_tables(int Cg, int E) {
     Slots t{0u, 0u};
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
-        const bool used = s < Cg * E;
+        const bool used = s < VALUES && s < Cg * E;
         t.c |= static_cast<u32>(used ? s % Cg : 15) << (4 * s);
         t.e |= static_cast<u32>(used ? s / Cg : 0) << (4 * s);
     }
@@ -177,7 +237,7 @@ __device__ __forceinline__ void produce(const Staging &st, const Source &src, fl
     src.fill(st, raw, item(blockIdx.x), ptid);
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1, index = blockIdx.x + i * gridDim.x;
-        unsigned char *X = Xs + s * PARTS * st.XPART;
+        unsigned char *X = Xs + s * XPARTS * st.XPART;
         if (i >= 1) bar_sync(BAR_EMPTY + s, threads);  // buffer 1: the raw weights laid out; then item i - 2 done
         src.wait();
         if (ptid == 0) meta[2 * s + 1] = 0;
@@ -211,32 +271,32 @@ __device__ __forceinline__ void produce(const Staging &st, const Source &src, fl
         const float scale = pow2(sx);
         const int n = cur.lend - cur.lbeg;
         for (int plane = 0; plane < st.G; ++plane) {
-            int row[8];  // slot e's channel row in raw, from its band's first position (raw_lead)
+            int row[VALUES];  // value e's channel row in raw, from its band's first position (raw_lead)
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                const int c = st.C >= 8 ? plane * 8 + e : plane * st.Cg + ((st.slots.c >> (4 * e)) & 15);
+            for (int e = 0; e < VALUES; ++e) {
+                const int c = st.C >= VALUES ? plane * VALUES + e : plane * st.Cg + ((st.slots.c >> (4 * e)) & 15);
                 row[e] = c < st.C ? c * st.rawc + src.lead(st, cur, c) : 0;
             }
-            if (st.C >= 8) {  // E = 1: slot e is channel 8 plane + e at the pixel itself (no slot table)
-                const int nc = min(8, st.C - plane * 8);
+            if (st.C >= VALUES) {  // E = 1: value e is channel VALUES plane + e at the pixel itself (no slot table)
+                const int nc = min(VALUES, st.C - plane * VALUES);
 #pragma unroll 1
                 for (int p = ptid; p < st.P; p += PRODUCERS) {
-                    float v[8];
+                    float v[VALUES];
 #pragma unroll
-                    for (int e = 0; e < 8; ++e) v[e] = (e < nc && p < n) ? raw[row[e] + p] * scale : 0.0f;
-                    xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
+                    for (int e = 0; e < VALUES; ++e) v[e] = (e < nc && p < n) ? raw[row[e] + p] * scale : 0.0f;
+                    xlo |= store_x(X, (plane * st.P + p) * 16, st.XPART, v);
                 }
             } else {
 #pragma unroll 1
                 for (int p = ptid; p < st.P; p += PRODUCERS) {
-                    float v[8];
+                    float v[VALUES];
 #pragma unroll
-                    for (int e = 0; e < 8; ++e) {
+                    for (int e = 0; e < VALUES; ++e) {
                         const int sc = (st.slots.c >> (4 * e)) & 15, c = plane * st.Cg + sc;
                         const int j = p + ((st.slots.e >> (4 * e)) & 15);
                         v[e] = (sc < st.Cg && c < st.C && j < n) ? raw[row[e] + j] * scale : 0.0f;
                     }
-                    xlo |= store_split8(X, (plane * st.P + p) * 16, st.XPART, v);
+                    xlo |= store_x(X, (plane * st.P + p) * 16, st.XPART, v);
                 }
             }
         }
@@ -334,8 +394,8 @@ __device__ __forceinline__ void k_loop(float (&acc)[TILES][WGMMA_N / 2], const i
 template <int NTILE, int TILES>
 __device__ __forceinline__ void k_loops(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
                                         u32 wbase, bool lo_x, bool lo_w) {
-    if (PARTS == 2 && lo_x && lo_w) k_loop<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
-    else if (PARTS == 2 && lo_x) k_loop<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
+    if (XPARTS == 2 && lo_x && lo_w) k_loop<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
+    else if (XPARTS == 2 && lo_x) k_loop<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
     else if (PARTS == 2 && lo_w) k_loop<NTILE, TILES, false, true>(acc, steps, ks, xa, wbase);
     else k_loop<NTILE, TILES, false, false>(acc, steps, ks, xa, wbase);
 }
