@@ -169,6 +169,22 @@ def test_the_layout_computes_the_convolution(seed):
             assert np.abs(y - ref).max() <= tolerance * max(1.0, np.abs(ref).max()), (prec, s)
 
 
+@pytest.mark.parametrize("C, K", [(3, 5), (4, 7), (5, 3), (6, 3), (7, 3), (12, 5), (12, 7), (20, 3)])
+def test_the_packed_layout_computes_the_convolution(C, K):
+    """Every packed kind of plane row (C < 4 with neighbouring columns, one partial plane of 4, several planes),
+    weights with a low part: a wrong pairing of hi and lo (x's or w's) is off by ~1e-4 here."""
+    assert _wgmma.packs(C, K, FP16X3), "a case that does not pack tests nothing here"
+    rng = np.random.default_rng(C * 10 + K)
+    x = rng.standard_normal((2, C, K + 9, K + 13))
+    k = rng.standard_normal((11, C, K, K))
+    T = _wgmma.tiles(K + 9, K + 13, K)
+    for NR, TPW, NWG in ((1, 4, 2), (min(T, 3), 1, 3)):
+        y = emulate(x, k, NR, 16, TPW, NWG, FP16X3)
+        ref = reference(x, k)
+        assert not np.isnan(y).any()
+        assert np.abs(y - ref).max() <= 1e-5 * np.abs(ref).max(), (C, K, NR)
+
+
 def test_the_packed_layout_is_taken_where_it_takes_fewer_wgmma():
     """3xFP16 packs a layer where hi and lo side by side in a row take at most PACK_MAX_RATIO of the k16-step
     products of two planes (two products each): C = 12 (fa19's and fa18's conv2: 38 steps against 2 x 25 at K = 5)

@@ -68,6 +68,8 @@ def k16_steps(C: int, K: int, values: int) -> int:
 def packs(C: int, K: int, prec: int) -> bool:
     """Whether a 3xFP16 layer stages packed: at most PACK_MAX_RATIO of the wgmma of hi and lo planes, with x's lo
     part multiplied."""
+    # (weights with a low part add hi(x) lo(w): 2 against 3 products a step, so there a packed layer may take a few
+    # more wgmma than unpacked; the course's weights are fp16-exact, and the kernel skips the product for them)
     return PACKING and prec == FP16X3 and k16_steps(C, K, 4) <= PACK_MAX_RATIO * 2 * k16_steps(C, K, 8)
 
 
@@ -281,7 +283,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 
@@ -309,8 +311,8 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
 
 
 def setup() -> None:
-    if supported(torch.cuda.current_device()):
-        _kernel(24, 4, 2, FP16X3, True)
+    if supported(torch.cuda.current_device()):  # fa19's conv2 at large batches
+        _kernel(24, 4, 2, FP16X3, True, packs(12, 5, FP16X3))
 
 
 @conv_impl(
