@@ -274,11 +274,25 @@ def compile_variants():
 @pytest.mark.parametrize("NN, TPW, NWG, prec, pack", compile_variants())
 @pytest.mark.slow
 def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, pack, tmp_path):
-    source = _wgmma.SOURCE
+    compiles_clean(_wgmma.SOURCE, tmp_path, NN=NN, TPW=TPW, NWG=NWG, PREC=prec, PACK=pack)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("NWG, pack", [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1), (3, 1)])
+@pytest.mark.slow
+def test_the_step_table_of_descriptor_increments_compiles_clean(NWG, pack, tmp_path):
+    """KDESC 1 (STEP_DESCRIPTORS): fa19's maps at every warpgroup count, packed and not, and the taps rung."""
+    compiles_clean(_wgmma.SOURCE, tmp_path, NN=24, TPW=4, NWG=NWG, PREC=FP16X3, PACK=pack, KDESC=1)
+    if NWG == 2 and not pack:
+        from convbench.impls import gpu_16_wgmma_taps as taps
+
+        compiles_clean(taps.SOURCE, tmp_path, PREC=FP16X3, KDESC=1)
+
+
+def compiles_clean(source, tmp_path, **defines):
     p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
-                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DNN={NN}", f"-DTPW={TPW}", f"-DNWG={NWG}", f"-DPREC={prec}",
-                        f"-DPACK={pack}", "-c", str(source), "-o", str(tmp_path / "k.o")], capture_output=True,
-                       text=True, timeout=300)
+                        f"-I{gpu.nvrtc.INCLUDE_DIR}", *(f"-D{k}={v}" for k, v in defines.items()), "-c", str(source),
+                        "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)
@@ -293,11 +307,13 @@ def test_the_tuned_plans_are_taken_and_fit():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision, packing", [("fp16x3", True), ("fp16x3", False), ("fp16", True), ("bf16", True)])
-def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, packing, monkeypatch):
+@pytest.mark.parametrize("precision, packing, step_descriptors", [
+    ("fp16x3", True, False), ("fp16x3", False, False), ("fp16", True, False), ("bf16", True, False),
+    ("fp16x3", True, True), ("fp16x3", False, True), ("fp16", True, True)])
+def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, packing, step_descriptors, monkeypatch):
     """gpu-wgmma sends short reductions to gpu-igemm-tc's kernel, so verify of the impl does not reach the wgmma
     kernel on every shape: here it runs on all of them (force), outputs poisoned with NaN; 3xFP16 packed where
-    packs() says, and never."""
+    packs() says, and never; the step table as bytes and as descriptor increments (STEP_DESCRIPTORS)."""
     import torch
 
     from convbench.measure import problem
@@ -305,7 +321,8 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, pac
     if not torch.cuda.is_available() or not _wgmma.supported(0):
         pytest.skip("needs an sm_90 GPU (H100, H200)")
     monkeypatch.setattr(_wgmma, "PACKING", packing)
-    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())  # launches are kept per shape, not per layout
+    monkeypatch.setattr(_wgmma, "STEP_DESCRIPTORS", step_descriptors)
+    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
     tolerance = {"fp16x3": 1e-5, "fp16": 1e-2, "bf16": 3e-2}[precision]
     for i, s in enumerate(problem.shapes(40, seed=23)):
         x, k = problem.generate(s, 100 + i)

@@ -160,7 +160,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
         int off = 0, lbo = 0;
         bool swap = false;
         if (j < g.NSTEP) step_items(j, g, W, E, P, off, lbo, swap);
-        steps[j] = make_int2(off, lbo);
+        steps[j] = step_entry(off, lbo);
         if (j == g.NSTEP) continue;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row, group)

@@ -242,9 +242,15 @@ def _kernel(NN, TPW, NWG, prec, skip, pack=False):
                       **defines(pack))
 
 
+# The k-loop's step table as descriptor increments (KDESC in wgmma_conv.cuh: one add a step where the k-loop encodes
+# two descriptors from byte offsets) is an A/B knob until a run measures it; off, the kernels are as before.
+STEP_DESCRIPTORS = False
+
+
 def defines(pack: bool) -> dict:
-    """The kernel's define for a packed layout (absent: the planes of hi and lo, the kernel's default)."""
-    return {"PACK": 1} if pack else {}
+    """The kernel's defines for a packed layout and the step table's form (absent: the planes of hi and lo, byte
+    offsets; the kernel's defaults)."""
+    return {**({"PACK": 1} if pack else {}), **({"KDESC": 1} if STEP_DESCRIPTORS else {})}
 
 
 @functools.cache
@@ -283,7 +289,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING, STEP_DESCRIPTORS)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 

@@ -76,7 +76,7 @@ class ConvPair:
         M, _, K, _ = k2.shape
         self.out_per_image = (M, self.H - K + 1, self.H - K + 1)
         self.conv1_macs = self.H * self.H * self.C1 * 4 * self.K1 * self.K1  # an image's, on the producer
-        self._jobs: dict[tuple, object] = {}  # (B, device, plans recorded, packing) -> prepared launch
+        self._jobs: dict[tuple, object] = {}  # (B, device, plans recorded, knobs) -> prepared launch
 
     def plan(self, B: int, sms: int) -> wgmma.Plan:
         """gpu-wgmma's plan for conv2 at batch B (raises wgmma.TooBig where its kernel cannot run it)."""
@@ -116,7 +116,7 @@ class ConvPair:
                              f"{self.S}) and (B, {', '.join(map(str, self.out_per_image))}) contiguous float32 on "
                              f"{self.k2.device}")
         index = x.get_device()
-        key = (B, index, _plans_recorded[0], wgmma.PACKING)
+        key = (B, index, _plans_recorded[0], wgmma.PACKING, wgmma.STEP_DESCRIPTORS)
         job = self._jobs.get(key)
         if job is None:
             job = self._jobs[key] = self._prepare(B, index)

@@ -337,9 +337,28 @@ __device__ __forceinline__ void copy_weights(const float *__restrict__ k, float 
     block_max(wm, wmax);
 }
 
+#ifndef KDESC
+// 1: a step-table entry is the step's increment of the A descriptor's low word (its first item's offset and lbo, in
+// 16-byte units), added to the batch's base descriptor, and the B descriptor steps by a constant; 0: the entry is
+// (offset, lbo) in bytes and the k-loop encodes both descriptors at every step (an A/B knob until measured:
+// gpu_15_wgmma.STEP_DESCRIPTORS)
+#define KDESC 0
+#endif
+// A k16 step's table entry: its first item's byte offset in a part of the staged planes and the K offset of the
+// second (lbo, bytes), as KDESC says
+__device__ __forceinline__ int2 step_entry(int off, int lbo) {
+#if KDESC
+    const u32 address = static_cast<u32>(off) >> 4 & 0x3FFFu, k_offset = static_cast<u32>(lbo) >> 4 & 0x3FFFu;
+    return make_int2(static_cast<int>(address | k_offset << 16), 0);
+#else
+    return make_int2(off, lbo);
+#endif
+}
+
 #ifdef WGMMA_N
-// A batch's k16 steps: steps[j] = (the first item's byte offset in a part of the staged planes, lbo); the weights of
-// step j at wbase + j * wstep; the lo parts xpart (x) and wpart (w) bytes after the hi; tiles tstride bytes apart
+// A batch's k16 steps: steps[j] = step_entry(the first item's byte offset in a part of the staged planes, lbo); the
+// weights of step j at wbase + j * wstep; the lo parts xpart (x) and wpart (w) bytes after the hi; tiles tstride bytes
+// apart
 struct KSteps {
     int nstep;
     u32 wstep, xpart, wpart, tstride;
@@ -362,9 +381,20 @@ __device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const 
             }
     }
     wgmma_fence();
+#if KDESC
+    // every address stays below shared memory's 2^18 bytes: the fields' sums never carry into the next field (the
+    // entry changes the low word only: address and lbo)
+    const u64 da_hi = descriptor(0, 0, 128);
+    const u32 da_lo = static_cast<u32>(descriptor(xa, 0, 0));
+    u64 db = descriptor(wbase, 128, 256);
+#endif
     for (int j = 0; j < ks.nstep; ++j) {
+#if KDESC
+        const u64 da0 = da_hi | (da_lo + static_cast<u32>(steps[j].x));
+#else
         const int2 st = steps[j];
         const u64 db = descriptor(wbase + j * ks.wstep, 128, 256), da0 = descriptor(xa + st.x, st.y, 128);
+#endif
 #pragma unroll
         for (int t = 0; t < NTILE; ++t) {
             const u64 da = da0 + t * (ks.tstride >> 4);  // the next tile (the address field, no carry)
@@ -373,6 +403,9 @@ __device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const 
             if (LO_X) wgmma_f16(acc[t], da + (ks.xpart >> 4), db);  // lo(x) * hi(w): the lo part lies xpart further
             if (LO_W) wgmma_f16(acc[t], da, db + (ks.wpart >> 4));  // hi(x) * lo(w)
         }
+#if KDESC
+        db += ks.wstep >> 4;
+#endif
     }
     wgmma_commit();
 }
