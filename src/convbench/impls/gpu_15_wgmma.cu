@@ -122,7 +122,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     float *kraw = reinterpret_cast<float *>(Xs + XPARTS * g.XPART);  // [M][C][K][K] (plane buffer 1, + kext)
     int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
     float *raw = reinterpret_cast<float *>(Xs + 2 * XPARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
-    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
+    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: step_entry(offset, lbo)
     // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo

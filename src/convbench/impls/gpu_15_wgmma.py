@@ -83,9 +83,10 @@ def layout(C, H, W, M, K, QT, NN, prec: int, pack: bool | None = None) -> Layout
     """Mirror of the kernel's geometry() and shared-memory carve-up, for items of at most QT m64 tiles; packed as
     packs() says, or as `pack` says (3xFP16 only)."""
     pack = packs(C, K, prec) if pack is None else pack and prec == FP16X3
-    _, G, E = plane_slots(C, K, 4 if pack else 8)
+    values = 4 if pack else 8
+    _, G, E = plane_slots(C, K, values)
     kwi = -(-K // E)
-    nstep = -(-(K * kwi * G) // 2)
+    nstep = k16_steps(C, K, values)
     mg = -(-M // NN)
     # the highest pixel a tile reads: its row + the largest item offset (+1 for the padding item of an odd count)
     P = QT * 64 + (K - 1) * W + (kwi - 1) * E + 2
@@ -208,6 +209,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
         return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR)
+
     def fitting(pack):  # the most m64 tiles an item can hold, or 0
         return next((q for q in range(T, 0, -1) if layout(C, H, W, M, K, q, NN, prec, pack).smem
                      <= gpu.SMEM_PER_BLOCK), 0)
