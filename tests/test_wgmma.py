@@ -277,16 +277,43 @@ def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, T
     compiles_clean(_wgmma.SOURCE, tmp_path, NN=NN, TPW=TPW, NWG=NWG, PREC=prec, PACK=pack)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("NWG, pack", [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1), (3, 1)])
-@pytest.mark.slow
-def test_the_step_table_of_descriptor_increments_compiles_clean(NWG, pack, tmp_path):
-    """KDESC 1 (STEP_DESCRIPTORS): fa19's maps at every warpgroup count, packed and not, and the taps rung."""
-    compiles_clean(_wgmma.SOURCE, tmp_path, NN=24, TPW=4, NWG=NWG, PREC=FP16X3, PACK=pack, KDESC=1)
-    if NWG == 2 and not pack:
-        from convbench.impls import gpu_16_wgmma_taps as taps
+def specialized_variants():
+    """Every course layer that runs on the kernel, at the plans of batches 1, 100 and 10000, with its shape compiled
+    in (SHAPE)."""
+    out = []
+    for C, H, W, M, K in sorted(_wgmma.network_layers()):
+        if C * K * K < _wgmma.MIN_REDUCTION:
+            continue
+        for B in (1, 100, 10000):
+            p = _wgmma.plan(B, C, H, W, M, K, FP16X3)
+            shape = dict(_wgmma.shape_defines(C, H, W, M, K, p))
+            out.append((f"C{C}H{H}K{K}B{B}", dict(NN=p.NN, TPW=p.TPW, NWG=p.NWG, PREC=FP16X3, PACK=int(p.lay.pack),
+                                                 **shape)))
+    return out
 
-        compiles_clean(taps.SOURCE, tmp_path, PREC=FP16X3, KDESC=1)
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("defines", [d for _, d in specialized_variants()], ids=[i for i, _ in specialized_variants()])
+@pytest.mark.slow
+def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, tmp_path):
+    assert defines["SHAPE"] == 1
+    compiles_clean(_wgmma.SOURCE, tmp_path, **defines)
+
+
+def test_the_course_layers_and_only_they_are_specialized_by_default(monkeypatch):
+    fa19 = (12, 33, 33, 24, 5)
+    p = _wgmma.plan(100, *fa19, FP16X3)
+    shape = dict(_wgmma.shape_defines(*fa19, p))
+    assert shape == dict(SHAPE=1, SHAPE_C=12, SHAPE_H=33, SHAPE_W=33, SHAPE_M=24, SHAPE_K=5, SHAPE_NR=p.NR,
+                         SHAPE_E=p.lay.E, SHAPE_P=p.lay.P)
+    other = (12, 34, 33, 24, 5)  # not a course layer: the kernel that takes the shape as arguments
+    assert _wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3)) == ()
+    monkeypatch.setattr(_wgmma, "SPECIALIZE", "all")
+    assert dict(_wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3)))["SHAPE_H"] == 34
+    monkeypatch.setattr(_wgmma, "SPECIALIZE", "never")
+    assert _wgmma.shape_defines(*fa19, p) == ()
+    # every course network's conv2 is among the layers (the set is built from core/spec.NETWORKS)
+    assert {(6, 22, 22, 16, 5), (4, 40, 40, 16, 7), (12, 33, 33, 24, 7), fa19} <= _wgmma.network_layers()
 
 
 def compiles_clean(source, tmp_path, **defines):
@@ -307,13 +334,11 @@ def test_the_tuned_plans_are_taken_and_fit():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision, packing, step_descriptors", [
-    ("fp16x3", True, False), ("fp16x3", False, False), ("fp16", True, False), ("bf16", True, False),
-    ("fp16x3", True, True), ("fp16x3", False, True), ("fp16", True, True)])
-def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, packing, step_descriptors, monkeypatch):
+@pytest.mark.parametrize("precision, packing", [("fp16x3", True), ("fp16x3", False), ("fp16", True), ("bf16", True)])
+def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, packing, monkeypatch):
     """gpu-wgmma sends short reductions to gpu-igemm-tc's kernel, so verify of the impl does not reach the wgmma
     kernel on every shape: here it runs on all of them (force), outputs poisoned with NaN; 3xFP16 packed where
-    packs() says, and never; the step table as bytes and as descriptor increments (STEP_DESCRIPTORS)."""
+    packs() says, and never."""
     import torch
 
     from convbench.measure import problem
@@ -321,8 +346,7 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, pac
     if not torch.cuda.is_available() or not _wgmma.supported(0):
         pytest.skip("needs an sm_90 GPU (H100, H200)")
     monkeypatch.setattr(_wgmma, "PACKING", packing)
-    monkeypatch.setattr(_wgmma, "STEP_DESCRIPTORS", step_descriptors)
-    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
+    monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())  # launches are kept per shape, not per layout
     tolerance = {"fp16x3": 1e-5, "fp16": 1e-2, "bf16": 3e-2}[precision]
     for i, s in enumerate(problem.shapes(40, seed=23)):
         x, k = problem.generate(s, 100 + i)
@@ -331,6 +355,28 @@ def test_the_kernel_itself_matches_the_reference_on_random_shapes(precision, pac
         _wgmma.launch(x.cuda(), k.cuda(), y, precision, force=True)
         result = problem.check(y.cpu(), ref, tolerance)
         assert result.ok, f"{precision} on {s}: {result}"
+
+
+@pytest.mark.gpu
+def test_the_kernel_with_its_shape_compiled_in_matches_the_reference(monkeypatch):
+    """SPECIALIZE "all": each random shape's kernel compiled for it (SHAPE), outputs poisoned with NaN, packed and
+    not in turn."""
+    import torch
+
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    monkeypatch.setattr(_wgmma, "SPECIALIZE", "all")
+    for i, s in enumerate(problem.shapes(8, seed=31)):
+        monkeypatch.setattr(_wgmma, "PACKING", i % 2 == 0)
+        monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
+        x, k = problem.generate(s, 300 + i)
+        ref = problem.reference(x, k)
+        y = problem.poisoned_output(s, "cuda")
+        _wgmma.launch(x.cuda(), k.cuda(), y, "fp16x3", force=True)
+        result = problem.check(y.cpu(), ref, 1e-5)
+        assert result.ok, f"SHAPE on {s}: {result}"
 
 
 def test_the_kernel_file_asks_for_sm_90a_and_the_others_for_nothing():

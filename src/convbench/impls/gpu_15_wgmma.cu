@@ -14,23 +14,23 @@
 //  * 3xFP16 as in gpu-igemm-tc-fp16x3: hi*hi, lo*hi, hi*lo into fp32 accumulators, skipped only when exactly zero.
 //    PACK (C = 12, 4): a row holds 4 values as (hi, lo) pairs against hi(w) twice, one wgmma for both parts.
 //  * A producer warpgroup stages the next item (16-byte cp.async of each channel's band, then conversion into one of
-//    two plane buffers) while the consumer warpgroups run the GEMM on the other (named barriers); it stages the first
-//    item while they lay out the weights (from a coalesced copy in plane buffer 1). The consumers wait whenever its
-//    item takes longer than theirs, so it is kept short: 16-byte copies and max loads, no slot table for C >= 8, the
-//    consumers released before the next copy. The epilogue stores through per-map pointers set once an item.
+//    two plane buffers) while the consumer warpgroups multiply the other (named barriers), and item 0 while they lay
+//    out the weights. Its item must not take longer than theirs: 16-byte copies and max loads, no slot table for
+//    C >= 8, the consumers released before the next copy. The epilogue stores through per-map pointers.
 //  * An item: one of NR even ranges of an image's m64 tiles; at small batches NR gives every SM several items.
+//  * SHAPE (the course's layers): the shape compiled in, so the index math folds and the k-loop is unrolled, its
+//    descriptors' offsets constants, where it otherwise loads each step's (offset, lbo) from a shared-memory table.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
 // What bounds it (napkin, fa19 conv2 at 10000 images, packed, weights exact in fp16): 38 k16 steps x 15 m64 tiles =
 // 570 m64n24k16 an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks (A and B read from shared memory;
 // ~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~0.55 ms at ~1.75 GHz,
-// against a ~0.45 ms memory floor. Below that rate the warps wait on the producer's staging, the epilogue and each
-// k16 step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves).
-// The C = 1 layers (output-bound, the dropped columns costlier) run gpu-igemm-tc's kernel (C*K*K < 64). Tried, none
-// faster: two blocks a SM without a producer; row bands; two producers; the band read into registers; even tile
-// shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48 hi(w)|lo(w) wgmma. Limits: an
-// Inf or NaN input (FP16: also |x| > 65504) poisons a few outputs outside its receptive field through zero weights (up
-// to E - 1 columns left, one more for an odd item count); accuracy is relative to each item's largest value
-// (split_fp16); layers whose weights and one m64 tile's input do not fit shared memory run gpu-igemm-tc's kernel.
+// against a ~0.45 ms memory floor. Below it the warps wait on the staging, the epilogue and (without SHAPE) each k16
+// step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves).
+// C = 1 layers (output-bound) run gpu-igemm-tc's kernel (C*K*K < 64), as do layers that do not fit shared memory.
+// Tried, none faster: two blocks a SM without a producer; row bands; two producers; the band in registers; even tile
+// shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48 hi(w)|lo(w) wgmma; table
+// entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504) poisons a few outputs outside its
+// receptive field through zero weights (up to E columns left); accuracy is relative to each item's largest value.
 
 #include "precision.cuh"
 
@@ -100,6 +100,18 @@ __device__ __forceinline__ void step_items(int j, const Geometry &g, int W, int 
     lbo = swap ? a - b : b - a;
 }
 
+// SHAPE: the k-loop's step entries computed where it uses them (the shape compiled in, each one folds to a constant)
+struct ComputedSteps {
+    Geometry g;
+    int W, E, P;
+    __device__ __forceinline__ int2 operator[](int j) const {
+        int off, lbo;
+        bool swap;
+        step_items(j, g, W, E, P, off, lbo, swap);
+        return make_int2(off, lbo);
+    }
+};
+
 constexpr int THREADS = NWG * 128 + PRODUCERS, CONSUMERS = NWG * 128;
 
 // The kernel's body, for any producer Source (wgmma_conv.cuh's BandCopy here; whole/conv_pair.cu computes the input)
@@ -122,7 +134,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     float *kraw = reinterpret_cast<float *>(Xs + XPARTS * g.XPART);  // [M][C][K][K] (plane buffer 1, + kext)
     int2 *wsrc = reinterpret_cast<int2 *>(kraw + nk4);  // per k16 step and k half: its item's first weight in kraw
     float *raw = reinterpret_cast<float *>(Xs + 2 * XPARTS * g.XPART + kext);  // [C][rawc]: an item's raw input
-    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: step_entry(offset, lbo)
+    int2 *steps = reinterpret_cast<int2 *>(raw + rawn);              // per k16 step: (first item's offset, lbo)
     // (+1 entry, a workaround, not a contract: the compiled k-loop loads steps[j + 1] ahead, also after the last
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
@@ -160,7 +172,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
         int off = 0, lbo = 0;
         bool swap = false;
         if (j < g.NSTEP) step_items(j, g, W, E, P, off, lbo, swap);
-        steps[j] = step_entry(off, lbo);
+        steps[j] = make_int2(off, lbo);
         if (j == g.NSTEP) continue;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row, group)
@@ -229,19 +241,24 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
             ym[e] = m < M ? y + (static_cast<size_t>(cur.b) * M + m) * g.OH * g.OW : nullptr;
         }
         const KSteps ks{g.NSTEP, g.WSTEP, g.XPART, g.WPART, 1024u};  // tiles 64 pixels (1 KB) apart
+#ifdef SHAPE
+        const ComputedSteps table{g, W, E, P};
+#else
+        const int2 *const table = steps;
+#endif
         for (int t0 = wg * TPW; t0 < cur.nt; t0 += NWG * TPW) {
             float acc[TPW][NN / 2];
             const u32 xa = xbase + t0 * 1024;
             const int nt = min(TPW, cur.nt - t0);
-            if (nt >= TPW) k_loops<TPW>(acc, steps, ks, xa, wbase, lo_x, lo_w);
+            if (nt >= TPW) k_loops<TPW>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #if TPW > 1
-            else if (nt == 1) k_loops<1>(acc, steps, ks, xa, wbase, lo_x, lo_w);
+            else if (nt == 1) k_loops<1>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #endif
 #if TPW > 2
-            else if (nt == 2) k_loops<2>(acc, steps, ks, xa, wbase, lo_x, lo_w);
+            else if (nt == 2) k_loops<2>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #endif
 #if TPW > 3
-            else if (nt == 3) k_loops<3>(acc, steps, ks, xa, wbase, lo_x, lo_w);
+            else if (nt == 3) k_loops<3>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #endif
             // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8) and maps 8 jb + 2 (lane % 4) (+ 1)
 #pragma unroll
@@ -263,11 +280,26 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     }
 }
 
+// The body for the layer of the kernel's arguments, or for the one compiled in (SHAPE: gpu_15_wgmma.SPECIALIZE),
+// whose index math then folds to constants
+template <class Source>
+__device__ __forceinline__ void wgmma_conv_layer(const Source &src, float *__restrict__ y, const float *__restrict__ k,
+                                                 int B, int C, int H, int W, int M, int K, int NR, int E, int P) {
+#ifdef SHAPE
+    if (C != SHAPE_C || H != SHAPE_H || W != SHAPE_W || M != SHAPE_M || K != SHAPE_K || NR != SHAPE_NR ||
+        E != SHAPE_E || P != SHAPE_P)
+        __trap();  // launched for another layer than it was compiled for
+    wgmma_conv(src, y, k, B, SHAPE_C, SHAPE_H, SHAPE_W, SHAPE_M, SHAPE_K, SHAPE_NR, SHAPE_E, SHAPE_P);
+#else
+    wgmma_conv(src, y, k, B, C, H, W, M, K, NR, E, P);
+#endif
+}
+
 #ifndef WGMMA_CONV_BODY_ONLY  // (a file that includes this one for the body alone)
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
-    wgmma_conv(BandCopy{x}, y, k, B, C, H, W, M, K, NR, E, P);
+    wgmma_conv_layer(BandCopy{x}, y, k, B, C, H, W, M, K, NR, E, P);
 }
 #endif

@@ -19,6 +19,7 @@ from convbench.core.gpu import tuning
 from convbench.core.errors import UsageError
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.shapes import output_shape
+from convbench.core.spec import NETWORKS
 from convbench.impls import gpu_14_igemm_tc as igemm
 
 NAME = "gpu-wgmma"
@@ -239,20 +240,37 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec, pack), B * mg * NR)
 
 
-def _kernel(NN, TPW, NWG, prec, skip, pack=False):
+def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: tuple = ()):
     return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
-                      **defines(pack))
+                      **defines(pack), **dict(shape))
 
 
-# The k-loop's step table as descriptor increments (KDESC in wgmma_conv.cuh: one add a step where the k-loop encodes
-# two descriptors from byte offsets) is an A/B knob until a run measures it; off, the kernels are as before.
-STEP_DESCRIPTORS = False
+# The layer's shape compiled in (SHAPE in gpu_15_wgmma.cu): geometry(), the items' and the staging's index math fold
+# to constants, and the k-loop is one straight run of wgmma whose descriptor offsets are constants (no step-table
+# loads). Each shape and plan is then a compile of its own (seconds, cached on disk), so "networks" specializes the
+# course networks' layers (core/spec.NETWORKS) and leaves the rest, such as the shapes a verify run draws, to the
+# kernel that takes them as arguments; "all": every layer (tests); "never" (A/B runs).
+SPECIALIZE = "networks"
+
+
+@functools.cache
+def network_layers() -> frozenset[tuple[int, int, int, int, int]]:
+    """(C, H, W, M, K) of every convolution of the course's networks."""
+    return frozenset((*info.in_shape, info.layer.out_channels, info.layer.kernel)
+                     for net in NETWORKS.values() for info in net.conv_layers)
+
+
+def shape_defines(C, H, W, M, K, p: Plan) -> tuple:
+    """The kernel's SHAPE defines for a layer and its plan where SPECIALIZE says so, else ()."""
+    if SPECIALIZE == "never" or SPECIALIZE == "networks" and (C, H, W, M, K) not in network_layers():
+        return ()
+    return (("SHAPE", 1), ("SHAPE_C", C), ("SHAPE_H", H), ("SHAPE_W", W), ("SHAPE_M", M), ("SHAPE_K", K),
+            ("SHAPE_NR", p.NR), ("SHAPE_E", p.lay.E), ("SHAPE_P", p.lay.P))
 
 
 def defines(pack: bool) -> dict:
-    """The kernel's defines for a packed layout and the step table's form (absent: the planes of hi and lo, byte
-    offsets; the kernel's defaults)."""
-    return {**({"PACK": 1} if pack else {}), **({"KDESC": 1} if STEP_DESCRIPTORS else {})}
+    """The kernel's defines for a packed layout (absent: the planes of hi and lo, the kernel's default)."""
+    return {"PACK": 1} if pack else {}
 
 
 @functools.cache
@@ -270,7 +288,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack)
+    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p))
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
@@ -291,7 +309,7 @@ def launch(x, k, y, precision: str = "fp16x3", skip: bool = True, override=None,
 def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: bool = False):
     """The launch of a layer of these shapes and options (this kernel's or gpu-igemm-tc's), prepared once and then
     looked up, or igemm.FALLBACK; x, k and y checked."""
-    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING, STEP_DESCRIPTORS)
+    key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING, SPECIALIZE)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
 
@@ -320,7 +338,8 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
 
 def setup() -> None:
     if supported(torch.cuda.current_device()):  # fa19's conv2 at large batches
-        _kernel(24, 4, 2, FP16X3, True, packs(12, 5, FP16X3))
+        p = plan(10000, 12, 33, 33, 24, 5, FP16X3)
+        _kernel(p.NN, p.TPW, p.NWG, FP16X3, True, p.lay.pack, shape_defines(12, 33, 33, 24, 5, p))
 
 
 @conv_impl(

@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             b = 2 * j + 1 < g.NI ? item_offset(2 * j + 1, g, W, P) : a + 16;
         }
         const bool swap = b < a;
-        steps[j] = step_entry(swap ? b : a, swap ? a - b : b - a);
+        steps[j] = make_int2(swap ? b : a, swap ? a - b : b - a);
         if (j == g.NSTEP) continue;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // the reduction item this k half reads: (plane, filter row)

@@ -95,5 +95,5 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     conv_pair_kernel(float *__restrict__ y, const float *__restrict__ x0, const float *__restrict__ k,
                      const __grid_constant__ Conv1Weights k1, const int S, const int B, const int C, const int H,
                      const int W, const int M, const int K, const int NR, const int E, const int P) {
-    wgmma_conv(Conv1Pool{x0, k1, S}, y, k, B, C, H, W, M, K, NR, E, P);
+    wgmma_conv_layer(Conv1Pool{x0, k1, S}, y, k, B, C, H, W, M, K, NR, E, P);
 }

@@ -337,26 +337,15 @@ __device__ __forceinline__ void copy_weights(const float *__restrict__ k, float 
     block_max(wm, wmax);
 }
 
-#ifndef KDESC
-// 1: a step-table entry is the step's increment of the A descriptor's low word (its first item's offset and lbo, in
-// 16-byte units), added to the batch's base descriptor, and the B descriptor steps by a constant; 0: the entry is
-// (offset, lbo) in bytes and the k-loop encodes both descriptors at every step (an A/B knob until measured:
-// gpu_15_wgmma.STEP_DESCRIPTORS)
-#define KDESC 0
-#endif
-// A k16 step's table entry: its first item's byte offset in a part of the staged planes and the K offset of the
-// second (lbo, bytes), as KDESC says
-__device__ __forceinline__ int2 step_entry(int off, int lbo) {
-#if KDESC
-    const u32 address = static_cast<u32>(off) >> 4 & 0x3FFFu, k_offset = static_cast<u32>(lbo) >> 4 & 0x3FFFu;
-    return make_int2(static_cast<int>(address | k_offset << 16), 0);
+#ifdef SHAPE  // the step count and every table entry are constants: one straight run of wgmma, no table loads
+#define STEP_UNROLL _Pragma("unroll")
 #else
-    return make_int2(off, lbo);
+#define STEP_UNROLL
 #endif
-}
 
 #ifdef WGMMA_N
-// A batch's k16 steps: steps[j] = step_entry(the first item's byte offset in a part of the staged planes, lbo); the
+// A batch's k16 steps: steps[j] = (the first item's byte offset in a part of the staged planes, lbo), from the
+// shared-memory table or, with the layer's shape compiled in (SHAPE), computed (then constants: STEP_UNROLL); the
 // weights of step j at wbase + j * wstep; the lo parts xpart (x) and wpart (w) bytes after the hi; tiles tstride bytes
 // apart
 struct KSteps {
@@ -368,8 +357,8 @@ struct KSteps {
 // product writes the accumulators (scale-d 0) instead of their being zeroed first, which a kernel must do while
 // another set's wgmma run. (A tile count and the products are template parameters: a branch inside the batch would
 // serialize the wgmma.)
-template <int NTILE, int TILES, bool LO_X, bool LO_W, bool FRESH = false>
-__device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+template <int NTILE, int TILES, bool LO_X, bool LO_W, bool FRESH = false, class Steps>
+__device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const Steps &steps, const KSteps &ks, u32 xa,
                                         u32 wbase) {
     if (!FRESH) {
 #pragma unroll
@@ -381,20 +370,10 @@ __device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const 
             }
     }
     wgmma_fence();
-#if KDESC
-    // every address stays below shared memory's 2^18 bytes: the fields' sums never carry into the next field (the
-    // entry changes the low word only: address and lbo)
-    const u64 da_hi = descriptor(0, 0, 128);
-    const u32 da_lo = static_cast<u32>(descriptor(xa, 0, 0));
-    u64 db = descriptor(wbase, 128, 256);
-#endif
+    STEP_UNROLL
     for (int j = 0; j < ks.nstep; ++j) {
-#if KDESC
-        const u64 da0 = da_hi | (da_lo + static_cast<u32>(steps[j].x));
-#else
         const int2 st = steps[j];
         const u64 db = descriptor(wbase + j * ks.wstep, 128, 256), da0 = descriptor(xa + st.x, st.y, 128);
-#endif
 #pragma unroll
         for (int t = 0; t < NTILE; ++t) {
             const u64 da = da0 + t * (ks.tstride >> 4);  // the next tile (the address field, no carry)
@@ -403,9 +382,6 @@ __device__ __forceinline__ void k_issue(float (&acc)[TILES][WGMMA_N / 2], const 
             if (LO_X) wgmma_f16(acc[t], da + (ks.xpart >> 4), db);  // lo(x) * hi(w): the lo part lies xpart further
             if (LO_W) wgmma_f16(acc[t], da, db + (ks.wpart >> 4));  // hi(x) * lo(w)
         }
-#if KDESC
-        db += ks.wstep >> 4;
-#endif
     }
     wgmma_commit();
 }
@@ -417,15 +393,15 @@ __device__ __forceinline__ void k_done(float (&acc)[TILES][WGMMA_N / 2]) {
 #pragma unroll
         for (int e = 0; e < WGMMA_N / 2; ++e) pin(acc[t][e]);
 }
-template <int NTILE, int TILES, bool LO_X, bool LO_W>
-__device__ __forceinline__ void k_loop(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+template <int NTILE, int TILES, bool LO_X, bool LO_W, class Steps>
+__device__ __forceinline__ void k_loop(float (&acc)[TILES][WGMMA_N / 2], const Steps &steps, const KSteps &ks, u32 xa,
                                        u32 wbase) {
     k_issue<NTILE, TILES, LO_X, LO_W>(acc, steps, ks, xa, wbase);
     wgmma_wait<0>();
     k_done<NTILE>(acc);
 }
-template <int NTILE, int TILES>
-__device__ __forceinline__ void k_loops(float (&acc)[TILES][WGMMA_N / 2], const int2 *steps, const KSteps &ks, u32 xa,
+template <int NTILE, int TILES, class Steps>
+__device__ __forceinline__ void k_loops(float (&acc)[TILES][WGMMA_N / 2], const Steps &steps, const KSteps &ks, u32 xa,
                                         u32 wbase, bool lo_x, bool lo_w) {
     if (XPARTS == 2 && lo_x && lo_w) k_loop<NTILE, TILES, true, true>(acc, steps, ks, xa, wbase);
     else if (XPARTS == 2 && lo_x) k_loop<NTILE, TILES, true, false>(acc, steps, ks, xa, wbase);
