@@ -202,3 +202,24 @@ def test_a_malformed_single_channel_plan_is_one_line(monkeypatch):
     tuning.record("gpu-igemm-tc", igemm.c1_plan_key(70, 70, 12, 5, 10000), {"NR": 2, "TH": 8})
     with pytest.raises(UsageError, match="not a C1LaunchPlan"):
         igemm.c1_plan(10000, 70, 70, 12, 5)
+
+
+@pytest.mark.gpu
+def test_a_wgmma_sweep_compiles_its_specialized_plans_side_by_side_and_records_a_checked_one():
+    """sp19's conv2 (a course layer: each plan its own kernel, SHAPE) at 100 images: every candidate compiled by
+    compile_all, run and checked against float64, the fastest recorded for this card; a compile job's error reaches
+    the caller."""
+    import torch
+
+    if not torch.cuda.is_available() or not wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    from convbench.cli import sweep
+    from convbench.core import gpu
+
+    with pytest.raises(ZeroDivisionError):
+        gpu.compile_all([lambda: None, lambda: 1 / 0])
+    trials = sweep.plan_sweep("gpu-wgmma", "sp19", 100, reps=3)["conv2"]
+    assert len(trials) >= 10 and all(t.seconds is not None for t in trials), [t for t in trials if t.seconds is None]
+    recorded = tuning.launch_plan("gpu-wgmma", wgmma.plan_key(6, 22, 22, 16, 5, wgmma.FP16X3, 100), wgmma.LaunchPlan)
+    fastest = min(trials, key=lambda t: t.seconds).config
+    assert recorded == wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"])

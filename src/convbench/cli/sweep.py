@@ -28,6 +28,7 @@ from convbench.cli.devices import require_cuda, resolve
 from convbench.core import reference as reference_ops
 from convbench.core.errors import UsageError
 from convbench.core.tables import TEXT, FitTable
+from convbench.core import gpu
 from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.spec import Activation, Pool, get_network
@@ -305,23 +306,27 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
         splits = sorted({min(n, T) for n in (1, 2, 3)})
     else:  # small: the fewest ranges for each largest range
         splits = sorted({-(-T // qt) for qt in range(1, T + 1)})
+    fitting = {}  # candidate -> its full plan
     for NR in splits:
         for TPW, NWG in WGMMA_WARPGROUPS:
             if NWG > -(-T // NR):  # a warpgroup with no tile
                 continue
             plan = wgmma.LaunchPlan(NR, TPW, NWG)
             try:
-                wgmma.plan(B, C, H, W, M, K, prec, sms, plan)
+                fitting[plan] = wgmma.plan(B, C, H, W, M, K, prec, sms, plan)
             except wgmma.TooBig:
                 continue
+    # a course layer's kernel is compiled per plan (its shape compiled in): all of them side by side first
+    gpu.compile_all(lambda p=p: wgmma.plan_kernel(p, C, H, W, M, K, prec) for p in fitting.values())
+    for plan in fitting:
 
-            def call(i, plan=plan):
-                wgmma.launch(layer.sets[i], k, y, WGMMA_SWEPT, override=plan)
+        def call(i, plan=plan):
+            wgmma.launch(layer.sets[i], k, y, WGMMA_SWEPT, override=plan)
 
-            trial = checked_trial(layer, {"arithmetic": WGMMA_SWEPT, **plan.fields()}, call, y, ref, WGMMA_SWEPT, reps)
-            trials.append(trial)
-            if trial.seconds is not None and (best is None or trial.seconds < best[0]):
-                best = (trial.seconds, plan)
+        trial = checked_trial(layer, {"arithmetic": WGMMA_SWEPT, **plan.fields()}, call, y, ref, WGMMA_SWEPT, reps)
+        trials.append(trial)
+        if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+            best = (trial.seconds, plan)
     chosen = {wgmma.plan_key(C, H, W, M, K, prec, batch): best[1]} if best else {}
     return trials, chosen
 

@@ -260,6 +260,11 @@ def network_layers() -> frozenset[tuple[int, int, int, int, int]]:
                      for net in NETWORKS.values() for info in net.conv_layers)
 
 
+def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True):
+    """The compiled kernel of a layer's plan (its shape compiled in where SPECIALIZE says so)."""
+    return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p))
+
+
 def shape_defines(C, H, W, M, K, p: Plan) -> tuple:
     """The kernel's SHAPE defines for a layer and its plan where SPECIALIZE says so, else ()."""
     if SPECIALIZE == "never" or SPECIALIZE == "networks" and (C, H, W, M, K) not in network_layers():
@@ -288,7 +293,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None):
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
     p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p))
+    fn = plan_kernel(p, C, H, W, M, K, prec, skip)
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
@@ -338,8 +343,7 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
 
 def setup() -> None:
     if supported(torch.cuda.current_device()):  # fa19's conv2 at large batches
-        p = plan(10000, 12, 33, 33, 24, 5, FP16X3)
-        _kernel(p.NN, p.TPW, p.NWG, FP16X3, True, p.lay.pack, shape_defines(12, 33, 33, 24, 5, p))
+        plan_kernel(plan(10000, 12, 33, 33, 24, 5, FP16X3), 12, 33, 33, 24, 5, FP16X3)
 
 
 @conv_impl(

@@ -11,6 +11,7 @@ Errors become one line (UsageError, exit 2): CuPy missing, no GPU, a compile err
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import os
@@ -164,6 +165,22 @@ def kernel(source: Path, name: str, includes: tuple[Path, ...] = (), **defines: 
     """The function `name` of `source` compiled with these defines: looked up once (CuPy makes a new kernel object,
     and asks the driver, at every lookup; rungs ask for theirs at every call). includes: as module() takes them."""
     return module(Path(source), tuple(sorted(defines.items())), tuple(includes)).get_function(name)
+
+
+def compile_all(jobs) -> None:
+    """Run compile jobs (callables that compile a kernel through kernel() or module()) in threads, as many as this
+    machine has cores: NVRTC compiles without Python's lock (CuPy releases it) and takes concurrent programs, so a
+    sweep of kernels specialized per plan compiles them side by side. Each thread loads its kernel on the caller's
+    device (a new thread's current device is device 0). The first job's error is raised."""
+    jobs, device = list(jobs), torch.cuda.current_device()
+
+    def run(job):
+        with cupy().cuda.Device(device):
+            job()
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
+        for future in [pool.submit(run, job) for job in jobs]:
+            future.result()
 
 
 @functools.cache
