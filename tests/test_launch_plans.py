@@ -223,3 +223,19 @@ def test_a_wgmma_sweep_compiles_its_specialized_plans_side_by_side_and_records_a
     recorded = tuning.launch_plan("gpu-wgmma", wgmma.plan_key(6, 22, 22, 16, 5, wgmma.FP16X3, 100), wgmma.LaunchPlan)
     fastest = min(trials, key=lambda t: t.seconds).config
     assert recorded == wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"])
+
+
+def test_below_its_tuned_min_batch_gpu_wgmma_takes_its_rule_and_a_sweep_there_is_refused(capsys):
+    """fa19's conv2 has a tuned 100-image plan (whole images, three warpgroups of one tile): from TUNED_MIN_BATCH
+    images on it is taken, below it the rule's ranges (from the batch) are; a sweep below it, whose choice would be
+    read only at larger batches, stops in one line."""
+    from convbench.cli.main import main
+
+    tuned = wgmma.LaunchPlan.of(tuning.shipped("NVIDIA-H200")["gpu-wgmma"]["C12M24K5H33W33/fp16x3/small"])
+    at = {B: wgmma.plan(B, 12, 33, 33, 24, 5, wgmma.FP16X3, card="NVIDIA-H200") for B in (1, 32, 63, 64, 100, 999)}
+    assert all((at[B].NR, at[B].TPW, at[B].NWG) == tuple(tuned) for B in (64, 100, 999))
+    assert all((at[B].NR, at[B].TPW, at[B].NWG) != tuple(tuned) for B in (1, 32, 63))
+    assert at[1].NR > 1  # one image split over many SMs
+    assert main(["sweep", "--impl", "gpu-wgmma-fp16", "--net", "fa19", "--batch", "32"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--batch {wgmma.TUNED_MIN_BATCH} or more" in err

@@ -36,6 +36,7 @@ from convbench.core.timing import median_time, rotation_count
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
+from convbench.impls.registry import builtin
 from convbench.measure.bench import conv_inputs
 from convbench.measure.sweep import Trial, sweep
 
@@ -372,6 +373,10 @@ def trials_table(title: str, trials: list[Trial]) -> FitTable:
 
 def cmd_sweep(args) -> int:
     # every implementation with launch parameters is a GPU kernel: without a GPU there is nothing to sweep
+    named = builtin(args.impl) if args.impl else None
+    if named is not None and named.family == wgmma.NAME and args.batch < wgmma.TUNED_MIN_BATCH:
+        raise UsageError(f"gpu-wgmma reads no tuned plan below {wgmma.TUNED_MIN_BATCH} images (there its rule's ranges, "
+                         f"from the batch, are faster); sweep it at --batch {wgmma.TUNED_MIN_BATCH} or more")
     require_cuda("sweep", "or list what runs here with `convbench impls`")
     impl, device = resolve(args.impl, None)
     if device != "cuda":

@@ -177,6 +177,13 @@ def _shipped_table() -> dict[tuple, tuple[int, ...]]:
 TABLE = _shipped_table()
 
 
+# A tuned plan fixes the ranges an image is split into, and the sweep chooses small-batch plans at 100 images: below
+# TUNED_MIN_BATCH images the rule's ranges, taken from the batch, fill the SMs and beat them (at 1 to 32 images the
+# tuned 100-image plans of fa19's, fa18's and mini-dnn's conv2 were each slower than the rule's:
+# results/2026-11-30-1720-h200-shape-specialized).
+TUNED_MIN_BATCH = 64
+
+
 # plan()'s rule for the ranges an image is split into at small batches: the busiest block's m64 tiles, plus what a
 # block cannot hide behind them, in tiles: the first item's staging (~half a tile's GEMM per tile staged) and a pause
 # per item (the next item's input arriving, the wait for the last batch, the stores). A fit to the H200 sweep at 100
@@ -195,7 +202,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
                      f"exact below {MAX_VIRTUAL_OUTPUTS}")
     NN = 8 * -(-min(M, 64) // 8)
     mg = -(-M // NN)
-    if override is None:
+    if override is None and B >= TUNED_MIN_BATCH:
         override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
     if override is not None:
         NR, TPW, NWG = LaunchPlan.of(override)
