@@ -25,10 +25,10 @@ from rich.console import Console
 from rich.text import Text
 
 from convbench.cli.devices import require_cuda, resolve
+from convbench.core import gpu
 from convbench.core import reference as reference_ops
 from convbench.core.errors import UsageError
 from convbench.core.tables import TEXT, FitTable
-from convbench.core import gpu
 from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.spec import Activation, Pool, get_network
@@ -372,11 +372,11 @@ def trials_table(title: str, trials: list[Trial]) -> FitTable:
 
 
 def cmd_sweep(args) -> int:
-    # every implementation with launch parameters is a GPU kernel: without a GPU there is nothing to sweep
     named = builtin(args.impl) if args.impl else None
     if named is not None and named.family == wgmma.NAME and args.batch < wgmma.TUNED_MIN_BATCH:
-        raise UsageError(f"gpu-wgmma reads no tuned plan below {wgmma.TUNED_MIN_BATCH} images (there its rule's ranges, "
-                         f"from the batch, are faster); sweep it at --batch {wgmma.TUNED_MIN_BATCH} or more")
+        raise UsageError(f"gpu-wgmma reads no tuned plan below {wgmma.TUNED_MIN_BATCH} images (there its rule's "
+                         f"ranges, from the batch, are faster); sweep it at --batch {wgmma.TUNED_MIN_BATCH} or more")
+    # every implementation with launch parameters is a GPU kernel: without a GPU there is nothing to sweep
     require_cuda("sweep", "or list what runs here with `convbench impls`")
     impl, device = resolve(args.impl, None)
     if device != "cuda":

@@ -44,7 +44,7 @@ from convbench.core.gpu.nvrtc import (
 ACT_CODES = {None: 0, "tanh": 1, "relu": 2, "sigmoid": 3}
 
 __all__ = ["ACT_CODES", "RESERVED_PER_BLOCK", "SMEM_PER_BLOCK", "SMEM_PER_SM", "LaunchCache", "arch", "base_options",
-           "blocks_per_sm", "ceil_div", "check_tensors", "compile_all", "copy_to_constant", "cupy", "current_stream_handle", "kernel",
-           "kernel_arg", "launch", "launch_path", "module", "opt_in_shared_memory", "plain_float32", "prepare",
-           "programmatic_available", "programmatic_launches", "sm_count", "smem_optin", "source_arch",
-           "toolkit_include"]
+           "blocks_per_sm", "ceil_div", "check_tensors", "compile_all", "copy_to_constant", "cupy",
+           "current_stream_handle", "kernel", "kernel_arg", "launch", "launch_path", "module", "opt_in_shared_memory",
+           "plain_float32", "prepare", "programmatic_available", "programmatic_launches", "sm_count", "smem_optin",
+           "source_arch", "toolkit_include"]
