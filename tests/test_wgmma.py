@@ -286,14 +286,13 @@ def specialized_variants():
             continue
         for B in (1, 100, 10000):
             p = _wgmma.plan(B, C, H, W, M, K, FP16X3)
-            shape = dict(_wgmma.shape_defines(C, H, W, M, K, p))
-            out.append((f"C{C}H{H}K{K}B{B}", dict(NN=p.NN, TPW=p.TPW, NWG=p.NWG, PREC=FP16X3, PACK=int(p.lay.pack),
-                                                 **shape)))
+            out.append(pytest.param(dict(NN=p.NN, TPW=p.TPW, NWG=p.NWG, PREC=FP16X3, PACK=int(p.lay.pack),
+                                         **_wgmma.shape_defines(C, H, W, M, K, p)), id=f"C{C}H{H}K{K}B{B}"))
     return out
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("defines", [d for _, d in specialized_variants()], ids=[i for i, _ in specialized_variants()])
+@pytest.mark.parametrize("defines", specialized_variants())
 @pytest.mark.slow
 def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, tmp_path):
     assert defines["SHAPE"] == 1
@@ -303,15 +302,14 @@ def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, t
 def test_the_course_layers_and_only_they_are_specialized_by_default(monkeypatch):
     fa19 = (12, 33, 33, 24, 5)
     p = _wgmma.plan(100, *fa19, FP16X3)
-    shape = dict(_wgmma.shape_defines(*fa19, p))
-    assert shape == dict(SHAPE=1, SHAPE_C=12, SHAPE_H=33, SHAPE_W=33, SHAPE_M=24, SHAPE_K=5, SHAPE_NR=p.NR,
-                         SHAPE_E=p.lay.E, SHAPE_P=p.lay.P)
+    assert _wgmma.shape_defines(*fa19, p) == dict(SHAPE=1, SHAPE_C=12, SHAPE_H=33, SHAPE_W=33, SHAPE_M=24, SHAPE_K=5,
+                                                  SHAPE_NR=p.NR, SHAPE_E=p.lay.E, SHAPE_P=p.lay.P)
     other = (12, 34, 33, 24, 5)  # not a course layer: the kernel that takes the shape as arguments
-    assert _wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3)) == ()
+    assert _wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3)) == {}
     monkeypatch.setattr(_wgmma, "SPECIALIZE", "all")
-    assert dict(_wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3)))["SHAPE_H"] == 34
+    assert _wgmma.shape_defines(*other, _wgmma.plan(100, *other, FP16X3))["SHAPE_H"] == 34
     monkeypatch.setattr(_wgmma, "SPECIALIZE", "never")
-    assert _wgmma.shape_defines(*fa19, p) == ()
+    assert _wgmma.shape_defines(*fa19, p) == {}
     # every course network's conv2 is among the layers (the set is built from core/spec.NETWORKS)
     assert {(6, 22, 22, 16, 5), (4, 40, 40, 16, 7), (12, 33, 33, 24, 7), fa19} <= _wgmma.network_layers()
 

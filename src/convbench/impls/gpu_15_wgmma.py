@@ -247,9 +247,9 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec, pack), B * mg * NR)
 
 
-def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: tuple = ()):
+def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None):
     return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
-                      **defines(pack), **dict(shape))
+                      **defines(pack), **(shape or {}))
 
 
 # The layer's shape compiled in (SHAPE in gpu_15_wgmma.cu): geometry(), the items' and the staging's index math fold
@@ -272,12 +272,12 @@ def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True):
     return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p))
 
 
-def shape_defines(C, H, W, M, K, p: Plan) -> tuple:
-    """The kernel's SHAPE defines for a layer and its plan where SPECIALIZE says so, else ()."""
+def shape_defines(C, H, W, M, K, p: Plan) -> dict:
+    """The kernel's SHAPE defines for a layer and its plan where SPECIALIZE says so, else none."""
     if SPECIALIZE == "never" or SPECIALIZE == "networks" and (C, H, W, M, K) not in network_layers():
-        return ()
-    return (("SHAPE", 1), ("SHAPE_C", C), ("SHAPE_H", H), ("SHAPE_W", W), ("SHAPE_M", M), ("SHAPE_K", K),
-            ("SHAPE_NR", p.NR), ("SHAPE_E", p.lay.E), ("SHAPE_P", p.lay.P))
+        return {}
+    return dict(SHAPE=1, SHAPE_C=C, SHAPE_H=H, SHAPE_W=W, SHAPE_M=M, SHAPE_K=K, SHAPE_NR=p.NR, SHAPE_E=p.lay.E,
+                SHAPE_P=p.lay.P)
 
 
 def defines(pack: bool) -> dict:

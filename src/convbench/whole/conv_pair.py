@@ -97,7 +97,7 @@ class ConvPair:
         M, C, K, _ = self.k2.shape
         fn = gpu.kernel(SOURCE, KERNEL, includes=INCLUDES, C1=self.C1, K1=self.K1, ACT=gpu.ACT_CODES[self.act],
                         NN=p.NN, TPW=p.TPW, NWG=p.NWG, NPROD=self.producers, PREC=self.prec, SKIP=1,
-                        **wgmma.defines(p.lay.pack), **dict(wgmma.shape_defines(C, self.H, self.H, M, K, p)))
+                        **wgmma.defines(p.lay.pack), **wgmma.shape_defines(C, self.H, self.H, M, K, p))
         gpu.opt_in_shared_memory(fn, p.lay.smem, index)
         threads = 128 * (p.NWG + self.producers)
         grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
