@@ -823,16 +823,23 @@ def test_dense_with_exact_tf32_weights_skips_a_product_and_stays_exact(monkeypat
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["shipped", "c1-fma", "c1-mma", "fused-pool"])
+@pytest.mark.parametrize("variant", ["shipped", "c1-fma", "c1-mma", "fused-pool", "act-pool"])
 @pytest.mark.parametrize("net", list(NETWORKS))
 def test_whole_network_matches_float64(net, variant, monkeypatch):
     """The shipped kernels, and each alternative a switch makes: conv1 on the FMA kernel everywhere it can run
-    (igemm.C1_FMA True) or nowhere (False), pooled convs on gpu-igemm-tc's fused kernel (graph.WGMMA_THEN_POOL off)."""
+    (igemm.C1_FMA True) or nowhere (False), pooled convs on gpu-igemm-tc's fused kernel (graph.WGMMA_THEN_POOL off),
+    a pool after gpu-wgmma's kernel in act_pool's kernel instead of its pooled epilogue (WGMMA_POOLED_EPILOGUE off).
+    Shipped, mini-dnn's conv2 (relu + 4x4 ceil pool) runs the pooled epilogue."""
     from convbench.data.fashion_mnist import load_dataset
 
     monkeypatch.setattr(whole.igemm, "C1_FMA", {"c1-fma": True, "c1-mma": False}.get(variant))
     monkeypatch.setattr(whole.igemm, "LAUNCHES", type(whole.igemm.LAUNCHES)())
     monkeypatch.setattr(whole, "WGMMA_THEN_POOL", variant != "fused-pool")
+    monkeypatch.setattr(whole, "WGMMA_POOLED_EPILOGUE", variant != "act-pool")
+    pooled, act_pools = [], []
+    real_pooled, real_act_pool = whole.wgmma.pooled_launch, whole.act_pool
+    monkeypatch.setattr(whole.wgmma, "pooled_launch", lambda *a, **o: pooled.append(real_pooled(*a, **o)) or pooled[-1])
+    monkeypatch.setattr(whole, "act_pool", lambda *a, **o: act_pools.append(1) or real_act_pool(*a, **o))
     weights = load_weights("own", net)
     spec = weights.spec
     data = load_dataset(spec.input_size, count=37, quiet=True)
@@ -843,6 +850,8 @@ def test_whole_network_matches_float64(net, variant, monkeypatch):
     assert rel(p, ref) <= 1e-5
     assert torch.equal(p.argmax(1), ref.argmax(1))
     assert wn.captures == 1
+    if net == "minidnn" and variant in ("shipped", "act-pool"):  # (the warm-up's run, then the capture's)
+        assert (pooled, len(act_pools)) == (([True, True], 0) if variant == "shipped" else ([], 2))
     p2 = wn.infer(x)  # a replay, no second capture
     assert wn.captures == 1 and rel(p2, p) <= 1e-6
 

@@ -16,8 +16,8 @@
 //  * A producer warpgroup stages the next item (16-byte cp.async of each channel's band, then conversion into one of
 //    two plane buffers) while the consumer warpgroups multiply the other (named barriers), and item 0 while they lay
 //    out the weights. Its item must not take longer than theirs: 16-byte copies and max loads, no slot table for
-//    C >= 8, the consumers released before the next copy. The epilogue stores through per-map pointers.
-//  * An item: one of NR even ranges of an image's m64 tiles; at small batches NR gives every SM several items.
+//    C >= 8, the consumers released before the next copy. An item: one of NR even ranges of an image's m64 tiles.
+//  * POOL_S: act + max pool (window = stride) in the epilogue, by shuffles and shared atomicMax; items of pooled rows.
 //  * SHAPE (the course's layers): the shape compiled in, so the index math folds and the k-loop is unrolled, its
 //    descriptors' offsets constants, where it otherwise loads each step's (offset, lbo) from a shared-memory table.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
@@ -25,8 +25,8 @@
 // 570 m64n24k16 an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks (A and B read from shared memory;
 // ~22 for n24, against 12 for its math; scripts/wgmma_rate.py), so 76 images an SM take ~0.55 ms at ~1.75 GHz,
 // against a ~0.45 ms memory floor. Below it the warps wait on the staging, the epilogue and (without SHAPE) each k16
-// step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves).
-// C = 1 layers (output-bound) run gpu-igemm-tc's kernel (C*K*K < 64), as do layers that do not fit shared memory.
+// step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves). C = 1
+// layers (output-bound, C*K*K < 64) and layers that do not fit shared memory run gpu-igemm-tc's kernel.
 // Tried, none faster: two blocks a SM without a producer; row bands; two producers; the band in registers; even tile
 // shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48 hi(w)|lo(w) wgmma; table
 // entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504) poisons a few outputs outside its
@@ -49,6 +49,15 @@
 #ifndef SKIP
 #define SKIP 1  // 1: leave out the products whose lo parts are all zero (exact)
 #endif
+#ifndef POOL_S
+#define POOL_S 0  // 2, 4 or 8: the epilogue's max pool, window = stride = POOL_S (W % POOL_S == 0), after ACT; 0: none
+#endif
+#ifndef POOL_CEIL
+#define POOL_CEIL 0  // POOL_S: 1 = ceil mode (a last, partial window), 0 = floor
+#endif
+#ifndef ACT
+#define ACT 0  // POOL_S: common.cuh's activate(), applied to each pooled max (monotone: the same as before the pool)
+#endif
 
 #include "common.cuh"      // u32, fp16_shift, pow2, block_max, cp.async
 #define WGMMA_N NN
@@ -61,12 +70,18 @@
 #if TPW < 1 || TPW > 4
 #error "TPW: 1..4 (a batch of fewer tiles runs the k-loop compiled for 1, 2 or 3)"
 #endif
+#if POOL_S != 0 && POOL_S != 2 && POOL_S != 4 && POOL_S != 8
+#error "POOL_S: 2, 4 or 8 (a window's row segment is an aligned run of a warp's lanes)"
+#endif
 
 struct Geometry {
     int OH, OW, Cg, G, KWI, NI, NSTEP, T, QT, MG;
     u32 XPART, WSTEP, WPART;  // bytes: one part (hi or lo) of the staged input, one k16 step of weights, one part
+    int PH, PW, RH, RW, UQ, PR;  // POOL_S: the pooled output, the conv rows and columns it reads, a pooled row's
+                                 // virtual outputs, the most pooled rows an item holds
 };
-// T: m64 tiles of an image's virtual outputs (OH * W); QT: the most an item holds (the image in NR even ranges)
+// T: m64 tiles of an image's virtual outputs (OH * W); QT: the most an item holds (the image in NR even ranges of
+// its tiles, or POOL_S: of its pooled rows, an item's last tile running past them)
 __device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, int NR, int E, int P) {
     Geometry g;
     g.OH = H - K + 1;
@@ -78,6 +93,18 @@ __device__ __forceinline__ Geometry geometry(int C, int H, int W, int M, int K, 
     g.NSTEP = (g.NI + 1) / 2;
     g.T = (g.OH * W + 63) / 64;
     g.QT = (g.T + NR - 1) / NR;
+#if POOL_S
+    // PyTorch's rule for a window equal to its stride: ceil mode keeps a last window cut at the edge
+    g.PH = POOL_CEIL ? (g.OH + POOL_S - 1) / POOL_S : g.OH / POOL_S;
+    g.PW = POOL_CEIL ? (g.OW + POOL_S - 1) / POOL_S : g.OW / POOL_S;
+    g.RH = min(g.OH, g.PH * POOL_S);
+    g.RW = min(g.OW, g.PW * POOL_S);
+    g.UQ = POOL_S * W;
+    g.PR = (g.PH + NR - 1) / NR;
+    g.QT = min(g.T, (g.PR * g.UQ + 63) / 64);
+#else
+    g.PH = g.PW = g.RH = g.RW = g.UQ = g.PR = 0;
+#endif
     g.MG = (M + NN - 1) / NN;
     g.XPART = static_cast<u32>(g.G) * P * 16;
     g.WSTEP = NN * 32;
@@ -112,6 +139,19 @@ struct ComputedSteps {
     }
 };
 
+#if POOL_S
+// The pooled epilogue's max across warps, by shared-memory atomicMax on keys ordered as the floats are: the sign bit
+// flipped (positive) or every bit (negative). A NaN out of max.NaN is the canonical 0x7fffffff, whose key is the
+// largest (max_pool2d's rule: a NaN wins); key 0 (a negative NaN's) stands for no value.
+__device__ __forceinline__ u32 pool_key(float v) {
+    const u32 u = __float_as_uint(v);
+    return u ^ (static_cast<u32>(static_cast<int>(u) >> 31) | 0x80000000u);
+}
+__device__ __forceinline__ float pool_value(u32 key) {
+    return __uint_as_float(key ^ (static_cast<u32>(static_cast<int>(~key) >> 31) | 0x80000000u));
+}
+#endif
+
 constexpr int THREADS = NWG * 128 + PRODUCERS, CONSUMERS = NWG * 128;
 
 // The kernel's body, for any producer Source (wgmma_conv.cuh's BandCopy here; whole/conv_pair.cu computes the input)
@@ -139,6 +179,9 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
     int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
+    // POOL_S: per item parity, the item's pooled maxima as keys, [NN maps][PR rows][PW]
+    u32 *pacc = reinterpret_cast<u32 *>(meta + 4);
+    const int pcells = NN * g.PR * g.PW;
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
     const int items = B * NR * g.MG;
@@ -156,7 +199,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     const int reach = 64 + (K - 1) * W + K - 1;  // a tile's last virtual output reads (K - 1) * W + K - 1 further
     if (producer) {
         griddep_wait();  // the input is the kernel before's output
-        const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, g.MG, g.T, 64, reach, g.XPART, slots};
+        const Staging st{C, H, W, g.G, g.Cg, P, rawc, NR, g.MG, g.T, 64, reach, g.XPART, slots, g.UQ, g.PH};
         produce(st, src, raw, Xs, s_red, meta, mine, THREADS);
         return;
     }
@@ -183,6 +226,9 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
                                              : make_int2(-1, 0);
         }
     }
+#if POOL_S
+    for (int j = tid; j < 2 * pcells; j += CONSUMERS) pacc[j] = 0u;  // (POOL_S) no value yet
+#endif
     copy_weights(k, kraw, nk, tid, CONSUMERS, &s_red[0]);
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the step tables, the raw weights and their max
     const int sw = PREC == PREC_FP16X3 ? fp16_shift(s_red[0]) : 0;
@@ -220,7 +266,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     // ---- the consumer warpgroups, per item: TPW tiles of 64 virtual outputs at a time, then unscale and store them
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1;
-        const Item cur = item_at(blockIdx.x + i * gridDim.x, g.MG, NR, g.T, 64, reach, H * W);
+        const Item cur = item_at(blockIdx.x + i * gridDim.x, g.MG, NR, g.T, 64, reach, H * W, g.UQ, g.PH);
         bar_sync(BAR_FULL + s, THREADS);
         const bool lo_x = SKIP ? meta[2 * s + 1] != 0 : PARTS == 2, lo_w = SKIP ? w_has_lo : PARTS == 2;
 #if PREC == PREC_FP16X3
@@ -261,6 +307,52 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
             else if (nt == 3) k_loops<3>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #endif
             // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8) and maps 8 jb + 2 (lane % 4) (+ 1)
+#if POOL_S
+            // pooled: lanes 4 j .. 4 j + 3 hold output q0 + j of the warp's rows, so the POOL_S outputs of a window's
+            // row segment are an aligned run of lanes (W and the item's start are multiples of POOL_S): a butterfly
+            // of max.NaN over them leaves each of the run's lanes its maps' maxima, and lane r of the run sends map
+            // value r (then r + POOL_S, ...) by one shared atomicMax, so the run's maxima leave in NN / 4 / POOL_S
+            // instructions. The run's window is its first output's; outputs outside the pooled windows (a floor pool's
+            // edge, the dropped columns) or past the item's range (its next item's) enter as -Inf, and the first is
+            // inside whenever any of the run is. The maxima are of the scaled sums (3xFP16): the store pass unscales
+            // them (by a positive power of two: the same max).
+            u32 *pa = pacc + s * pcells;
+            const int run = (lane >> 2) % POOL_S;  // this lane's place in its run
+#pragma unroll
+            for (int t = 0; t < TPW; ++t) {
+                if (t >= nt) continue;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int q = cur.q0 + (t0 + t) * 64 + warp * 16 + (lane >> 2) + 8 * h;
+                    const int oh = static_cast<int>((static_cast<float>(q) + 0.5f) * inv_w), ow = q - oh * W;
+                    const bool inside = q < cur.qend && oh < g.RH && ow < g.RW;
+                    const int ow0 = ow - run;  // the run's first output (same row: W % POOL_S == 0)
+                    const bool run_inside = q - run < cur.qend && oh < g.RH && ow0 < g.RW;
+                    const int cell = (oh / POOL_S - cur.u0) * g.PW + ow0 / POOL_S;
+                    float v[NN / 4];
+#pragma unroll
+                    for (int e = 0; e < NN / 4; ++e) {
+                        v[e] = inside ? acc[t][(e >> 1) * 4 + h * 2 + (e & 1)] : __int_as_float(0xff800000);
+#pragma unroll
+                        for (int d = 4; d < 4 * POOL_S; d <<= 1)
+                            v[e] = max_nan(v[e], __shfl_xor_sync(0xffffffffu, v[e], d));
+                    }
+#pragma unroll
+                    for (int e0 = 0; e0 < NN / 4; e0 += POOL_S) {
+                        float mine = v[e0];
+                        int e = e0;
+#pragma unroll
+                        for (int r = 1; r < POOL_S && e0 + r < NN / 4; ++r)
+                            if (run == r) {
+                                mine = v[e0 + r];
+                                e = e0 + r;
+                            }
+                        const int m = (e >> 1) * 8 + (lane & 3) * 2 + (e & 1);  // (the map of value e)
+                        if (run_inside && e0 + run < NN / 4) atomicMax(&pa[m * g.PR * g.PW + cell], pool_key(mine));
+                    }
+                }
+            }
+#else
 #pragma unroll
             for (int t = 0; t < TPW; ++t) {
                 if (t >= nt) continue;
@@ -275,8 +367,24 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
                         if (ym[e] != nullptr) ym[e][pix] = acc[t][(e >> 1) * 4 + h * 2 + (e & 1)] * f1 * f2;
                 }
             }
+#endif
         }
         if (i + 2 < mine) bar_arrive(BAR_EMPTY + s, THREADS);  // the producer may overwrite these planes
+#if POOL_S
+        // every tile's maxima are in: the item's pooled rows go out (activated, maps below M), their keys reset for
+        // item i + 2; item i + 1 uses the other keys, so one barrier an item orders both
+        bar_sync(BAR_CONSUMER, CONSUMERS);
+        u32 *pa = pacc + s * pcells;
+        const int cells = cur.nu * g.PW, rows = g.PR * g.PW;
+        float *yb = y + (static_cast<size_t>(cur.b) * M + cur.mg * NN) * g.PH * g.PW + cur.u0 * g.PW;
+        for (int j = tid; j < NN * cells; j += CONSUMERS) {
+            const int ml = j / cells, c = j - ml * cells;
+            const u32 key = pa[ml * rows + c];
+            pa[ml * rows + c] = 0u;
+            if (cur.mg * NN + ml < M)
+                yb[static_cast<size_t>(ml) * g.PH * g.PW + c] = activate(pool_value(key) * f1 * f2);
+        }
+#endif
     }
 }
 

@@ -80,9 +80,9 @@ def packs(C: int, K: int, prec: int) -> bool:
 A_TILE_BYTES = 64 * 16 * 2
 
 
-def layout(C, H, W, M, K, QT, NN, prec: int, pack: bool | None = None) -> Layout:
+def layout(C, H, W, M, K, QT, NN, prec: int, pack: bool | None = None, pooled: int = 0) -> Layout:
     """Mirror of the kernel's geometry() and shared-memory carve-up, for items of at most QT m64 tiles; packed as
-    packs() says, or as `pack` says (3xFP16 only)."""
+    packs() says, or as `pack` says (3xFP16 only); `pooled`: the bytes of a pooled epilogue's maxima."""
     pack = packs(C, K, prec) if pack is None else pack and prec == FP16X3
     values = 4 if pack else 8
     _, G, E = plane_slots(C, K, values)
@@ -97,7 +97,7 @@ def layout(C, H, W, M, K, QT, NN, prec: int, pack: bool | None = None) -> Layout
     kext = max(0, -(-M * C * K * K // 4) * 16 + nstep * 16 - planes)  # buffer 1 first holds the raw weights
     # the raw input: a channel's band and up to 3 floats before it (its row starts at a 16-byte boundary), 16-byte rows
     raw = C * -(-(min(QT * 64 + (K - 1) * W + K - 1, H * W) + 3) // 4) * 16
-    tail = raw + (nstep + 1) * 8 + 32
+    tail = raw + (nstep + 1) * 8 + 32 + pooled
     slack = max(0, A_TILE_BYTES - kext - tail)
     smem = parts * mg * nstep * NN * 32 + 2 * planes + kext + tail + slack
     return Layout(E, G, nstep, P, smem, slack, pack)
@@ -108,9 +108,56 @@ def tiles(H, W, K) -> int:
     return -(-((H - K + 1) * W) // 64)
 
 
+POOL_SIZES = (2, 4, 8)  # a window's row segment is an aligned run of 2, 4 or 8 of a warp's lanes (the kernel's POOL_S)
+
+
+@dataclass(frozen=True)
+class PooledEpilogue:
+    """An activation and a max pool whose window is its stride, computed in the kernel's epilogue (POOL_S): the
+    kernel writes only the pooled output, and its items are ranges of pooled rows."""
+
+    size: int  # window and stride (POOL_SIZES)
+    ceil: bool  # PyTorch's ceil mode: a last window cut at the edge
+    act: str | None  # core/gpu.ACT_CODES: monotone, so applied to each window's max
+
+    def out_hw(self, OH: int, OW: int) -> tuple[int, int]:
+        """The pooled output's (PH, PW) for a conv output of OH x OW (PyTorch's rule for a window equal to its stride:
+        the ceil mode's last window always starts inside)."""
+        S = self.size
+        return ((-(-OH // S), -(-OW // S)) if self.ceil else (OH // S, OW // S))
+
+    def defines(self) -> dict:
+        return dict(POOL_S=self.size, POOL_CEIL=int(self.ceil), ACT=gpu.ACT_CODES[self.act])
+
+
+def pooled_epilogue(pool, act: str | None, x_shape, k_shape) -> PooledEpilogue | None:
+    """The epilogue that computes pool(act(conv)) for a layer (a core/spec Pool and activation after it), or None
+    where the kernel cannot: a window other than its stride or than POOL_SIZES, an average pool, an input width that
+    is not a multiple of the window (its segments would not be aligned runs of lanes), a conv output smaller than
+    one window."""
+    if pool is None or pool.kind != "max" or pool.size != pool.stride or pool.size not in POOL_SIZES:
+        return None
+    if act not in gpu.ACT_CODES:
+        return None
+    _, _, H, W = x_shape
+    K = k_shape[2]
+    if W % pool.size or min(H, W) - K + 1 < pool.size:
+        return None
+    return PooledEpilogue(pool.size, pool.ceil, act)
+
+
+def pooled_rows_per_item(PH: int, NR: int) -> int:
+    return -(-PH // NR)
+
+
+def pooled_bytes(NN: int, PH: int, PW: int, NR: int) -> int:
+    """The kernel's pooled maxima: two item parities x NN maps x an item's pooled rows x PW, 4 bytes each."""
+    return 2 * NN * pooled_rows_per_item(PH, NR) * PW * 4
+
+
 @dataclass(frozen=True)
 class Plan:
-    NR: int  # work items per image and map group: even ranges of its m64 tiles
+    NR: int  # work items per image and map group: even ranges of its m64 tiles (pooled: of its pooled rows)
     QT: int  # the most m64 tiles an item holds
     NN: int  # maps per wgmma (n)
     TPW: int  # m64 tiles per warpgroup and batch
@@ -192,16 +239,34 @@ STAGING_PER_TILE, PAUSE_PER_ITEM = 0.5, 2.0
 
 
 def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tuple[int, ...] | None = None,
-         card: str | None = None) -> Plan:
+         card: str | None = None, epilogue: PooledEpilogue | None = None) -> Plan:
     """A block of consumer warpgroups and a producer (the planes double-buffered), one block per SM: each image
     split into NR even ranges of its m64 tiles, each range an item: the fewest that fit shared memory and, at small
-    batches, as many as the rule above finds best. NN covers all maps up to 64 (more: map groups)."""
+    batches, as many as the rule above finds best. NN covers all maps up to 64 (more: map groups). With a pooled
+    epilogue the ranges are of pooled rows (an item's last tile runs past its rows), and the tuned plans' NR
+    counts those."""
     T = tiles(H, W, K)
     if T * 64 > MAX_VIRTUAL_OUTPUTS:
         raise TooBig(f"gpu-wgmma: an image of {T * 64} virtual outputs; the kernel's row index by a float multiply is "
                      f"exact below {MAX_VIRTUAL_OUTPUTS}")
     NN = 8 * -(-min(M, 64) // 8)
     mg = -(-M // NN)
+    if epilogue is None:
+        units = T
+
+        def qt_of(nr):  # the most m64 tiles an item holds
+            return -(-T // nr)
+
+        def lay_of(nr, pack=None):
+            return layout(C, H, W, M, K, qt_of(nr), NN, prec, pack)
+    else:
+        units, PW = epilogue.out_hw(H - K + 1, W - K + 1)
+
+        def qt_of(nr):  # (the kernel's geometry(): an item's pooled rows of S conv rows, its last tile running on)
+            return min(T, -(-pooled_rows_per_item(units, nr) * epilogue.size * W // 64))
+
+        def lay_of(nr, pack=None):
+            return layout(C, H, W, M, K, qt_of(nr), NN, prec, pack, pooled_bytes(NN, units, PW, nr))
     if override is None and B >= TUNED_MIN_BATCH:
         override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
     if override is not None:
@@ -209,47 +274,44 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         if not 1 <= TPW <= MAX_TPW:  # the kernel's batches of fewer tiles than TPW go up to MAX_TPW - 1
             raise UsageError(f"gpu-wgmma: plan {(NR, TPW, NWG)} has TPW {TPW}; the kernel batches "
                              f"1 to {MAX_TPW} m64 tiles a warpgroup")
-        NR = min(NR, T)
-        QT = -(-T // NR)
-        lay = layout(C, H, W, M, K, QT, NN, prec)
+        NR = min(NR, units)
+        QT = qt_of(NR)
+        lay = lay_of(NR)
         if lay.smem > gpu.SMEM_PER_BLOCK and lay.pack:  # packed weights take more: the plan keeps its ranges
-            lay = layout(C, H, W, M, K, QT, NN, prec, pack=False)
+            lay = lay_of(NR, pack=False)
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
         return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR)
 
-    def fitting(pack):  # the most m64 tiles an item can hold, or 0
-        return next((q for q in range(T, 0, -1) if layout(C, H, W, M, K, q, NN, prec, pack).smem
-                     <= gpu.SMEM_PER_BLOCK), 0)
+    def fewest_fitting(pack):  # the fewest ranges whose items fit shared memory, or 0 (smem grows with QT)
+        return next((nr for nr in range(1, units + 1) if lay_of(nr, pack).smem <= gpu.SMEM_PER_BLOCK), 0)
 
     pack = None  # as packs() says, unless only the planes of hi and lo fit
-    fits = fitting(pack)
-    if not fits and packs(C, K, prec):
+    fewest = fewest_fitting(pack)
+    if not fewest and packs(C, K, prec):
         pack = False
-        fits = fitting(pack)
-    if not fits:
+        fewest = fewest_fitting(pack)
+    if not fewest:
         raise TooBig(f"gpu-wgmma: C = {C}, K = {K}, M = {M} need more shared memory than a block has")
 
     def cost(nr):
         per_block = -(-B * mg * nr // min(B * mg * nr, sms))
-        qt = -(-T // nr)
+        qt = qt_of(nr)
         return per_block * qt + STAGING_PER_TILE * qt + PAUSE_PER_ITEM * per_block
 
-    fewest = -(-T // fits)
     if tuning.batch_class(B) == "large":  # every SM many times over: the fewest ranges (the least halo staged twice)
         NR = fewest
-        QT = -(-T // NR)
         NWG, TPW = 2, tiles_per_warpgroup(NN)
     else:  # small items in one batch of one warpgroup (the sweep's winners), larger ones over a few
-        NR = min(range(fewest, T + 1), key=cost)  # ties: fewer ranges
-        QT = -(-T // NR)
+        NR = min(range(fewest, units + 1), key=cost)  # ties: fewer ranges
+        QT = qt_of(NR)
         NWG, TPW = (1 if QT <= 5 else 2), min(tiles_per_warpgroup(NN), QT)
-    return Plan(NR, QT, NN, TPW, NWG, layout(C, H, W, M, K, QT, NN, prec, pack), B * mg * NR)
+    return Plan(NR, qt_of(NR), NN, TPW, NWG, lay_of(NR, pack), B * mg * NR)
 
 
-def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None):
+def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None, epilogue: dict | None = None):
     return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
-                      **defines(pack), **(shape or {}))
+                      **defines(pack), **(shape or {}), **(epilogue or {}))
 
 
 # The layer's shape compiled in (SHAPE in gpu_15_wgmma.cu): geometry(), the items' and the staging's index math fold
@@ -267,9 +329,10 @@ def network_layers() -> frozenset[tuple[int, int, int, int, int]]:
                      for net in NETWORKS.values() for info in net.conv_layers)
 
 
-def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True):
+def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True, epilogue: PooledEpilogue | None = None):
     """The compiled kernel of a layer's plan (its shape compiled in where SPECIALIZE says so)."""
-    return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p))
+    return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p),
+                   epilogue.defines() if epilogue else None)
 
 
 def shape_defines(C, H, W, M, K, p: Plan) -> dict:
@@ -295,12 +358,12 @@ LAUNCHES = gpu.LaunchCache()  # a launch of this kernel or of gpu-igemm-tc's, or
 tuning.on_record(LAUNCHES.clear)  # a plan recorded in this process replaces the one prepared
 
 
-def _prepare(x, k, y, prec: int, skip: bool, override=None):
+def _prepare(x, k, y, prec: int, skip: bool, override=None, epilogue: PooledEpilogue | None = None):
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     sms = gpu.sm_count(x.device.index or 0)
-    p = plan(B, C, H, W, M, K, prec, sms, override)
-    fn = plan_kernel(p, C, H, W, M, K, prec, skip)
+    p = plan(B, C, H, W, M, K, prec, sms, override, epilogue=epilogue)
+    fn = plan_kernel(p, C, H, W, M, K, prec, skip, epilogue)
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
     threads = 128 * (p.NWG + 1)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
@@ -324,6 +387,43 @@ def prepared(x, k, y, precision: str, skip: bool = True, override=None, force: b
     key = (x.shape, k.shape, y.shape, x.get_device(), precision, skip, override, force, PACKING, SPECIALIZE)
     return LAUNCHES.layer(key, x, k, y, output_shape(x.shape, k.shape), NAME,
                           lambda: _prepared(x, k, y, precision, skip, override, force))
+
+
+def pooled_launch(x, k, y, epilogue: PooledEpilogue, precision: str = "fp16x3", override=None) -> bool:
+    """y = pool(act(conv(x, k))) on PyTorch's current stream, in this kernel with a pooled epilogue (y of
+    pooled_shape()); False, with nothing launched, where this kernel cannot run the layer so (another GPU, a reduction
+    shorter than MIN_REDUCTION, items that do not fit shared memory): the caller then runs the conv and the pool apart.
+    Prepared once per shapes and options, then looked up."""
+    key = ("pooled", x.shape, k.shape, y.shape, x.get_device(), precision, override, epilogue, PACKING, SPECIALIZE)
+    job = LAUNCHES.get(key)
+    if job is None:
+        job = LAUNCHES.put(key, _pooled_prepared(x, k, y, epilogue, precision, override))
+    elif not gpu.plain_float32(x, k, y):
+        gpu.check_tensors(x, k, y, pooled_shape(x.shape, k.shape, epilogue), NAME)
+    if job is UNFIT:
+        return False
+    job.launch(gpu.current_stream_handle(x.get_device()), y.data_ptr(), x.data_ptr(), k.data_ptr())
+    return True
+
+
+UNFIT = "unfit"  # LAUNCHES' entry for a layer this kernel cannot run with a pooled epilogue
+
+
+def _pooled_prepared(x, k, y, epilogue: PooledEpilogue, precision: str, override):
+    gpu.check_tensors(x, k, y, pooled_shape(x.shape, k.shape, epilogue), NAME)
+    C, K = x.shape[1], k.shape[2]
+    if not supported(x.get_device()) or C * K * K < MIN_REDUCTION:
+        return UNFIT
+    try:
+        return _prepare(x, k, y, kernel_code(precision), True, override, epilogue)
+    except TooBig:
+        return UNFIT
+
+
+def pooled_shape(x_shape, k_shape, epilogue: PooledEpilogue) -> tuple[int, int, int, int]:
+    B, M = x_shape[0], k_shape[0]
+    OH, OW = output_shape(x_shape, k_shape)[2:]
+    return (B, M, *epilogue.out_hw(OH, OW))
 
 
 def fast_launch(x, k, y, *, arithmetic):

@@ -9,8 +9,10 @@ nothing leaves the device between layers and no Python runs per layer on the tim
                                       a light single-channel conv1 with a 2x2 max pool): one kernel, whole/conv_pair.cu
                                       (gpu-wgmma's for the second conv, its producer computing the first)
     Conv, C*K*K >= 64              -> on an H100 / H200, gpu-wgmma's kernel (impls/gpu_15_wgmma.py, MIN_REDUCTION;
-                                      3xFP16 for tf32x3, FP16 / BF16 for those): faster on the long reductions; no
-                                      epilogue, so an activation / pool after it is one more kernel (whole/act_pool.py)
+                                      3xFP16 for tf32x3, FP16 / BF16 for those): faster on the long reductions; an
+                                      activation and a max pool of window = stride 2, 4 or 8 after it in its pooled
+                                      epilogue (WGMMA_POOLED_EPILOGUE), any other activation / pool one more kernel
+                                      (whole/act_pool.py)
     Flatten                        -> a view
     Dense [+ Activation] [+ Dense [+ Softmax]]  -> one tensor-core kernel, whole/dense.py (the last Dense and the
                                       softmax fused into the first's epilogue), or Dense [+ Activation] [+ Softmax];
@@ -73,6 +75,10 @@ MAX_GRAPHS = 4  # captured graphs kept per network (one per input shape and poin
 # makes a round trip through memory, and it still gained where a layer has one (minidnn's conv2, whose 4x4 pool the
 # fused kernel reduces slowly; scripts/optin_ab.py, results/2026-11-29-0800-h200-fma-tuned)
 WGMMA_THEN_POOL = True
+# A conv on gpu-wgmma's kernel followed by an activation and a max pool that its pooled epilogue computes
+# (gpu_15_wgmma.pooled_epilogue: minidnn's conv2, relu + 4x4 ceil pool) runs as that one kernel, which writes only the
+# pooled output, instead of the conv and then act_pool's kernel
+WGMMA_POOLED_EPILOGUE = True
 # The batch classes (core/gpu/tuning.batch_class) whose long convs run gpu-wgmma-taps' launch, which takes the layers
 # its kernel serves and sends the others to gpu-wgmma's, as the wgmma route does (scripts/optin_ab.py --what whole)
 TAPS_CLASSES: frozenset[str] = frozenset()
@@ -321,7 +327,14 @@ class WholeNetwork:
         if isinstance(step, ConvStep):
             k = self.params[f"{step.name}.weight"]
             if self.uses_wgmma(step, B):
-                route = taps if tuning.batch_class(B) in TAPS_CLASSES else wgmma
+                taps_class = tuning.batch_class(B) in TAPS_CLASSES
+                epilogue = wgmma.pooled_epilogue(step.pool, step.act, h.shape, k.shape)
+                if WGMMA_POOLED_EPILOGUE and epilogue is not None and not taps_class:
+                    y = out if out is not None else torch.empty((B, *step.out_shape), device=h.device)
+                    if wgmma.pooled_launch(h, k, y, epilogue, self.wgmma_arithmetic):
+                        return y
+                    out = y
+                route = taps if taps_class else wgmma
                 return self._then_act_pool(step, lambda y: route.launch(h, k, y, self.wgmma_arithmetic),
                                            output_shape(h.shape, k.shape), B, h.device, out)
             return igemm.conv_act_pool(h, k, step.act, step.pool, precision=self.precision, out=out)

@@ -142,9 +142,13 @@ __device__ __forceinline__ Slots slot_tables(int Cg, int E) {
 
 // A work item: one image, one range of its tiles (NR even ranges an image: no row alignment, as the taps are pixel
 // offsets), one group of maps, and the input pixels the range reads. Tiles start `stride` virtual outputs apart
-// (row * W + col); a tile's last row reads `reach` pixels past its first.
+// (row * W + col); a tile's last row reads `reach` pixels past its first. With units (UQ > 0: gpu_15_wgmma.cu's
+// pooled epilogue), the ranges are even ranges of an image's NU units of UQ virtual outputs each (a pooled row's
+// conv rows), so that no unit is split between items; an item's last tile then computes outputs up to 63 past
+// qend, which belong to the next range and are dropped.
 struct Item {
     int b, mg, q0, nt, lbeg, lend;  // q0: the first virtual output; lbeg..lend: its input positions
+    int u0, nu, qend;               // UQ > 0: its first unit and their count; the range's end (virtual outputs)
 };
 __device__ __forceinline__ Item item_at(int item, int MG, int NR, int T, int stride, int reach, int HW) {
     Item it;
@@ -155,8 +159,27 @@ __device__ __forceinline__ Item item_at(int item, int MG, int NR, int T, int str
     it.q0 = t0 * stride;
     it.lbeg = it.q0;
     it.lend = min(HW, it.q0 + (it.nt - 1) * stride + reach);
+    it.u0 = it.nu = 0;
+    it.qend = it.q0 + it.nt * stride;
     return it;
 }
+__device__ __forceinline__ Item item_at(int item, int MG, int NR, int T, int stride, int reach, int HW, int UQ,
+                                        int NU) {
+    if (UQ == 0) return item_at(item, MG, NR, T, stride, reach, HW);
+    Item it;
+    it.mg = item % MG;
+    const int range = (item / MG) % NR;
+    it.b = item / (MG * NR);
+    it.u0 = range * NU / NR;
+    it.nu = (range + 1) * NU / NR - it.u0;
+    it.q0 = it.u0 * UQ;
+    it.qend = min((it.u0 + it.nu) * UQ, T * stride);
+    it.nt = (it.qend - it.q0 + stride - 1) / stride;
+    it.lbeg = it.q0;
+    it.lend = min(HW, it.q0 + (it.nt - 1) * stride + reach);
+    return it;
+}
+
 // The item's input band, channel by channel (contiguous in NCHW), into a raw fp32 buffer with 16-byte cp.async,
 // none through registers, while the previous item is multiplied. A channel's row starts at the 16-byte boundary at or
 // below the band's first position, so band position j lies at raw[c * rawc + raw_lead(c) + j] (lead 0..3, rawc >=
@@ -206,6 +229,7 @@ struct Staging {
     int C, H, W, G, Cg, P, rawc, NR, MG, T, stride, reach;
     u32 XPART;  // bytes of one part (hi or lo) of a buffer's staged planes
     Slots slots;
+    int UQ = 0, NU = 0;  // ranges of units (item_at), or of tiles (0)
 };
 
 // Where the producer's raw input comes from: a Source fills the raw buffer with an item's band (fill: issued while
@@ -233,7 +257,9 @@ template <class Source>
 __device__ __forceinline__ void produce(const Staging &st, const Source &src, float *raw, unsigned char *Xs,
                                         u32 *s_red, int *meta, int mine, int threads) {
     const int ptid = threadIdx.x - (threads - PRODUCERS);
-    auto item = [&](int i) { return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W); };
+    auto item = [&](int i) {
+        return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W, st.UQ, st.NU);
+    };
     src.fill(st, raw, item(blockIdx.x), ptid);
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1, index = blockIdx.x + i * gridDim.x;
