@@ -102,9 +102,8 @@ def test_minidnn_conv2_pools_in_its_epilogue_and_its_plans_fit():
     for B in (1, 100, 10000):
         plain = _wgmma.plan(B, *MINIDNN_CONV2, FP16X3)
         pooled = _wgmma.plan(B, *MINIDNN_CONV2, FP16X3, epilogue=epilogue)
-        assert 1 <= pooled.NR <= 9
-        if B >= _wgmma.TUNED_MIN_BATCH:  # the tuned plan of the layer, its NR counting pooled rows
-            assert (pooled.NR, pooled.TPW, pooled.NWG) == (plain.NR, plain.TPW, plain.NWG)
+        T = _wgmma.tiles(40, 40, 7)
+        assert 1 <= pooled.NR <= 9 and pooled.QT == min(T, -(-(-(-9 // pooled.NR)) * 4 * 40 // 64)) <= plain.QT + 2
         # the maxima: two parities x 16 maps x the item's pooled rows x 9 columns, after the kernel's other buffers
         rows = -(-9 // pooled.NR)
         assert pooled.lay.smem - pooled.lay.slack >= _wgmma.pooled_bytes(16, 9, 9, pooled.NR) == 2 * 16 * rows * 9 * 4
@@ -231,3 +230,48 @@ def test_a_nan_or_an_infinity_reaches_its_windows_and_no_window_a_row_away():
     assert ok.sum() > 0.5 * ref.numel() and (got[ok] >= 0).all()  # (relu; a 7 x 7 field spans 2 to 3 windows)
     err = float((got[ok] - ref[ok]).norm() / ref[ok].norm())
     assert err <= 1e-5, err
+
+
+def test_the_pooled_kernel_reads_its_own_tuned_plans(monkeypatch):
+    """Its items are ranges of pooled rows, not of tiles: its plans live under their own key ("pool4"), and without
+    one the rule applies, not the plain kernel's tuned plan. The plain kernel's table leaves them out."""
+    from convbench.core.gpu import tuning
+
+    epilogue = _wgmma.PooledEpilogue(4, True, "relu")
+    key = _wgmma.plan_key(*MINIDNN_CONV2, FP16X3, 10000, epilogue)
+    assert key == "C4M16K7H40W40/fp16x3/pool4/large"
+    assert tuning.parse_plan_key(key) == (4, 40, 40, 16, 7, "fp16x3", "pool4", "large")
+    plans = {_wgmma.plan_key(*MINIDNN_CONV2, FP16X3, 10000): {"NR": 1, "TPW": 4, "NWG": 1},
+             key: {"NR": 2, "TPW": 1, "NWG": 3}}
+    monkeypatch.setattr(tuning, "_table", lambda card=None: {_wgmma.NAME: plans})
+    p = _wgmma.plan(10000, *MINIDNN_CONV2, FP16X3, epilogue=epilogue)
+    assert (p.NR, p.TPW, p.NWG) == (2, 1, 3)
+    assert (lambda p: (p.NR, p.TPW, p.NWG))(_wgmma.plan(10000, *MINIDNN_CONV2, FP16X3)) == (1, 4, 1)
+    del plans[key]
+    rule = _wgmma.plan(10000, *MINIDNN_CONV2, FP16X3, epilogue=epilogue)
+    assert (rule.NR, rule.TPW, rule.NWG) == (1, _wgmma.tiles_per_warpgroup(16), 2)  # the large batches' rule
+
+
+@pytest.mark.gpu
+def test_a_wgmma_sweep_of_minidnn_records_the_pooled_kernels_plan_apart():
+    """minidnn's conv2 (relu + 4x4 ceil pool after it) at 100 images: the plain kernel's candidates and the pooled
+    kernel's, each checked against float64 (the pooled ones against pool(relu(conv))), each kind's fastest recorded
+    under its own key."""
+    import torch
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    from convbench.cli import sweep
+    from convbench.core.gpu import tuning
+
+    trials = sweep.plan_sweep("gpu-wgmma", "minidnn", 100, reps=3)["conv2"]
+    pooled = [t for t in trials if t.config.get("kind") == "pooled"]
+    plain = [t for t in trials if "kind" not in t.config]
+    assert len(pooled) >= 5 and len(plain) >= 5
+    assert all(t.seconds is not None for t in trials), [t for t in trials if t.seconds is None]
+    epilogue = _wgmma.PooledEpilogue(4, True, "relu")
+    for group, epi in ((plain, None), (pooled, epilogue)):
+        fastest = min(group, key=lambda t: t.seconds).config
+        recorded = tuning.launch_plan("gpu-wgmma", _wgmma.plan_key(*MINIDNN_CONV2, FP16X3, 100, epi),
+                                      _wgmma.LaunchPlan)
+        assert recorded == _wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"])

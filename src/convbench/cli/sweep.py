@@ -291,7 +291,9 @@ def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
 
 
 def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[Trial], dict[str, object]]:
-    """Trials of every candidate plan (3xFP16), and the best as the layer's plan key's ({}: none)."""
+    """Trials of every candidate plan (3xFP16), and the best as the layer's plan key's ({}: none); where the layer's
+    activation and pool run in the kernel's pooled epilogue (the whole network's route), that kernel's candidates
+    too (kind "pooled"), the best under its own key."""
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
@@ -307,28 +309,43 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
         splits = sorted({min(n, T) for n in (1, 2, 3)})
     else:  # small: the fewest ranges for each largest range
         splits = sorted({-(-T // qt) for qt in range(1, T + 1)})
-    fitting = {}  # candidate -> its full plan
-    for NR in splits:
-        for TPW, NWG in WGMMA_WARPGROUPS:
-            if NWG > -(-T // NR):  # a warpgroup with no tile
-                continue
-            plan = wgmma.LaunchPlan(NR, TPW, NWG)
-            try:
-                fitting[plan] = wgmma.plan(B, C, H, W, M, K, prec, sms, plan)
-            except wgmma.TooBig:
-                continue
-    # a course layer's kernel is compiled per plan (its shape compiled in): all of them side by side first
-    gpu.compile_all(lambda p=p: wgmma.plan_kernel(p, C, H, W, M, K, prec) for p in fitting.values())
-    for plan in fitting:
+    epilogue = wgmma.pooled_epilogue(layer.pool, layer.act, x.shape, k.shape)
+    chosen = {}
+    for epi in (None, epilogue) if epilogue else (None,):
+        fitting = {}  # candidate -> its full plan
+        units = T if epi is None else epi.out_hw(H - K + 1, W - K + 1)[0]  # (pooled: ranges of pooled rows)
+        for NR in sorted({min(n, units) for n in splits}):
+            for TPW, NWG in WGMMA_WARPGROUPS:
+                plan = wgmma.LaunchPlan(NR, TPW, NWG)
+                try:
+                    fitting[plan] = full = wgmma.plan(B, C, H, W, M, K, prec, sms, plan, epilogue=epi)
+                except wgmma.TooBig:
+                    continue
+                if NWG > full.QT:  # a warpgroup with no tile
+                    del fitting[plan]
+        # a course layer's kernel is compiled per plan (its shape compiled in): all of them side by side first
+        gpu.compile_all(lambda p=p: wgmma.plan_kernel(p, C, H, W, M, K, prec, epilogue=epi) for p in fitting.values())
+        out = y
+        want = ref
+        if epi is not None:
+            want = reference_ops.pool(reference_ops.activation(ref, layer.act), layer.pool)
+            out = torch.empty(want.shape, dtype=torch.float32, device="cuda")
+        best = None
+        for plan in fitting:
 
-        def call(i, plan=plan):
-            wgmma.launch(layer.sets[i], k, y, WGMMA_SWEPT, override=plan)
+            def call(i, plan=plan, epi=epi, out=out):
+                if epi is None:
+                    wgmma.launch(layer.sets[i], k, out, WGMMA_SWEPT, override=plan)
+                elif not wgmma.pooled_launch(layer.sets[i], k, out, epi, WGMMA_SWEPT, override=plan):
+                    raise UsageError("the pooled kernel cannot run this layer")
 
-        trial = checked_trial(layer, {"arithmetic": WGMMA_SWEPT, **plan.fields()}, call, y, ref, WGMMA_SWEPT, reps)
-        trials.append(trial)
-        if trial.seconds is not None and (best is None or trial.seconds < best[0]):
-            best = (trial.seconds, plan)
-    chosen = {wgmma.plan_key(C, H, W, M, K, prec, batch): best[1]} if best else {}
+            label = {"arithmetic": WGMMA_SWEPT, **({"kind": "pooled"} if epi else {}), **plan.fields()}
+            trial = checked_trial(layer, label, call, out, want, WGMMA_SWEPT, reps)
+            trials.append(trial)
+            if trial.seconds is not None and (best is None or trial.seconds < best[0]):
+                best = (trial.seconds, plan)
+        if best:
+            chosen[wgmma.plan_key(C, H, W, M, K, prec, batch, epi)] = best[1]
     return trials, chosen
 
 

@@ -204,9 +204,11 @@ class LaunchPlan(tuning.LaunchPlan):
     NWG: int  # consumer warpgroups per block
 
 
-def plan_key(C, H, W, M, K, prec: int, B: int) -> str:
-    """The tuning files' key of a layer's launch plan: "C12M24K5H33W33/fp16x3/large"."""
-    return tuning.plan_key(C, H, W, M, K, igemm.ARITHMETIC_OF[prec], tuning.batch_class(B))
+def plan_key(C, H, W, M, K, prec: int, B: int, epilogue: PooledEpilogue | None = None) -> str:
+    """The tuning files' key of a layer's launch plan: "C12M24K5H33W33/fp16x3/large"; with a pooled epilogue, whose
+    items are ranges of pooled rows, "C4M16K7H40W40/fp16x3/pool4/large"."""
+    pooled = (f"pool{epilogue.size}",) if epilogue else ()
+    return tuning.plan_key(C, H, W, M, K, igemm.ARITHMETIC_OF[prec], *pooled, tuning.batch_class(B))
 
 
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
@@ -215,8 +217,8 @@ def _shipped_table() -> dict[tuple, tuple[int, ...]]:
     codes = {name: code for code, name in igemm.ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
-        C, H, W, M, K, arith, batch = tuning.parse_plan_key(key)
-        if batch == "large":
+        C, H, W, M, K, arith, *pooled, batch = tuning.parse_plan_key(key)
+        if batch == "large" and not pooled:
             out[(C, H, W, M, K, codes[arith])] = tuple(LaunchPlan.of(fields))
     return out
 
@@ -268,7 +270,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
         def lay_of(nr, pack=None):
             return layout(C, H, W, M, K, qt_of(nr), NN, prec, pack, pooled_bytes(NN, units, PW, nr))
     if override is None and B >= TUNED_MIN_BATCH:
-        override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B), LaunchPlan, card)
+        override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B, epilogue), LaunchPlan, card)
     if override is not None:
         NR, TPW, NWG = LaunchPlan.of(override)
         if not 1 <= TPW <= MAX_TPW:  # the kernel's batches of fewer tiles than TPW go up to MAX_TPW - 1
