@@ -213,6 +213,9 @@ def test_the_packed_layout_is_taken_where_it_takes_fewer_wgmma():
 
 
 def test_the_course_layers_stage_whole_images_at_large_batches_and_use_few_padded_slots():
+    """Few halo pixels an item: at most half as many as its outputs, but fa18's conv2 (C = 12, K = 7). Packed, its
+    weights leave room for 5 tiles an item, so three ranges an image; that measured faster than two unpacked ones
+    (1.17x the conv, 1.10x the whole network: results/2026-11-30-2113-h200-pooled-epilogue)."""
     for spec in NETWORKS.values():
         for info in spec.conv_layers:
             C, H, W = info.in_shape
@@ -221,7 +224,8 @@ def test_the_course_layers_stage_whole_images_at_large_batches_and_use_few_padde
                 p = _wgmma.plan(10000, C, H, W, M, K, prec)
                 assert p.lay.smem <= 227 * 1024, (spec.name, C, M, K, p)
                 halo = (K - 1) * W + K - 1
-                assert halo <= 0.5 * p.QT * 64, ("an item stages too many halo pixels", spec.name, C, M, K, p)
+                share = 0.65 if (C, K) == (12, 7) and p.lay.pack else 0.5
+                assert halo <= share * p.QT * 64, ("an item stages too many halo pixels", spec.name, C, M, K, p)
             # k16 steps carry at most 2x the layer's multiply-adds per map (C = 1, K = 5: 25 of 48 slots)
             lay = _wgmma.layout(C, H, W, M, K, 1, 8, FP16)
             assert lay.NSTEP * 16 <= 2 * C * K * K, (spec.name, C, K, lay)
