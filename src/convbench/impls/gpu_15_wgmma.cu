@@ -179,9 +179,11 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     // step, and racecheck saw that load race with the next buffer's writes; the value is never used)
     u32 *s_red = reinterpret_cast<u32 *>(steps + g.NSTEP + 1);  // [0] max |w|, [1] max |x| (float bits), [2] w lo
     int *meta = reinterpret_cast<int *>(s_red + 4);             // per buffer: [sx, some x has a lo part]
-    // POOL_S: per item parity, the item's pooled maxima as keys, [NN maps][PR rows][PW]
+#if POOL_S
+    // per item parity, the item's pooled maxima as keys, [NN maps][PR rows][PW]
     u32 *pacc = reinterpret_cast<u32 *>(meta + 4);
     const int pcells = NN * g.PR * g.PW;
+#endif
     const u32 ws_addr = static_cast<u32>(__cvta_generic_to_shared(Ws));
     const u32 xs_addr = static_cast<u32>(__cvta_generic_to_shared(Xs));
     const int items = B * NR * g.MG;
