@@ -318,11 +318,11 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
             for TPW, NWG in WGMMA_WARPGROUPS:
                 plan = wgmma.LaunchPlan(NR, TPW, NWG)
                 try:
-                    fitting[plan] = full = wgmma.plan(B, C, H, W, M, K, prec, sms, plan, epilogue=epi)
+                    full = wgmma.plan(B, C, H, W, M, K, prec, sms, plan, epilogue=epi)
                 except wgmma.TooBig:
                     continue
-                if NWG > full.QT:  # a warpgroup with no tile
-                    del fitting[plan]
+                if NWG <= full.QT:  # (else a warpgroup with no tile)
+                    fitting[plan] = full
         # a course layer's kernel is compiled per plan (its shape compiled in): all of them side by side first
         gpu.compile_all(lambda p=p: wgmma.plan_kernel(p, C, H, W, M, K, prec, epilogue=epi) for p in fitting.values())
         out = y
