@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import types
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -173,10 +174,10 @@ _FMA_LAUNCHES = {(K, _mma.c1_fma_plan(H, W, M, K)) for C, H, W, M, K in set(cour
 _FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields)) for card in ("default", "NVIDIA-H200")
                   for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items()
                   if "/c1fma/" in key and fields["USE"] for _, H, W, M, K, *_ in [tuning.parse_plan_key(key)]}
-C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
+C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, ACT=act)
                    for K, p in sorted(_FMA_LAUNCHES, key=str) for act in (1, 2)]
-C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, NTB=_mma.C1_FMA_RULE.NTB,
-                         MINB=_mma.C1_FMA_RULE.MINB, ACT=3) for K in (1, 3, 8)]
+C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, VEC=vec, NTB=_mma.C1_FMA_RULE.NTB,
+                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, ACT=3) for K, vec, pf in ((1, 1, 0), (3, 2, 1), (8, 4, 0))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -798,7 +799,8 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
     assert len(fma) >= 8
     best_fma = min(fma, key=lambda t: t.seconds)
-    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB")}, "USE": int(best_fma.seconds < fastest.seconds)}
+    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB", "PF")},
+            "USE": int(best_fma.seconds < fastest.seconds)}
     assert chosen[fma_key].fields() == want
     tuning.record("gpu-igemm-tc", fma_key, chosen[fma_key])
     monkeypatch.setattr(_mma, "C1_FMA", None)
@@ -819,52 +821,58 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
 
 
 
-def c1_fma_outputs(H, W, M, K, p):
-    """Which (map, pooled row, pooled column) each thread of the FMA kernel's grid writes, as the kernel indexes them:
-    block (slab, group), thread tid -> pooled row slab * RP + tid / nseg, columns seg * TW / 2 + j, maps g0 + g."""
+def c1_fma_outputs(B, H, W, M, K, p):
+    """What each thread of the FMA kernel's grid writes, (image, map, pooled row, pooled column), as the kernel indexes
+    them: block i -> map group i % groups, items (i // groups) * NTB + tid; item -> (image, pooled row, segment).
+    Checks on the way that every value a written output reads is in its own image's row and the thread's window."""
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
-    for slab in range(p.nslabs):
-        for grp in range(p.groups):
-            for tid in range(p.threads):
-                hl, seg = divmod(tid, p.nseg)
-                pr = slab * p.RP + hl
-                if hl >= p.RP or pr >= POH:
-                    continue
-                # the thread's input window: rows 2 hl .. 2 hl + K of the slab, columns seg TW .. + XR, all staged;
-                # its last row inside the image (the kernel stages no row past it)
-                assert 2 * hl + K < p.rows and seg * p.TW + -(-(p.TW + K - 1) // 4) * 4 <= p.XW
-                assert 2 * slab * p.RP + 2 * hl + K <= H - 1
-                for g in range(p.MG):
-                    for j in range(p.TW // 2):
-                        pc = seg * p.TW // 2 + j
-                        if grp * p.MG + g < M and pc < POW:
-                            yield grp * p.MG + g, pr, pc
+    XR = -(-(p.TW + K - 1) // p.VEC) * p.VEC
+    for blk in range(p.blocks(B)):
+        grp = blk % p.groups
+        for tid in range(p.NTB):
+            item = blk // p.groups * p.NTB + tid
+            if item >= B * POH * p.nseg:
+                continue
+            seg, row = item % p.nseg, item // p.nseg
+            pr, b = row % POH, row // POH
+            assert seg * p.TW < 2 * POW  # (a segment holds at least one pooled window)
+            for g in range(p.MG):
+                for j in range(p.TW // 2):
+                    pc = seg * p.TW // 2 + j
+                    if grp * p.MG + g < M and pc < POW:
+                        # its conv columns 2 pc, 2 pc + 1 read input columns up to 2 pc + K, rows up to 2 pr + K
+                        assert 2 * pc + 1 + K - 1 <= W - 1 and 2 * pr + 1 + K - 1 <= H - 1
+                        assert (2 * j + 1) + K - 1 < XR  # ... all of them in the thread's window
+                        yield b, grp * p.MG + g, pr, pc
 
 
 def test_the_fma_kernels_threads_write_every_pooled_output_once():
-    """On the rule's knobs and on random ones (the sweep's range): every pooled output written by one thread, each
-    thread's window inside the staged slab, the block within its knobs' threads."""
+    """On the rule's knobs and on random ones (the sweep's range, odd TW too): every pooled output of every image
+    written by one thread, each read of a written output inside its image's row, the loads' vector width dividing the
+    row."""
     from convbench.cli import sweep as sweep_cli
 
     rng = random.Random(9)
     shapes = [(H, W, M, K) for C, H, W, M, K in course_layers() if C == 1]
-    shapes += [(rng.randint(K + 1, 200), rng.randint(K + 1, 200), rng.randint(1, 24), K)
+    shapes += [(rng.randint(K + 1, 90), rng.randint(K + 1, 90), rng.randint(1, 24), K)
                for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
     for i, (H, W, M, K) in enumerate(shapes):
-        kn = _mma.C1_FMA_RULE if i % 2 else _mma.C1FmaLaunchPlan(1, *rng.choice(sweep_cli.C1_FMA_KNOBS))
-        p = _mma.c1_fma_plan(H, W, M, K, kn)  # (rows of 200 need at most 50 threads: every plan fits)
-        assert p.RP * p.nseg <= p.threads <= kn.NTB and p.MG <= kn.MG and p.XW % 4 == 0
-        assert p.XW >= W and p.smem == 4 * (2 * p.RP + K - 1) * p.XW and (p.NTB, p.MINB) == (kn.NTB, kn.MINB)
-        written = list(c1_fma_outputs(H, W, M, K, p))
+        kn = _mma.C1_FMA_RULE if i % 3 == 0 else _mma.C1FmaLaunchPlan(1, *rng.choice(sweep_cli.C1_FMA_KNOBS))
+        if i % 3 == 2:
+            kn = replace(kn, TW=rng.choice((2, 6)))
+        B = rng.choice((1, 2, 3))
+        p = _mma.c1_fma_plan(H, W, M, K, kn, B)
+        assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0 and (p.NTB, p.MINB, p.PF) == tuple(kn)[3:]
+        written = list(c1_fma_outputs(B, H, W, M, K, p))
         POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
-        assert len(written) == len(set(written)) == M * POH * POW, (H, W, M, K, p)
-    with pytest.raises(_mma.TooBig):
-        _mma.c1_fma_plan(8, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10, 4, 5)  # a pooled row wider than a block's threads
-    assert _mma.c1_fma_plan(8, 600, 4, 5, (1, 4, 8, 256, 2)).nseg == 149  # 149 threads a pooled row: fits 256
-    with pytest.raises(_mma.TooBig):
-        _mma.c1_fma_plan(8, 600, 4, 5, (1, 4, 8, 128, 2))  # ... not 128
-    with pytest.raises(UsageError, match="multiple of 4"):
-        _mma.c1_fma_plan(70, 70, 12, 5, (1, 6, 6, 256, 2))
+        assert len(written) == len(set(written)) == B * M * POH * POW, (H, W, M, K, p)
+    with pytest.raises(_mma.TooBig, match="no whole 2x2 window"):
+        _mma.c1_fma_plan(5, 5, 4, 5)
+    with pytest.raises(_mma.TooBig, match="more items"):
+        _mma.c1_fma_plan(86, 86, 4, 7, (1, 2, 4, 128, 1), B=2**21)  # 2^21 x 40 x 40 items: past int32
+    assert _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 1), B=2**21).nseg == 10
+    with pytest.raises(UsageError, match="TW even"):
+        _mma.c1_fma_plan(70, 70, 12, 5, (1, 5, 6, 256, 2))
 
 
 def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fake_gpu, monkeypatch, tmp_path, request):
@@ -895,10 +903,11 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
     _mma._prepare(x999, k, y999, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
-    p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3))
-    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, NTB=128, MINB=3, ACT=_mma.ACTS["relu"]))
-    assert got.grid == (1000 * p.nslabs, p.groups, 1) and got.block == (p.threads, 1, 1) and got.smem == p.smem
-    assert got.args[3:] == (4, 86, 86, p.RP, p.nslabs, p.nseg, p.XW) and got.slots == _mma.SLOTS
+    p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3), 1000)
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0,
+                                                     ACT=_mma.ACTS["relu"]))
+    assert got.grid == (-(-1000 * 40 * 10 // 128), 1, 1) == (p.blocks(1000), 1, 1) and got.block == (128, 1, 1)
+    assert got.smem == 0 and got.args[3:] == (1000, 4, 86, 86, 10, 1) and got.slots == _mma.SLOTS
     # not for: the plain conv, an average or overlapping pool, reduced-precision arithmetic, more input channels
     for prec, epi, pool, C in ((_mma.TF32X3, 0, None, 1), (_mma.TF32X3, 1, Pool(2, 2, kind="avg"), 1),
                                (_mma.TF32X3, 2, Pool(4, 4), 1), (_mma.FP16, 2, Pool(2, 2), 1),
@@ -909,12 +918,14 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
 
 @pytest.mark.gpu
 def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
-    """conv + activation + 2x2 max pool on the FMA pipe: random shapes (odd and even conv outputs, maps 1..24 in one
-    or more groups, taps 1..64, rows too wide for one block's slab), outputs poisoned with NaN first, against
-    float64's pool(act(conv)) at fp32's tolerance; an Inf input only reaches the pooled outputs that read it."""
+    """conv + activation + 2x2 max pool on the FMA pipe: random shapes (odd and even conv outputs and rows, maps 1..24
+    in one or more groups, taps 1..64) on random knobs (TW 2..8, every vector width, next-row loads or not), x aligned
+    or not (its scalar path), outputs poisoned with NaN first, against float64's pool(act(conv)) at fp32's tolerance;
+    an Inf input only reaches the pooled outputs that read it."""
     import torch
     import torch.nn.functional as F
 
+    from convbench.cli import sweep as sweep_cli
     from convbench.core.precision import ARITHMETICS
     from convbench.core.reference import activation
 
@@ -923,10 +934,13 @@ def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
     rng = random.Random(21)
     shapes = [(H, W, M, K) for C, H, W, M, K in course_layers() if C == 1]
     shapes += [(rng.randint(K + 1, 150), rng.randint(K + 1, 150), rng.randint(1, 24), K)
-               for K in (1, 2, 3, 5, 7, 8) for _ in range(4)]
+               for K in (1, 2, 3, 5, 7, 8) for _ in range(5)]
     for case, (H, W, M, K) in enumerate(shapes):
         B = rng.choice((1, 3, 64, 257))
         act = ("tanh", "relu", "sigmoid")[case % 3]
+        knobs = None if case % 5 == 0 else _mma.C1FmaLaunchPlan(1, *rng.choice(sweep_cli.C1_FMA_KNOBS))
+        if knobs is not None and case % 5 == 1:
+            knobs = replace(knobs, TW=rng.choice((2, 6)))
         g = torch.Generator().manual_seed(300 + case)
         x = torch.randn(B, 1, H, W, generator=g)
         k = torch.randn(M, 1, K, K, generator=g) / K
@@ -934,13 +948,16 @@ def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
             x[B // 2, 0, H // 2, W // 2] = float("inf")
         ref = F.max_pool2d(activation(F.conv2d(x.double(), k.double()), act), 2, 2)
         y = torch.full(ref.shape, float("nan"), device="cuda")
-        _mma.conv_act_pool(x.cuda(), k.cuda(), act, Pool(2, 2), "tf32x3", out=y)
+        xd = torch.empty(x.numel() + 1, device="cuda")[case % 2:][:x.numel()].view(x.shape)  # 4-byte aligned, or 16
+        xd.copy_(x)
+        _mma.conv_act_pool(xd, k.cuda(), act, Pool(2, 2), "tf32x3", out=y, override=knobs)
         got = y.double().cpu()
         # every output written (no NaN left), the Inf (where it came in) in exactly the outputs whose windows read it
-        assert torch.equal(torch.isfinite(got), torch.isfinite(ref)), (case, B, H, W, M, K, act)
+        where = (case, B, H, W, M, K, act, knobs, xd.data_ptr() % 16)
+        assert torch.equal(torch.isfinite(got), torch.isfinite(ref)), where
         fin = torch.isfinite(ref)
         err = float((got[fin] - ref[fin]).norm() / ref[fin].norm())
-        assert err <= ARITHMETICS["fp32"].tolerance, (case, B, H, W, M, K, act, err)
+        assert err <= ARITHMETICS["fp32"].tolerance, (*where, err)
 
 
 def test_the_fma_kernel_routing_agrees_with_its_plan(monkeypatch):
@@ -948,7 +965,8 @@ def test_the_fma_kernel_routing_agrees_with_its_plan(monkeypatch):
     3xFP16's short reductions count as the 3xTF32 they run in."""
     monkeypatch.setattr(_mma, "C1_FMA", True)
     assert _mma.takes_c1_fma((8, 1, 70, 70), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
-    assert not _mma.takes_c1_fma((8, 1, 9, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
+    assert _mma.takes_c1_fma((8, 1, 9, 2 * 4 * _mma.C1_FMA_RULE.NTB + 10), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))
+    assert not _mma.takes_c1_fma((2**23, 1, 86, 86), (4, 1, 7, 7), _mma.TF32X3, Pool(2, 2))  # items past int32
     assert _mma.takes_c1_fma((8, 1, 6, 6), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # a 2x2 conv output: one window
     assert not _mma.takes_c1_fma((8, 1, 5, 5), (12, 1, 5, 5), _mma.TF32X3, Pool(2, 2))  # 1x1: none
     assert _mma.fused_code("fp16x3", 1, 5) == _mma.TF32X3 and _mma.fused_code("fp16x3", 12, 5) == _mma.FP16X3

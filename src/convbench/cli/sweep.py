@@ -68,9 +68,9 @@ C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4
 # and the fp16 pair path (F16: faster on some layers, slower on others) on the blocks that did best with or without it
 C1_POOL_BLOCKS += [(8, 4, 2, 2, 1), (4, 4, 3, 0, 1), (8, 4, 2, 0, 1)]
 C1_SWEPT = "tf32x3"
-# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB), each plan deduplicated by
-# the launch it makes; the best is recorded with USE 1 where it beat the layer's route without it, else USE 0
-C1_FMA_KNOBS = list(itertools.product((4, 8), (4, 6, 8, 12), (128, 256), (1, 2, 3)))
+# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB, PF), each plan deduplicated
+# by the launch it makes; the best is recorded with USE 1 where it beat the layer's route without it, else USE 0
+C1_FMA_KNOBS = list(itertools.product((4, 8), (4, 6, 12), (128, 256), (1, 2, 3, 4, 6), (0, 1)))
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
@@ -264,20 +264,24 @@ def routed_without_fma(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: 
 
 def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
     """Trials of the FMA kernel's knobs (C1_FMA_KNOBS) on a pooled single-channel layer, and (seconds, plan) of the
-    fastest (None: none ran)."""
+    fastest (None: none ran). A plan whose kernel spills registers is not timed."""
     x, k = layer.x, layer.k
     _, _, H, W = x.shape
     M, _, K, _ = k.shape
     trials, best, seen = [], None, set()
-    for TW, MG, NTB, MINB in C1_FMA_KNOBS:
-        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB)
+    for TW, MG, NTB, MINB, PF in C1_FMA_KNOBS:
+        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF)
         try:
-            p = igemm.c1_fma_plan(H, W, M, K, knobs)
+            p = igemm.c1_fma_plan(H, W, M, K, knobs, x.shape[0])
         except igemm.TooBig:
             continue
         if p in seen:  # a larger MG than the maps need: the same launch
             continue
         seen.add(p)
+        if igemm.c1_fma_kernel(p, K, igemm.ACTS[layer.act]).local_size_bytes:  # (shipped plans compile unspilled)
+            trials.append(Trial(layer.name, {"arithmetic": C1_SWEPT, "kind": "c1fma", **knobs.fields()}, None,
+                                "spills registers: not recorded"))
+            continue
 
         def call(i, knobs=knobs):
             igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, C1_SWEPT, out=y, override=knobs)

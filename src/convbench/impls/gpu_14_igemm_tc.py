@@ -408,7 +408,7 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
 
 
 # ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
-# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, blocks of at most NTB threads
+# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, one thread an item of all images'
 
 
 @dataclass(frozen=True)
@@ -419,10 +419,11 @@ class C1FmaLaunchPlan(tuning.LaunchPlan):
     and the route without it serves the layer."""
 
     USE: int  # 1: the FMA kernel serves the layer (where C1_FMA is None); 0: the route without it was faster
-    TW: int = 4  # conv columns a thread (a multiple of 4: its input window is read as float4s)
+    TW: int = 4  # conv columns a thread (even: whole pooled windows)
     MG: int = 8  # the most maps a thread computes: the maps go in the fewest groups of at most MG, as even as they go
-    NTB: int = 256  # the most threads a block
+    NTB: int = 256  # threads a block
     MINB: int = 2  # __launch_bounds__' blocks an SM (2 x 256 threads leave 128 registers a thread)
+    PF: int = 0  # 1: each thread loads its next input row while the FMAs of this one issue
 
 
 C1_FMA_RULE = C1FmaLaunchPlan(USE=0)
@@ -445,24 +446,18 @@ def c1_fma_choice(B: int, H: int, W: int, M: int, K: int) -> C1FmaLaunchPlan:
 @dataclass(frozen=True)
 class C1FmaPlan:
     MG: int  # maps a thread computes
-    groups: int  # map groups (the grid's y)
+    groups: int  # map groups (neighbouring blocks of the grid)
     TW: int  # conv columns a thread computes
     nseg: int  # threads across a pooled row
-    RP: int  # pooled rows a block
-    nslabs: int  # blocks an image (the grid's x: B x nslabs)
-    XW: int  # the staged input's row pitch, floats
-    rows: int  # staged input rows: 2 RP + K - 1
-    NTB: int  # the most threads a block (the kernel's __launch_bounds__)
+    VEC: int  # floats an input load (the widest that divides W and TW)
+    NTB: int  # threads a block (the kernel's __launch_bounds__)
     MINB: int  # __launch_bounds__' blocks an SM
+    PF: int  # next-row loads ahead of the FMAs
+    POH: int  # pooled rows an image
 
-    @property
-    def threads(self) -> int:
-        return -(-self.RP * self.nseg // 32) * 32
-
-    @property
-    def smem(self) -> int:
-        """Dynamic shared memory, bytes: the slab's staged input rows."""
-        return 4 * self.rows * self.XW
+    def blocks(self, B: int) -> int:
+        """The grid: blocks of NTB items over B images' POH x nseg items, each in every map group."""
+        return -(-B * self.POH * self.nseg // self.NTB) * self.groups
 
 
 def c1_fma_serves(C: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
@@ -490,47 +485,45 @@ def takes_c1_fma(x_shape, k_shape, prec: int, pool: Pool | None) -> bool:
     if C1_FMA is None and not knobs.USE:
         return False
     try:
-        c1_fma_plan(H, W, M, K, knobs)
+        c1_fma_plan(H, W, M, K, knobs, B)
     except TooBig:
         return False
     return True
 
 
-def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple | None = None) -> C1FmaPlan:
+def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple | None = None,
+                B: int = 1) -> C1FmaPlan:
     """The FMA kernel's launch on `knobs` (C1_FMA_RULE's where None): maps in the fewest groups of at most MG, as even
-    as they go; TW columns a thread across the pooled windows' conv columns; as many whole pooled rows a block as NTB
-    threads hold, the slabs then evened out. TooBig: a pooled row needs more than NTB threads, or the slab more shared
-    memory than a block has."""
+    as they go; TW columns a thread across the pooled windows' conv columns. TooBig: no whole window to pool, or more
+    items (B x pooled rows x threads a row) than the kernel's int32 numbering holds."""
     kn = C1FmaLaunchPlan.of(knobs) if knobs is not None else C1_FMA_RULE
-    if kn.TW < 4 or kn.TW % 4 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1:
-        raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW a multiple of 4, MG >= 1, NTB a multiple of 32, "
-                         "MINB >= 1")
+    if kn.TW < 2 or kn.TW % 2 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1 or kn.PF not in (0, 1):
+        raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW even, MG >= 1, NTB a multiple of 32, MINB >= 1, "
+                         "PF 0 or 1")
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
     if POH < 1 or POW < 1:
         raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
     groups = -(-M // kn.MG)
-    MG, TW = -(-M // groups), kn.TW
-    nseg = -(-2 * POW // TW)
-    if nseg > kn.NTB:
-        raise TooBig(f"gpu-igemm-tc: a pooled row of {POW} outputs is too wide for the single-channel FMA kernel")
-    nslabs = -(-POH // max(1, kn.NTB // nseg))
-    RP = -(-POH // nslabs)
-    XW = _round4(max(W, (nseg - 1) * TW + _round4(TW + K - 1)))
-    p = C1FmaPlan(MG, groups, TW, nseg, RP, nslabs, XW, 2 * RP + K - 1, kn.NTB, kn.MINB)
-    if p.smem > SMEM_PER_BLOCK:
-        raise TooBig(f"gpu-igemm-tc: rows of {W} pixels need {p.smem} bytes of shared memory in the FMA kernel")
-    return p
+    nseg = -(-2 * POW // kn.TW)
+    if B * POH * nseg + kn.NTB >= 2**31:
+        raise TooBig(f"gpu-igemm-tc: {B} images of {H}x{W} are more items than the FMA kernel numbers")
+    VEC = next(v for v in (4, 2, 1) if W % v == 0 and kn.TW % v == 0)  # (every window's loads aligned alike)
+    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, POH)
+
+
+def c1_fma_kernel(p: C1FmaPlan, K: int, act: int):
+    """The FMA kernel compiled for plan p, K x K taps and activation code `act` (ACTS)."""
+    return gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB,
+                      PF=p.PF, ACT=act)
 
 
 def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None):
     B, _, H, W = x.shape
     M, _, K, _ = k.shape
-    p = c1_fma_plan(H, W, M, K, knobs if knobs is not None else c1_fma_choice(B, H, W, M, K))
-    fn = gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, NTB=p.NTB, MINB=p.MINB, ACT=act)
-    gpu.opt_in_shared_memory(fn, p.smem, x.device.index or 0)
-    args = (y, x, k, M, H, W, p.RP, p.nslabs, p.nseg, p.XW)
-    return gpu.prepare(fn, (B * p.nslabs, p.groups, 1), (p.threads, 1, 1), args, p.smem, "igemm_c1_fma_kernel", SLOTS,
-                       dependent=True)
+    p = c1_fma_plan(H, W, M, K, knobs if knobs is not None else c1_fma_choice(B, H, W, M, K), B)
+    fn = c1_fma_kernel(p, K, act)
+    args = (y, x, k, B, M, H, W, p.nseg, p.groups)
+    return gpu.prepare(fn, (p.blocks(B), 1, 1), (p.NTB, 1, 1), args, 0, "igemm_c1_fma_kernel", SLOTS, dependent=True)
 
 
 # ------------------------------------------------------------------ the general kernel (gpu_14_igemm_tc.cu)
