@@ -778,7 +778,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     assert list(chosen) == [key] and chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5)
-    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP, p.F16) == tuple(chosen[key])
     four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x], None, None)  # 4 maps: the general kernel's layer
     assert sweep_cli.c1_sweep(four, 64, 3) == ([], {})
     # with an activation and a 2x2 max pool after it: the POOL epilogue's plans too, under their own key
@@ -793,7 +793,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     assert chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
-    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP) == tuple(chosen[key])
+    assert (p.NR, p.NW, p.TT, p.MINB, p.CAP, p.F16) == tuple(chosen[key])
     # and the FMA kernel's knobs (kind c1fma): the fastest recorded, USE where it beat the fastest c1pool plan (12 maps
     # at 64 images: single_channel sends the layer to the POOL epilogue, so that is the bar)
     fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
