@@ -1,6 +1,7 @@
 """The tensor-core implicit GEMM's launcher (impls/gpu_14_igemm_tc.py) on the CPU: plans fit shared memory, the tuned tables
 are valid plans, the padded strides keep their bank-conflict properties, and the kernel's variants compile."""
 
+import itertools
 import random
 import re
 import shutil
@@ -174,10 +175,11 @@ _FMA_LAUNCHES = {(K, _mma.c1_fma_plan(H, W, M, K)) for C, H, W, M, K in set(cour
 _FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields)) for card in ("default", "NVIDIA-H200")
                   for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items()
                   if "/c1fma/" in key and fields["USE"] for _, H, W, M, K, *_ in [tuning.parse_plan_key(key)]}
-C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, ACT=act)
+C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, IPT=p.IPT, ACT=act)
                    for K, p in sorted(_FMA_LAUNCHES, key=str) for act in (1, 2)]
 C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, VEC=vec, NTB=_mma.C1_FMA_RULE.NTB,
-                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, ACT=3) for K, vec, pf in ((1, 1, 0), (3, 2, 1), (8, 4, 0))]
+                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, IPT=ipt, ACT=3)
+                    for K, vec, pf, ipt in ((1, 1, 0, 1), (3, 2, 1, 2), (8, 4, 0, 4))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -799,7 +801,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
     assert len(fma) >= 8
     best_fma = min(fma, key=lambda t: t.seconds)
-    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB", "PF")},
+    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB", "PF", "IPT")},
             "USE": int(best_fma.seconds < fastest.seconds)}
     assert chosen[fma_key].fields() == want
     tuning.record("gpu-igemm-tc", fma_key, chosen[fma_key])
@@ -823,14 +825,15 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
 
 def c1_fma_outputs(B, H, W, M, K, p):
     """What each thread of the FMA kernel's grid writes, (image, map, pooled row, pooled column), as the kernel indexes
-    them: block i -> map group i % groups, items (i // groups) * NTB + tid; item -> (image, pooled row, segment).
+    them: block i -> map group i % groups, items (i // groups) * NTB * IPT + it * NTB + tid (it < IPT); item ->
+    (image, pooled row, segment).
     Checks on the way that every value a written output reads is in its own image's row and the thread's window."""
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
     XR = -(-(p.TW + K - 1) // p.VEC) * p.VEC
     for blk in range(p.blocks(B)):
         grp = blk % p.groups
-        for tid in range(p.NTB):
-            item = blk // p.groups * p.NTB + tid
+        for it, tid in itertools.product(range(p.IPT), range(p.NTB)):
+            item = blk // p.groups * p.NTB * p.IPT + it * p.NTB + tid
             if item >= B * POH * p.nseg:
                 continue
             seg, row = item % p.nseg, item // p.nseg
@@ -862,7 +865,8 @@ def test_the_fma_kernels_threads_write_every_pooled_output_once():
             kn = replace(kn, TW=rng.choice((2, 6)))
         B = rng.choice((1, 2, 3))
         p = _mma.c1_fma_plan(H, W, M, K, kn, B)
-        assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0 and (p.NTB, p.MINB, p.PF) == tuple(kn)[3:]
+        assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0
+        assert (p.NTB, p.MINB, p.PF, p.IPT) == tuple(kn)[3:]
         written = list(c1_fma_outputs(B, H, W, M, K, p))
         POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
         assert len(written) == len(set(written)) == B * M * POH * POW, (H, W, M, K, p)
@@ -904,7 +908,7 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
     assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3), 1000)
-    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0,
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0, IPT=1,
                                                      ACT=_mma.ACTS["relu"]))
     assert got.grid == (-(-1000 * 40 * 10 // 128), 1, 1) == (p.blocks(1000), 1, 1) and got.block == (128, 1, 1)
     assert got.smem == 0 and got.args[3:] == (1000, 4, 86, 86, 10, 1) and got.slots == _mma.SLOTS

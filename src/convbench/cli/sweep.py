@@ -8,7 +8,9 @@ Two kinds of sweep, one command:
   3xTF32 / 3xFP16 skip products whose low parts are zero and the images' pixels make them so. A plan is timed only
   where it fits shared memory and is correct (the arithmetic's tolerance, core/precision.py's table); the fastest per
   layer is recorded for each arithmetic under the layer's plan key (its batch class: 1000 images or more, or fewer),
-  for the arithmetics that take their plan from a swept one as well (PLAN_SOURCES).
+  for the arithmetics that take their plan from a swept one as well (PLAN_SOURCES). A large batch's plans are timed
+  by Op Time; a small batch's by their kernels' GPU time (CUPTI), since there the host's part of a call, the same
+  for every plan, is most of its Op Time and its noise larger than the plans' differences.
 
 The user's file is in the format of the shipped ones (convbench/tuning/<GPU>.json): copy it there to ship the plans.
 """
@@ -32,7 +34,7 @@ from convbench.core.tables import TEXT, FitTable
 from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.spec import Activation, Pool, get_network
-from convbench.core.timing import median_time, rotation_count
+from convbench.core.timing import kernel_time, median_time, rotation_count
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
@@ -68,9 +70,12 @@ C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4
 # and the fp16 pair path (F16: faster on some layers, slower on others) on the blocks that did best with or without it
 C1_POOL_BLOCKS += [(8, 4, 2, 2, 1), (4, 4, 3, 0, 1), (8, 4, 2, 0, 1)]
 C1_SWEPT = "tf32x3"
-# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB, PF), each plan deduplicated
-# by the launch it makes; the best is recorded with USE 1 where it beat the layer's route without it, else USE 0
-C1_FMA_KNOBS = list(itertools.product((4, 8), (4, 6, 12), (128, 256), (1, 2, 3, 4, 6), (0, 1)))
+# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB, PF, IPT), each plan
+# deduplicated by the launch it makes, a plan whose kernel spills left out; the best is recorded with USE 1 where it
+# beat the layer's route without it, else USE 0. (NTB, MINB): blocks of 128 or 256 threads with no register cap, or
+# capped at 128 or 85 registers a thread.
+C1_FMA_KNOBS = [(TW, MG, NTB, MINB, PF, IPT) for TW, MG, (NTB, MINB), PF, IPT in itertools.product(
+    (4, 8), (4, 6, 12), ((128, 1), (128, 4), (128, 6), (256, 1), (256, 2), (256, 3)), (0, 1), (1, 4))]
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
@@ -113,7 +118,23 @@ def rel_error(y: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def timed(fn, layer: Layer, reps: int) -> float:
+    """A trial's time: Op Time (the median of reps calls) at large batches; at small ones its kernels' time by CUPTI
+    (core/timing.kernel_time): there a call's host part is most of its Op Time, the same for every plan but for its
+    noise, and the graph of the whole network has no host part at all."""
+    if small_batch(layer.x.shape[0]):
+        return kernel_time(fn, len(layer.sets), reps, warmup=3)
     return median_time("cuda", fn, len(layer.sets), reps, warmup=3)
+
+
+def small_batch(batch: int) -> bool:
+    return tuning.batch_class(batch) == "small"
+
+
+def measured(batch: int, reps: int) -> tuple[str, str]:
+    """What a sweep at `batch` times: its table's column and the words for its title."""
+    if small_batch(batch):
+        return "kernel time (ms)", f"its kernels' time by CUPTI, mean of {reps} calls"
+    return "Op Time (ms)", f"median of {reps} runs"
 
 
 def checked_trial(layer: Layer, label: dict, call, y: torch.Tensor, want: torch.Tensor, arith: str,
@@ -268,17 +289,18 @@ def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
     x, k = layer.x, layer.k
     _, _, H, W = x.shape
     M, _, K, _ = k.shape
-    trials, best, seen = [], None, set()
-    for TW, MG, NTB, MINB, PF in C1_FMA_KNOBS:
-        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF)
+    trials, best, plans = [], None, {}
+    for TW, MG, NTB, MINB, PF, IPT in C1_FMA_KNOBS:
+        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF, IPT=IPT)
         try:
             p = igemm.c1_fma_plan(H, W, M, K, knobs, x.shape[0])
         except igemm.TooBig:
             continue
-        if p in seen:  # a larger MG than the maps need: the same launch
-            continue
-        seen.add(p)
-        if igemm.c1_fma_kernel(p, K, igemm.ACTS[layer.act]).local_size_bytes:  # (shipped plans compile unspilled)
+        plans.setdefault(p, knobs)  # (a larger MG than the maps need: the same launch)
+    act = igemm.ACTS[layer.act]
+    gpu.compile_all(lambda p=p: igemm.c1_fma_kernel(p, K, act) for p in plans)  # side by side first
+    for p, knobs in plans.items():
+        if igemm.c1_fma_kernel(p, K, act).local_size_bytes:  # (shipped plans compile unspilled)
             trials.append(Trial(layer.name, {"arithmetic": C1_SWEPT, "kind": "c1fma", **knobs.fields()}, None,
                                 "spills registers: not recorded"))
             continue
@@ -368,7 +390,7 @@ def plan_sweep(family: str, net: str, batch: int, reps: int, quick: bool = False
     return results
 
 
-def trials_table(title: str, trials: list[Trial]) -> FitTable:
+def trials_table(title: str, trials: list[Trial], column: str = "Op Time (ms)") -> FitTable:
     """One layer's trials, fastest first: * marks the best of each arithmetic and kind (what is recorded), a failed
     trial says why in place of its time."""
     groups: dict[tuple, Trial] = {}
@@ -379,7 +401,7 @@ def trials_table(title: str, trials: list[Trial]) -> FitTable:
     winners = {id(t) for t in groups.values()}
     table = FitTable(title=title)
     table.add_column("configuration", TEXT)
-    table.add_column("Op Time (ms)")
+    table.add_column(column)
     table.add_column("vs best")
     for t in sorted(trials, key=lambda t: (t.seconds is None, t.seconds or 0)):
         cfg = " ".join(f"{k}={v}" for k, v in t.config.items())
@@ -415,7 +437,9 @@ def cmd_sweep(args) -> int:
                          f"in `convbench impls`, or one of {', '.join(PLAN_FAMILIES)} (launch plans)")
     console = Console(highlight=False)
     for layer, trials in results.items():
-        where = f"{spec.name} {layer} · batch {args.batch} · median of {args.reps} runs"
-        console.print(trials_table(f"{title} · {where}", trials))
+        column, how = measured(args.batch, args.reps) if family in PLAN_FAMILIES else ("Op Time (ms)",
+                                                                                         f"median of {args.reps} runs")
+        where = f"{spec.name} {layer} · batch {args.batch} · {how}"
+        console.print(trials_table(f"{title} · {where}", trials, column))
     console.print(f"choices recorded in {tuning.user_file()}")
     return 0

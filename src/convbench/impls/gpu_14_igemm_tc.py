@@ -424,6 +424,7 @@ class C1FmaLaunchPlan(tuning.LaunchPlan):
     NTB: int = 256  # threads a block
     MINB: int = 2  # __launch_bounds__' blocks an SM (2 x 256 threads leave 128 registers a thread)
     PF: int = 0  # 1: each thread loads its next input row while the FMAs of this one issue
+    IPT: int = 1  # items a thread, one after another
 
 
 C1_FMA_RULE = C1FmaLaunchPlan(USE=0)
@@ -453,11 +454,12 @@ class C1FmaPlan:
     NTB: int  # threads a block (the kernel's __launch_bounds__)
     MINB: int  # __launch_bounds__' blocks an SM
     PF: int  # next-row loads ahead of the FMAs
+    IPT: int  # items a thread
     POH: int  # pooled rows an image
 
     def blocks(self, B: int) -> int:
-        """The grid: blocks of NTB items over B images' POH x nseg items, each in every map group."""
-        return -(-B * self.POH * self.nseg // self.NTB) * self.groups
+        """The grid: blocks of NTB x IPT items over B images' POH x nseg items, each in every map group."""
+        return -(-B * self.POH * self.nseg // (self.NTB * self.IPT)) * self.groups
 
 
 def c1_fma_serves(C: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
@@ -497,24 +499,25 @@ def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple |
     as they go; TW columns a thread across the pooled windows' conv columns. TooBig: no whole window to pool, or more
     items (B x pooled rows x threads a row) than the kernel's int32 numbering holds."""
     kn = C1FmaLaunchPlan.of(knobs) if knobs is not None else C1_FMA_RULE
-    if kn.TW < 2 or kn.TW % 2 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1 or kn.PF not in (0, 1):
+    if (kn.TW < 2 or kn.TW % 2 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1 or kn.PF not in (0, 1)
+            or kn.IPT < 1):
         raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW even, MG >= 1, NTB a multiple of 32, MINB >= 1, "
-                         "PF 0 or 1")
+                         "PF 0 or 1, IPT >= 1")
     POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
     if POH < 1 or POW < 1:
         raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
     groups = -(-M // kn.MG)
     nseg = -(-2 * POW // kn.TW)
-    if B * POH * nseg + kn.NTB >= 2**31:
+    if B * POH * nseg + kn.NTB * kn.IPT >= 2**31:
         raise TooBig(f"gpu-igemm-tc: {B} images of {H}x{W} are more items than the FMA kernel numbers")
     VEC = next(v for v in (4, 2, 1) if W % v == 0 and kn.TW % v == 0)  # (every window's loads aligned alike)
-    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, POH)
+    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, kn.IPT, POH)
 
 
 def c1_fma_kernel(p: C1FmaPlan, K: int, act: int):
     """The FMA kernel compiled for plan p, K x K taps and activation code `act` (ACTS)."""
     return gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB,
-                      PF=p.PF, ACT=act)
+                      PF=p.PF, IPT=p.IPT, ACT=act)
 
 
 def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None):

@@ -5,12 +5,11 @@
 //  * Plain fp32 FMAs, exact as fp32: no TF32 split, no mma tile whose 16 rows hold only 4..12 maps, no per-pixel
 //    operand addressing. Each thread computes the 2 conv rows x TW columns under TW / 2 pooled outputs, for MG maps,
 //    and reduces them to the pooled values in registers: a quarter of the conv outputs ever leave it.
-//  * One thread an item (image, pooled row, TW-column segment), the items of all images numbered in one sequence, so
-//    every warp is full but the grid's last. No staging and no barrier after the weights': for each of its K + 1
-//    input rows a thread loads its window of TW + K - 1 values straight into registers (VEC-wide loads through L1,
-//    where the K + 1 rows of a pooled row are the next one's too), and feeds it to both conv rows and every map.
-//    Other resident warps' FMAs hide the loads' latency. The MG maps' weights sit in shared memory, read as
-//    broadcast float4s.
+//  * A thread an item (image, pooled row, TW-column segment) at a time, IPT of them, the items of all images numbered
+//    in one sequence: every warp is full but the grid's last. No staging, no barrier after the weights' (staged once
+//    a block, read as broadcast float4s): for each of its K + 1 input rows a thread loads its window of TW + K - 1
+//    values straight into registers (VEC-wide loads through L1, where a pooled row's rows are the next one's too)
+//    and feeds it to both conv rows and every map; with PF the next row's loads issue before this row's FMAs.
 //  * The map groups of one item block are neighbouring blocks, so each image is read from DRAM about once.
 // Why faster: the course's conv1 layers do 25..49 multiply-adds an output on 4..12 maps; an mma tile of 16 maps x 8
 // pixels wastes 25..75 % of its products (most at 4 and 6 maps) and spends more instructions on operand addresses
@@ -43,6 +42,9 @@
 #endif
 #ifndef MINB
 #define MINB 2  // __launch_bounds__' minimum resident blocks per SM
+#endif
+#ifndef IPT
+#define IPT 1  // items a thread, one after another (the weights' staging and barrier once a block)
 #endif
 #ifndef PF
 #define PF 0  // 1: a thread loads its next input row's window before this row's FMAs (more registers)
@@ -108,31 +110,13 @@ __device__ __forceinline__ void row_fmas(float (&acc)[MG][2][TW], const float (&
     }
 }
 
-// grid = (ceil(B * POH * nseg / NTB) * groups), block = NTB. Block i: map group i % groups (maps [g * MG, + MG)),
-// items [(i / groups) * NTB, + NTB); item = (b * POH + pooled row) * nseg + segment, segment: conv columns
-// [seg * TW, + TW) under pooled columns [seg * TW / 2, + TW / 2).
-// x: B x 1 x H x W, k: M x 1 x K x K, y: B x M x POH x POW with POH = (H - K + 1) / 2, POW = (W - K + 1) / 2.
-extern "C" __global__ void __launch_bounds__(NTB, MINB)
-    igemm_c1_fma_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
-                        const int M, const int H, const int W, const int nseg, const int groups) {
-    griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
-    __shared__ float4 Ws4[MG * KS * KP / 4];  // [MG][K][KP]: this block's maps' weights, maps past M as 0
-    float *Ws = reinterpret_cast<float *>(Ws4);
-    const int tid = threadIdx.x;
-    const int group = blockIdx.x % groups;
-    const int g0 = group * MG;
-    for (int e = tid; e < MG * KS * KP; e += NTB) {  // (the weights are no earlier kernel's output)
-        const int g = e / (KS * KP), r = e / KP % KS, q = e % KP;
-        Ws[e] = g0 + g < M && q < KS ? __ldg(k + ((g0 + g) * KS + r) * KS + q) : 0.0f;
-    }
-    __syncthreads();
-
+// One item: image b, pooled row pr, segment seg (conv columns [seg * TW, + TW)), maps [g0, g0 + MG).
+__device__ __forceinline__ void pooled_item(float *__restrict__ y, const float *__restrict__ x, const float4 *Ws4,
+                                            const int item, const int B, const int M, const int H, const int W,
+                                            const int nseg, const int g0) {
     const int POH = (H - KS + 1) / 2, POW = (W - KS + 1) / 2;
-    const int item = static_cast<int>(blockIdx.x / groups) * NTB + tid;  // (the host: B * POH * nseg < 2^31)
-    if (item >= B * POH * nseg) return;  // (no barrier follows)
     const int seg = item % nseg, row = item / nseg;  // row: b * POH + pooled row
     const int pr = row % POH, b = row / POH;
-    griddep_wait();  // (launched as a dependent: the input is the kernel before's output)
 
     const float *win = x + (static_cast<long long>(b) * H + 2 * pr) * W + seg * TW;
     const float *last = x + static_cast<long long>(B) * H * W - 1;
@@ -182,5 +166,35 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
                 yb[static_cast<long long>(g) * POH * POW + pc] = activate(v);
             }
         }
+    }
+}
+
+// grid = (ceil(B * POH * nseg / (NTB * IPT)) * groups), block = NTB. Block i: map group i % groups (maps
+// [g * MG, + MG)), items [(i / groups) * NTB * IPT, + NTB * IPT); item = (b * POH + pooled row) * nseg + segment,
+// segment: conv columns [seg * TW, + TW) under pooled columns [seg * TW / 2, + TW / 2).
+// x: B x 1 x H x W, k: M x 1 x K x K, y: B x M x POH x POW with POH = (H - K + 1) / 2, POW = (W - K + 1) / 2.
+extern "C" __global__ void __launch_bounds__(NTB, MINB)
+    igemm_c1_fma_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
+                        const int M, const int H, const int W, const int nseg, const int groups) {
+    griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
+    __shared__ float4 Ws4[MG * KS * KP / 4];  // [MG][K][KP]: this block's maps' weights, maps past M as 0
+    float *Ws = reinterpret_cast<float *>(Ws4);
+    const int tid = threadIdx.x;
+    const int group = blockIdx.x % groups;
+    const int g0 = group * MG;
+    for (int e = tid; e < MG * KS * KP; e += NTB) {  // (the weights are no earlier kernel's output)
+        const int g = e / (KS * KP), r = e / KP % KS, q = e % KP;
+        Ws[e] = g0 + g < M && q < KS ? __ldg(k + ((g0 + g) * KS + r) * KS + q) : 0.0f;
+    }
+    __syncthreads();
+
+    const int POH = (H - KS + 1) / 2;
+    griddep_wait();  // (launched as a dependent: the input is the kernel before's output)
+    const int first = static_cast<int>(blockIdx.x / groups) * (NTB * IPT) + tid;  // (the host: items < 2^31)
+#pragma unroll 1
+    for (int it = 0; it < IPT; ++it) {  // the block's items: IPT runs of NTB, a thread's NTB apart
+        const int item = first + it * NTB;
+        if (item >= B * POH * nseg) break;  // (no barrier follows)
+        pooled_item(y, x, Ws4, item, B, M, H, W, nseg, g0);
     }
 }
