@@ -408,7 +408,7 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
 
 
 # ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
-# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, one thread an item of all images'
+# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, IPT such items, numbered across images
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,2 @@
+# session 19, call 5 (4268c13): where each net's whole-network graph spends its time, per kernel, on the shipped plans
+export PYTHONPATH=$PWD/src CONVBENCH_CACHE=/tmp/cbcache PYTHONUNBUFFERED=1 COLUMNS=200; python3 -m pip install -e . --no-deps --no-build-isolation -q >/dev/null 2>&1; rm -f /tmp/cbcache/tuning/*.json; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/gpu.txt; timeout 240 python3 .devrun/s19/graph_kernels.py sp19,minidnn,fa19,fa18 10000,100 2>&1 | grep -v -i warn | tee $OUT/graph-kernels.txt
