@@ -34,12 +34,13 @@ from convbench.core.tables import TEXT, FitTable
 from convbench.core.gpu import tuning
 from convbench.core.precision import ARITHMETICS, kernel_code
 from convbench.core.spec import Activation, Pool, get_network
-from convbench.core.timing import kernel_time, median_time, rotation_count
+from convbench.core.timing import median_time, rotation_count
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
 from convbench.impls.registry import builtin
 from convbench.measure.bench import conv_inputs
+from convbench.measure.profile import kernel_time
 from convbench.measure.sweep import Trial, sweep
 
 PLAN_FAMILIES = ("gpu-igemm-tc", "gpu-wgmma")
@@ -119,7 +120,7 @@ def rel_error(y: torch.Tensor, ref: torch.Tensor) -> float:
 
 def timed(fn, layer: Layer, reps: int) -> float:
     """A trial's time: Op Time (the median of reps calls) at large batches; at small ones its kernels' time by CUPTI
-    (core/timing.kernel_time): there a call's host part is most of its Op Time, the same for every plan but for its
+    (measure/profile.kernel_time): there a call's host part is most of its Op Time, the same for every plan but for its
     noise, and the graph of the whole network has no host part at all."""
     if small_batch(layer.x.shape[0]):
         return kernel_time(fn, len(layer.sets), reps, warmup=3)
@@ -130,9 +131,10 @@ def small_batch(batch: int) -> bool:
     return tuning.batch_class(batch) == "small"
 
 
-def measured(batch: int, reps: int) -> tuple[str, str]:
-    """What a sweep at `batch` times: its table's column and the words for its title."""
-    if small_batch(batch):
+def measured(batch: int, reps: int, plans: bool = True) -> tuple[str, str]:
+    """What a sweep at `batch` times (plans: a launch-plan sweep; a tunables sweep always takes Op Time): its table's
+    column and the words for its title."""
+    if plans and small_batch(batch):
         return "kernel time (ms)", f"its kernels' time by CUPTI, mean of {reps} calls"
     return "Op Time (ms)", f"median of {reps} runs"
 
@@ -437,8 +439,7 @@ def cmd_sweep(args) -> int:
                          f"in `convbench impls`, or one of {', '.join(PLAN_FAMILIES)} (launch plans)")
     console = Console(highlight=False)
     for layer, trials in results.items():
-        column, how = measured(args.batch, args.reps) if family in PLAN_FAMILIES else ("Op Time (ms)",
-                                                                                         f"median of {args.reps} runs")
+        column, how = measured(args.batch, args.reps, family in PLAN_FAMILIES)
         where = f"{spec.name} {layer} · batch {args.batch} · {how}"
         console.print(trials_table(f"{title} · {where}", trials, column))
     console.print(f"choices recorded in {tuning.user_file()}")

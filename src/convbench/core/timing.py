@@ -62,26 +62,5 @@ def median_time(device: str, fn: Callable[[int], object], n_inputs: int = 1, rep
     return median(run_times(device, fn, n_inputs, reps, warmup))
 
 
-def kernel_time(fn: Callable[[int], object], n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> float:
-    """GPU seconds of fn(i)'s kernels a call: the mean over `reps` calls after `warmup`, each kernel's duration as
-    CUPTI records it (torch.profiler's CUDA activity). No host path and no gaps between calls: what a plan changes
-    where the host's part of a call is most of its time and varies more from run to run than the kernels do between
-    plans (a sweep at small batches). Not Op Time."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    for i in range(warmup):
-        fn(i % n_inputs)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA], acc_events=True) as prof:  # (acc_events: no warning)
-        for r in range(reps):
-            fn(r % n_inputs)
-        torch.cuda.synchronize()
-    us = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
-    if us <= 0:
-        raise RuntimeError("the profiler recorded no kernel of the timed calls")
-    return us / 1e6 / reps
-
-
 def rotation_count(input_bytes: int) -> int:
     return max(1, min(8, -(-2 * L2_BYTES // max(1, input_bytes))))

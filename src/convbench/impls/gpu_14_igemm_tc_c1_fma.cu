@@ -17,8 +17,8 @@
 // whole pooled rows seldom fills its last warp.
 // What bounds it: FMA issue. The FMAs alone: fa19 conv1 at 10000 images is 10000 x 12 x 66 x 66 x 25 = 13.1 G FMAs,
 // about 0.39 ms at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G about 0.37 ms. Per input
-// row a thread issues 2 MG K TW FMAs against XR / VEC window loads and 2 MG KP / 4 weight loads (TW 8, MG 4, K 7:
-// 448 FMAs, 19 loads); per pooled output 3 max, the activation and a store. Reading the input (4 B a pixel) and
+// row a thread issues 2 MG K TW FMAs against XR / VEC window loads and 2 MG KP / 4 weight loads (TW 8, MG 4, K 7,
+// VEC 2: 448 FMAs, 23 loads); per pooled output 3 max, the activation and a store. Reading the input (4 B a pixel) and
 // writing pooled maps (M / 4 x 4 B a pixel) is under 0.15 ms, overlapped with the FMAs.
 // Limits: C = 1, K <= 8, a 2x2 stride-2 max pool over whole windows (floor), activation monotone (it is applied
 // after the max, as the mma kernel's POOL does). A window may run past its row into the next (or past the tensor's

@@ -129,6 +129,31 @@ def is_annotation(event) -> bool:
     return bool(getattr(event, "is_user_annotation", False)) or "annotation" in str(getattr(event, "activity_type", ""))
 
 
+def kernel_time(fn, n_inputs: int = 1, reps: int = 20, warmup: int = 3) -> float:
+    """GPU seconds of fn(i)'s work a call: the mean over `reps` calls after `warmup`, each kernel's (and copy's)
+    duration as CUPTI records it. No host path and no gaps between calls: what a plan changes where the host's part of
+    a call is most of its time and varies more from run to run than the kernels do between plans (a sweep at small
+    batches). Not Op Time."""
+    for i in range(warmup):
+        fn(i % n_inputs)
+    torch.cuda.synchronize()
+    prof = torch.profiler.profile(activities=[ProfilerActivity.CUDA], acc_events=True)  # (acc_events: no warning)
+    with _quiet_stderr():
+        prof.start()
+    try:
+        for r in range(reps):
+            fn(r % n_inputs)
+        torch.cuda.synchronize()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
+    us = sum(e.time_range.elapsed_us() for e in prof.events()
+             if e.device_type == DeviceType.CUDA and not is_annotation(e))
+    if us <= 0:
+        raise RuntimeError("the profiler recorded no kernel of the timed calls")
+    return us / 1e6 / reps
+
+
 def profile_inference(impl: ConvImpl, device: str, weights, images, trace: str | None = None) -> Profile:
     impl = labelled(impl)
     impl.prepare()
