@@ -110,7 +110,7 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
     files = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
     assert "default.json" in files and "NVIDIA-H100-80GB-HBM3.json" in files and "NVIDIA-H200.json" in files
     classes = {"gpu-igemm-tc": igemm.LaunchPlan, "gpu-wgmma": wgmma.LaunchPlan, "c1": igemm.C1LaunchPlan,
-               "c1fma": igemm.C1FmaLaunchPlan}
+               "c1fma": igemm.C1FmaLaunchPlan, "c1fmaconv": igemm.C1FmaLaunchPlan}
     default = tuning.shipped(tuning.DEFAULT)
     for name in files:
         text = (folder / name).read_text()
@@ -118,7 +118,8 @@ def test_every_shipped_file_holds_valid_plans_and_the_cards_agree_with_the_defau
         assert text == tuning.dumps(doc), f"{name} is not in the format `convbench sweep` writes"
         for impl, table in tuning.shipped(name[:-5]).items():
             for key, fields in table.items():
-                kind = "c1fma" if "/c1fma/" in key else "c1" if "/c1/" in key or "/c1pool/" in key else impl
+                part = tuning.parse_plan_key(key)[5]
+                kind = part if part in ("c1fma", "c1fmaconv") else "c1" if part in ("c1", "c1pool") else impl
                 plan = classes[kind].of(fields)  # every field named, nothing unknown
                 assert plan.fields() == fields
                 tuning.parse_plan_key(key)

@@ -2,6 +2,7 @@
 are valid plans, the padded strides keep their bank-conflict properties, and the kernel's variants compile."""
 
 import itertools
+import math
 import random
 import re
 import shutil
@@ -168,18 +169,22 @@ C1_VARIANTS += [dict(KS=k, IW=w, PREC=0, NW=nw, TT=tt, MINB=minb, **pool, PPAD=_
                 for nw, tt, minb in {_mma.C1_BLOCK[k * k <= 32, "large"][:3], _mma.C1_POOL_BLOCK["large"][:3]}]
 
 
-# the FMA kernel for pooled layers (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' launches on the rule's knobs, and
+# the FMA kernel (gpu_14_igemm_tc_c1_fma.cu): the course conv1s' launches on the rule's knobs, pooled and not, and
 # each layer's on the knobs the shipped files let serve it (USE 1; a USE 0 plan is the best FMA candidate of a layer
 # where it lost, kept for A/Bs, and may spill); then the rule on other tap counts
-_FMA_LAUNCHES = {(K, _mma.c1_fma_plan(H, W, M, K)) for C, H, W, M, K in set(course_layers()) if C == 1}
-_FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields)) for card in ("default", "NVIDIA-H200")
-                  for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items()
-                  if "/c1fma/" in key and fields["USE"] for _, H, W, M, K, *_ in [tuning.parse_plan_key(key)]}
-C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, IPT=p.IPT, ACT=act)
-                   for K, p in sorted(_FMA_LAUNCHES, key=str) for act in (1, 2)]
+_FMA_LAUNCHES = {(K, _mma.c1_fma_plan(H, W, M, K, pool=pool)) for C, H, W, M, K in set(course_layers()) if C == 1
+                 for pool in (True, False)}
+_FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields, pool=kind == "c1fma"))
+                  for card in ("default", "NVIDIA-H200") for key, fields in tuning.shipped(card).get(_mma.NAME, {}).items()
+                  for _, H, W, M, K, kind, *_ in [tuning.parse_plan_key(key)]
+                  if kind in _mma.C1_FMA_KINDS.values() and fields["USE"]}
+C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, IPT=p.IPT, POOL=p.POOL,
+                        SVEC=p.SVEC, ACT=act)
+                   for K, p in sorted(_FMA_LAUNCHES, key=str) for act in ((1, 2) if p.POOL else (0,))]
 C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, VEC=vec, NTB=_mma.C1_FMA_RULE.NTB,
-                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, IPT=ipt, ACT=3)
-                    for K, vec, pf, ipt in ((1, 1, 0, 1), (3, 2, 1, 2), (8, 4, 0, 4))]
+                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, IPT=ipt, POOL=pool, SVEC=svec, ACT=3)
+                    for K, vec, pf, ipt, pool, svec in ((1, 1, 0, 1, 1, 1), (3, 2, 1, 2, 1, 1), (8, 4, 0, 4, 1, 1),
+                                                        (2, 1, 1, 1, 0, 1), (5, 2, 0, 2, 0, 2), (7, 4, 0, 4, 0, 4))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -824,35 +829,46 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
 
 
 def c1_fma_outputs(B, H, W, M, K, p):
-    """What each thread of the FMA kernel's grid writes, (image, map, pooled row, pooled column), as the kernel indexes
-    them: block i -> map group i % groups, items (i // groups) * NTB * IPT + it * NTB + tid (it < IPT); item ->
-    (image, pooled row, segment).
+    """What each thread of the FMA kernel's grid writes, (image, map, row, column) of the pooled output (POOL 1) or the
+    conv's (POOL 0), as the kernel indexes them: block i -> map group i % groups, items (i // groups) * NTB * IPT +
+    it * NTB + tid (it < IPT); item -> (image, row pair, segment).
     Checks on the way that every value a written output reads is in its own image's row and the thread's window."""
-    POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
+    OH, OW = H - K + 1, W - K + 1
+    POH, POW = OH // 2, OW // 2
+    pairs = POH if p.POOL else (OH + 1) // 2
     XR = -(-(p.TW + K - 1) // p.VEC) * p.VEC
     for blk in range(p.blocks(B)):
         grp = blk % p.groups
         for it, tid in itertools.product(range(p.IPT), range(p.NTB)):
             item = blk // p.groups * p.NTB * p.IPT + it * p.NTB + tid
-            if item >= B * POH * p.nseg:
+            if item >= B * pairs * p.nseg:
                 continue
             seg, row = item % p.nseg, item // p.nseg
-            pr, b = row % POH, row // POH
-            assert seg * p.TW < 2 * POW  # (a segment holds at least one pooled window)
+            pr, b = row % pairs, row // pairs
+            assert seg * p.TW < (2 * POW if p.POOL else OW)  # (a segment holds at least one output column)
             for g in range(p.MG):
+                if grp * p.MG + g >= M:
+                    continue
+                if not p.POOL:  # both conv rows (the second where the image has it), TW columns in the row
+                    for d, t in itertools.product(range(2), range(p.TW)):
+                        r, c = 2 * pr + d, seg * p.TW + t
+                        if r < OH and c < OW:
+                            assert c + K - 1 <= W - 1 and r + K - 1 <= H - 1 and t + K - 1 < XR
+                            yield b, grp * p.MG + g, r, c
+                    continue
                 for j in range(p.TW // 2):
                     pc = seg * p.TW // 2 + j
-                    if grp * p.MG + g < M and pc < POW:
+                    if pc < POW:
                         # its conv columns 2 pc, 2 pc + 1 read input columns up to 2 pc + K, rows up to 2 pr + K
                         assert 2 * pc + 1 + K - 1 <= W - 1 and 2 * pr + 1 + K - 1 <= H - 1
                         assert (2 * j + 1) + K - 1 < XR  # ... all of them in the thread's window
                         yield b, grp * p.MG + g, pr, pc
 
 
-def test_the_fma_kernels_threads_write_every_pooled_output_once():
-    """On the rule's knobs and on random ones (the sweep's range, odd TW too): every pooled output of every image
-    written by one thread, each read of a written output inside its image's row, the loads' vector width dividing the
-    row."""
+def test_the_fma_kernels_threads_write_every_output_once():
+    """On the rule's knobs and on random ones (the sweep's range, TW 2 and 6 too), pooled and not: every output of
+    every image written by one thread, each read of a written output inside its image's row, the loads' vector width
+    dividing the row, the stores' the output row."""
     from convbench.cli import sweep as sweep_cli
 
     rng = random.Random(9)
@@ -864,14 +880,19 @@ def test_the_fma_kernels_threads_write_every_pooled_output_once():
         if i % 3 == 2:
             kn = replace(kn, TW=rng.choice((2, 6)))
         B = rng.choice((1, 2, 3))
-        p = _mma.c1_fma_plan(H, W, M, K, kn, B)
-        assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0
-        assert (p.NTB, p.MINB, p.PF, p.IPT) == tuple(kn)[3:]
-        written = list(c1_fma_outputs(B, H, W, M, K, p))
-        POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
-        assert len(written) == len(set(written)) == B * M * POH * POW, (H, W, M, K, p)
+        for pool in (True, False):
+            p = _mma.c1_fma_plan(H, W, M, K, kn, B, pool)
+            assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0
+            assert (p.NTB, p.MINB, p.PF, p.IPT) == tuple(kn)[3:] and p.POOL == pool
+            assert p.SVEC == 1 if pool else (W - K + 1) % p.SVEC == p.TW % p.SVEC == 0
+            written = list(c1_fma_outputs(B, H, W, M, K, p))
+            OH, OW = ((H - K + 1) // 2, (W - K + 1) // 2) if pool else (H - K + 1, W - K + 1)
+            assert len(written) == len(set(written)) == B * M * OH * OW, (H, W, M, K, p)
     with pytest.raises(_mma.TooBig, match="no whole 2x2 window"):
         _mma.c1_fma_plan(5, 5, 4, 5)
+    assert _mma.c1_fma_plan(5, 5, 4, 5, pool=False).pairs == 1  # the plain conv of one output
+    with pytest.raises(_mma.TooBig, match="no conv output"):
+        _mma.c1_fma_plan(4, 5, 4, 5, pool=False)
     with pytest.raises(_mma.TooBig, match="more items"):
         _mma.c1_fma_plan(86, 86, 4, 7, (1, 2, 4, 128, 1), B=2**21)  # 2^21 x 40 x 40 items: past int32
     assert _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 1), B=2**21).nseg == 10
@@ -908,24 +929,41 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
     assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3), 1000)
-    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0, IPT=1,
-                                                     ACT=_mma.ACTS["relu"]))
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0, IPT=1, POOL=1,
+                                                     SVEC=1, ACT=_mma.ACTS["relu"]))
     assert got.grid == (-(-1000 * 40 * 10 // 128), 1, 1) == (p.blocks(1000), 1, 1) and got.block == (128, 1, 1)
     assert got.smem == 0 and got.args[3:] == (1000, 4, 86, 86, 10, 1) and got.slots == _mma.SLOTS
-    # not for: the plain conv, an average or overlapping pool, reduced-precision arithmetic, more input channels
-    for prec, epi, pool, C in ((_mma.TF32X3, 0, None, 1), (_mma.TF32X3, 1, Pool(2, 2, kind="avg"), 1),
-                               (_mma.TF32X3, 2, Pool(4, 4), 1), (_mma.FP16, 2, Pool(2, 2), 1),
-                               (_mma.TF32, 2, Pool(2, 2), 1), (_mma.TF32X3, 2, Pool(2, 2), 3)):
-        assert not _mma.c1_fma_serves(C, 7, prec, pool, (80, 80))
-    assert _mma.c1_fma_serves(1, 7, _mma.TF32X3, Pool(2, 2), (80, 80))
+    # the plain conv reads its own plan (kind c1fmaconv): the pooled layer's USE 1 does not send it there
+    y80 = FakeTensor((1000, 4, 80, 80), 3)
+    compiled.clear()
+    _mma._prepare(x, k, y80, _mma.TF32X3, True, 0, None, None)
+    assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
+    tuning.record(_mma.NAME, _mma.c1_fma_plan_key(86, 86, 4, 7, 1000, pool=False),
+                  _mma.C1FmaLaunchPlan(USE=1, TW=8, MG=4, NTB=128, MINB=4, PF=1, IPT=4))
+    assert _mma.c1_fma_plan_key(86, 86, 4, 7, 1000, pool=False) == "C1M4K7H86W86/c1fmaconv/large"
+    got = _mma._prepare(x, k, y80, _mma.TF32X3, True, 0, None, None)
+    assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=4, PF=1, IPT=4, POOL=0,
+                                                     SVEC=4, ACT=0))
+    assert got.grid == (-(-1000 * 40 * 10 // (128 * 4)), 1, 1) and got.args[3:] == (1000, 4, 86, 86, 10, 1)
+    # ... and conv + activation without a pool (a 1x1 one) too, with its activation
+    _mma._prepare(x, k, y80, _mma.TF32X3, True, 2, "tanh", Pool(1, 1))
+    assert compiled[-1][1]["POOL"] == 0 and compiled[-1][1]["ACT"] == _mma.ACTS["tanh"]
+    # not for: an average or overlapping pool, reduced-precision arithmetic, more input channels, taps past 8
+    for prec, epi, pool, C, K in ((_mma.TF32X3, 1, Pool(2, 2, kind="avg"), 1, 7), (_mma.TF32X3, 2, Pool(4, 4), 1, 7),
+                                  (_mma.FP16, 2, Pool(2, 2), 1, 7), (_mma.TF32, 0, None, 1, 7),
+                                  (_mma.TF32X3, 2, Pool(2, 2), 3, 7), (_mma.TF32X3, 0, None, 1, 9)):
+        assert not _mma.c1_fma_serves(C, K, prec, pool, (80, 80))
+    for pool in (Pool(2, 2), None, Pool(1, 1)):
+        assert _mma.c1_fma_serves(1, 7, _mma.TF32X3, pool, (80, 80))
 
 
 @pytest.mark.gpu
 def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
-    """conv + activation + 2x2 max pool on the FMA pipe: random shapes (odd and even conv outputs and rows, maps 1..24
-    in one or more groups, taps 1..64) on random knobs (TW 2..8, every vector width, next-row loads or not), x aligned
-    or not (its scalar path), outputs poisoned with NaN first, against float64's pool(act(conv)) at fp32's tolerance;
-    an Inf input only reaches the pooled outputs that read it."""
+    """The FMA pipe's conv + activation + 2x2 max pool, plain conv and conv + activation (no pool): random shapes (odd
+    and even conv outputs and rows, maps 1..24 in one or more groups, taps 1..64) on random knobs (TW 2..8, every
+    vector width, next-row loads or not), x and y aligned or not (their scalar paths), outputs poisoned with NaN
+    first, against float64's pool(act(conv)) / conv / act(conv) at fp32's tolerance; an Inf input only reaches the
+    outputs that read it."""
     import torch
     import torch.nn.functional as F
 
@@ -950,14 +988,20 @@ def test_the_fma_kernel_matches_the_reference_on_random_shapes(monkeypatch):
         k = torch.randn(M, 1, K, K, generator=g) / K
         if case % 4 == 1:
             x[B // 2, 0, H // 2, W // 2] = float("inf")
-        ref = F.max_pool2d(activation(F.conv2d(x.double(), k.double()), act), 2, 2)
-        y = torch.full(ref.shape, float("nan"), device="cuda")
+        mode = rng.choice(("pool", "plain", "act"))
+        conv = F.conv2d(x.double(), k.double())
+        ref = {"pool": lambda: F.max_pool2d(activation(conv, act), 2, 2), "plain": lambda: conv,
+               "act": lambda: activation(conv, act)}[mode]()
+        y = torch.empty(ref.numel() + 1, device="cuda")[case // 2 % 2:][:ref.numel()].view(ref.shape).fill_(math.nan)
         xd = torch.empty(x.numel() + 1, device="cuda")[case % 2:][:x.numel()].view(x.shape)  # 4-byte aligned, or 16
         xd.copy_(x)
-        _mma.conv_act_pool(xd, k.cuda(), act, Pool(2, 2), "tf32x3", out=y, override=knobs)
+        if mode == "pool":
+            _mma.conv_act_pool(xd, k.cuda(), act, Pool(2, 2), "tf32x3", out=y, override=knobs)
+        else:
+            _mma.conv_act_pool(xd, k.cuda(), act if mode == "act" else None, None, "tf32x3", out=y, override=knobs)
         got = y.double().cpu()
         # every output written (no NaN left), the Inf (where it came in) in exactly the outputs whose windows read it
-        where = (case, B, H, W, M, K, act, knobs, xd.data_ptr() % 16)
+        where = (case, mode, B, H, W, M, K, act, knobs, xd.data_ptr() % 16, y.data_ptr() % 16)
         assert torch.equal(torch.isfinite(got), torch.isfinite(ref)), where
         fin = torch.isfinite(ref)
         err = float((got[fin] - ref[fin]).norm() / ref[fin].norm())

@@ -211,23 +211,28 @@ def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
 
 
 def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str, object]]:
-    """Trials of the single-channel kernel's plans on a layer it serves, and the best under its plan key ({}: the
-    layer is not one it serves): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
+    """Trials of the single-channel kernels' plans on a layer they serve, and the best under their plan keys ({}: the
+    layer is not one they serve): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
     computes, conv + activation + pool (kind c1pool, at any batch: the sweep is what says whether it beats the
-    general fused kernel), and there the FMA kernel's knobs too (kind c1fma: recorded with USE 1 where its best beat
-    the route the layer takes without it: the best c1pool plan where single_channel sends it there, else the general
-    fused kernel)."""
+    general fused kernel); and for both the FMA kernel's knobs (kinds c1fmaconv and c1fma: recorded with USE 1 where
+    its best beat the route the layer takes without it: the best c1 / c1pool plan where single_channel sends it
+    there, else the general kernel)."""
     x, k = layer.x, layer.k
     B, C, H, W = x.shape
     M, _, K, _ = k.shape
     prec = kernel_code(C1_SWEPT)
-    plain = igemm.single_channel(B, C, M, K, prec, 0)
-    pooled = (igemm.c1_fits(C, M, K, prec) and layer.act is not None
-              and igemm.c1_pools(layer.pool, (H - K + 1, W - K + 1)))
+    if C != 1:
+        return [], {}
+    out_hw = (H - K + 1, W - K + 1)
+    pooled = layer.act is not None and igemm.c1_pools(layer.pool, out_hw)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ref = F.conv2d(x.double(), k.double())
     trials, chosen = [], {}
-    for pool in [False] * plain + [True] * pooled:
+    for pool in (False, True) if pooled else (False,):
+        mma = igemm.c1_fits(C, M, K, prec) if pool else igemm.single_channel(B, C, M, K, prec, 0)
+        fma = igemm.c1_fma_serves(C, K, prec, layer.pool if pool else None, out_hw)
+        if not (mma or fma):
+            continue
         T8 = -(-igemm.c1_pixels(H, W, K, pool)[0] // 8)
         if tuning.batch_class(batch) == "large":
             nrs = sorted({min(n, T8) for n in (1, 2, 4)})
@@ -236,58 +241,61 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
         want = reference_ops.pool(reference_ops.activation(ref, layer.act), layer.pool) if pool else ref
         y = torch.empty(want.shape, dtype=torch.float32, device="cuda")
         best = None
-        for NR, block in itertools.product(nrs, C1_POOL_BLOCKS if pool else C1_BLOCKS):
+        for NR, block in itertools.product(nrs if mma else (), C1_POOL_BLOCKS if pool else C1_BLOCKS):
             plan = igemm.C1LaunchPlan(NR, *block)
             try:
                 igemm.c1_plan(B, H, W, M, K, sms, plan, pool=pool)
             except igemm.TooBig:
                 continue
-
-            def call(i, plan=plan, pool=pool):
-                if pool:
-                    igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, C1_SWEPT, out=y, override=plan)
-                else:
-                    igemm.launch(layer.sets[i], k, y, C1_SWEPT, True, override=plan)
-
             trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1pool" if pool else "c1", **plan.fields()},
-                                  call, y, want, C1_SWEPT, reps)
+                                  single_channel_call(layer, y, pool, plan), y, want, C1_SWEPT, reps)
             trials.append(trial)
             if trial.seconds is not None and (best is None or trial.seconds < best[0]):
                 best = (trial.seconds, plan)
         if best:
             chosen[igemm.c1_plan_key(H, W, M, K, batch, pool)] = best[1]
-        if pool and igemm.c1_fma_serves(C, K, prec, layer.pool, (H - K + 1, W - K + 1)):
-            fma_trials, fma_best = c1_fma_trials(layer, y, want, reps)
+        if fma:
+            fma_trials, fma_best = c1_fma_trials(layer, y, want, reps, pool)
             trials += fma_trials
-            # the bar: the best POOL plan where the mma kernel's POOL takes the layer at this batch, else the route
-            # it takes without the FMA kernel (gpu-igemm-tc's general fused kernel, on the plan in force)
-            bar = best[0] if best and igemm.single_channel(B, C, M, K, prec, 2, layer.pool, (H - K + 1, W - K + 1)) \
-                else None
+            # the bar: the best c1 / POOL plan where the mma kernel takes the layer at this batch, else the route it
+            # takes without the FMA kernel (gpu-igemm-tc's general kernel, on the plan in force)
+            takes_mma = (igemm.single_channel(B, C, M, K, prec, 2, layer.pool, out_hw) if pool
+                         else igemm.single_channel(B, C, M, K, prec, 0))
+            bar = best[0] if best and takes_mma else None
             if bar is None:
-                routed = routed_without_fma(layer, y, want, reps)
+                routed = routed_without_fma(layer, y, want, reps, pool)
                 trials.append(routed)
                 bar = routed.seconds
             if fma_best:
                 use = int(bar is None or fma_best[0] < bar)
-                chosen[igemm.c1_fma_plan_key(H, W, M, K, batch)] = replace(fma_best[1], USE=use)
+                chosen[igemm.c1_fma_plan_key(H, W, M, K, batch, pool)] = replace(fma_best[1], USE=use)
     return trials, chosen
 
 
-def routed_without_fma(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int) -> Trial:
-    """conv + act + pool as gpu-igemm-tc routes it with the FMA kernel off (igemm.C1_FMA False, the plans in force)."""
+def single_channel_call(layer: Layer, y: torch.Tensor, pool: bool, override=None):
+    """A call of the layer as the sweep times it: conv + act + pool (pool), or the plain conv, into y."""
+    if pool:
+        return lambda i: igemm.conv_act_pool(layer.sets[i], layer.k, layer.act, layer.pool, C1_SWEPT, out=y,
+                                             override=override)
+    return lambda i: igemm.launch(layer.sets[i], layer.k, y, C1_SWEPT, True, override=override)
+
+
+def routed_without_fma(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int, pool: bool = True) -> Trial:
+    """The layer (conv + act + pool, or the plain conv) as gpu-igemm-tc routes it with the FMA kernel off
+    (igemm.C1_FMA False, the plans in force)."""
     saved = igemm.C1_FMA
     igemm.C1_FMA = False
     try:
-        return checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "routed without c1fma"},
-                             lambda i: igemm.conv_act_pool(layer.sets[i], layer.k, layer.act, layer.pool, C1_SWEPT,
-                                                           out=y), y, want, C1_SWEPT, reps)
+        return checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": f"routed without {igemm.C1_FMA_KINDS[pool]}"},
+                             single_channel_call(layer, y, pool), y, want, C1_SWEPT, reps)
     finally:
         igemm.C1_FMA = saved
 
 
-def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
-    """Trials of the FMA kernel's knobs (C1_FMA_KNOBS) on a pooled single-channel layer, and (seconds, plan) of the
-    fastest (None: none ran). A plan whose kernel spills registers is not timed."""
+def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int, pool: bool = True):
+    """Trials of the FMA kernel's knobs (C1_FMA_KNOBS) on a single-channel layer, pooled (kind c1fma) or the plain
+    conv (c1fmaconv), and (seconds, plan) of the fastest (None: none ran). A plan whose kernel spills registers is not
+    timed."""
     x, k = layer.x, layer.k
     _, _, H, W = x.shape
     M, _, K, _ = k.shape
@@ -295,23 +303,20 @@ def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int):
     for TW, MG, NTB, MINB, PF, IPT in C1_FMA_KNOBS:
         knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF, IPT=IPT)
         try:
-            p = igemm.c1_fma_plan(H, W, M, K, knobs, x.shape[0])
+            p = igemm.c1_fma_plan(H, W, M, K, knobs, x.shape[0], pool)
         except igemm.TooBig:
             continue
         plans.setdefault(p, knobs)  # (a larger MG than the maps need: the same launch)
-    act = igemm.ACTS[layer.act]
+    act = igemm.ACTS[layer.act] if pool else 0
+    kind = igemm.C1_FMA_KINDS[pool]
     gpu.compile_all(lambda p=p: igemm.c1_fma_kernel(p, K, act) for p in plans)  # side by side first
     for p, knobs in plans.items():
         if igemm.c1_fma_kernel(p, K, act).local_size_bytes:  # (shipped plans compile unspilled)
-            trials.append(Trial(layer.name, {"arithmetic": C1_SWEPT, "kind": "c1fma", **knobs.fields()}, None,
+            trials.append(Trial(layer.name, {"arithmetic": C1_SWEPT, "kind": kind, **knobs.fields()}, None,
                                 "spills registers: not recorded"))
             continue
-
-        def call(i, knobs=knobs):
-            igemm.conv_act_pool(layer.sets[i], k, layer.act, layer.pool, C1_SWEPT, out=y, override=knobs)
-
-        trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": "c1fma", **knobs.fields()}, call, y, want,
-                              C1_SWEPT, reps)
+        trial = checked_trial(layer, {"arithmetic": C1_SWEPT, "kind": kind, **knobs.fields()},
+                              single_channel_call(layer, y, pool, knobs), y, want, C1_SWEPT, reps)
         trials.append(trial)
         if trial.seconds is not None and (best is None or trial.seconds < best[0]):
             best = (trial.seconds, knobs)

@@ -1,8 +1,8 @@
 """gpu-igemm-tc (+ -tf32, -fp16, -bf16, -fp16x3) — implicit GEMM on mma.sync tensor cores, fp32-accurate in 3xTF32,
 with a fused conv + activation + pooling path that the whole-network graph (convbench.whole) uses. This file plans
 and launches; the kernel and its notes: gpu_14_igemm_tc.cu, and for single-channel layers (conv1, TF32 operands: the
-plain conv, or conv + activation + 2x2 max pool) gpu_14_igemm_tc_c1.cu; pooled single-channel layers where the
-tuning files choose it (few maps) gpu_14_igemm_tc_c1_fma.cu, on fp32 FMAs.
+plain conv, or conv + activation + 2x2 max pool) gpu_14_igemm_tc_c1.cu; single-channel layers where the tuning
+files choose it (few maps) gpu_14_igemm_tc_c1_fma.cu, on fp32 FMAs.
 """
 
 from __future__ import annotations
@@ -115,12 +115,12 @@ def plan_key(C, H, W, M, K, prec: int, epi: int, B: int) -> str:
 def _shipped_table() -> dict[tuple, tuple[int, ...]]:
     """The generic default's plans of the general kernel as (C, H, W, M, K, prec, epi, B >= 1000) -> LaunchPlan's
     fields in order (tests read it; plan() reads the files through tuning). The single-channel kernel's (c1_plan_key:
-    kinds c1 and c1pool, and c1_fma_plan_key's c1fma) are left out."""
+    kinds c1 and c1pool, and c1_fma_plan_key's c1fma and c1fmaconv) are left out."""
     codes = {name: code for code, name in ARITHMETIC_OF.items()}
     out = {}
     for key, fields in tuning.shipped(tuning.DEFAULT).get(NAME, {}).items():
         parts = tuning.parse_plan_key(key)
-        if parts[5] in ("c1", "c1pool", "c1fma"):
+        if parts[5] in ("c1", "c1pool", "c1fma", "c1fmaconv"):
             continue
         C, H, W, M, K, arith, epi, batch = parts
         out[(C, H, W, M, K, codes[arith], int(epi[3:]), batch == "large")] = tuple(LaunchPlan.of(fields))
@@ -407,19 +407,20 @@ def _prepare_c1(x, k, y, prec, skip, override=None, pool=False, act=0):
                        SLOTS, dependent=True)
 
 
-# ------------------------------------------------------------------ pooled single-channel layers on the FMA pipe
-# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, IPT such items, numbered across images
+# ------------------------------------------------------------------ single-channel layers on the FMA pipe
+# (gpu_14_igemm_tc_c1_fma.cu): a thread's TW conv columns x 2 rows x MG maps, IPT such items, numbered across images;
+# conv + activation + 2x2 max pool (POOL 1), or the conv alone or + activation (POOL 0)
 
 
 @dataclass(frozen=True)
 class C1FmaLaunchPlan(tuning.LaunchPlan):
-    """The FMA kernel's knobs for a pooled single-channel layer, and whether it serves that layer at all: `convbench
-    sweep` times them against the layer's route without it (the mma kernel's POOL, or the general fused kernel) per
-    GPU, layer and batch class and records both under c1_fma_plan_key. Where none is recorded, C1_FMA_RULE's knobs,
-    and the route without it serves the layer."""
+    """The FMA kernel's knobs for a single-channel layer, pooled or not, and whether it serves that layer at all:
+    `convbench sweep` times them against the layer's route without it (the mma kernel, plain or with its POOL, or the
+    general kernel) per GPU, layer, pooling and batch class and records both under c1_fma_plan_key. Where none is
+    recorded, C1_FMA_RULE's knobs, and the route without it serves the layer."""
 
     USE: int  # 1: the FMA kernel serves the layer (where C1_FMA is None); 0: the route without it was faster
-    TW: int = 4  # conv columns a thread (even: whole pooled windows)
+    TW: int = 4  # conv columns a thread (even: whole pooled windows, and the same for the plain conv)
     MG: int = 8  # the most maps a thread computes: the maps go in the fewest groups of at most MG, as even as they go
     NTB: int = 256  # threads a block
     MINB: int = 2  # __launch_bounds__' blocks an SM (2 x 256 threads leave 128 registers a thread)
@@ -428,20 +429,24 @@ class C1FmaLaunchPlan(tuning.LaunchPlan):
 
 
 C1_FMA_RULE = C1FmaLaunchPlan(USE=0)
-# Which pooled single-channel layers the FMA kernel serves: None, those whose recorded plan says USE (the sweep's
+# Which single-channel layers the FMA kernel serves: None, those whose recorded plan says USE (the sweep's
 # verdict on this GPU, at this batch class); True, every one it can (tests and A/Bs, on the recorded knobs or the
 # rule's); False, none.
 C1_FMA: bool | None = None
 
 
-def c1_fma_plan_key(H, W, M, K, B: int) -> str:
-    """The tuning files' key of a layer's FMA-kernel plan: "C1M6K5H48W48/c1fma/large"."""
-    return tuning.plan_key(1, H, W, M, K, "c1fma", tuning.batch_class(B))
+C1_FMA_KINDS = {True: "c1fma", False: "c1fmaconv"}  # the plan keys' kind: conv + act + 2x2 pool, or no pool
 
 
-def c1_fma_choice(B: int, H: int, W: int, M: int, K: int) -> C1FmaLaunchPlan:
-    """The recorded FMA-kernel plan of a layer at B's batch class on this GPU, else C1_FMA_RULE."""
-    return tuning.launch_plan(NAME, c1_fma_plan_key(H, W, M, K, B), C1FmaLaunchPlan) or C1_FMA_RULE
+def c1_fma_plan_key(H, W, M, K, B: int, pool: bool = True) -> str:
+    """The tuning files' key of a layer's FMA-kernel plan: "C1M6K5H48W48/c1fma/large" with the 2x2 pool,
+    "C1M6K5H48W48/c1fmaconv/large" without (the conv, or conv + activation)."""
+    return tuning.plan_key(1, H, W, M, K, C1_FMA_KINDS[pool], tuning.batch_class(B))
+
+
+def c1_fma_choice(B: int, H: int, W: int, M: int, K: int, pool: bool = True) -> C1FmaLaunchPlan:
+    """The recorded FMA-kernel plan of a layer (pooled or not) at B's batch class on this GPU, else C1_FMA_RULE."""
+    return tuning.launch_plan(NAME, c1_fma_plan_key(H, W, M, K, B, pool), C1FmaLaunchPlan) or C1_FMA_RULE
 
 
 @dataclass(frozen=True)
@@ -449,23 +454,33 @@ class C1FmaPlan:
     MG: int  # maps a thread computes
     groups: int  # map groups (neighbouring blocks of the grid)
     TW: int  # conv columns a thread computes
-    nseg: int  # threads across a pooled row
+    nseg: int  # threads across a row (pooled or not)
     VEC: int  # floats an input load (the widest that divides W and TW)
     NTB: int  # threads a block (the kernel's __launch_bounds__)
     MINB: int  # __launch_bounds__' blocks an SM
     PF: int  # next-row loads ahead of the FMAs
     IPT: int  # items a thread
-    POH: int  # pooled rows an image
+    pairs: int  # items down an image: pooled rows (POOL 1), or conv row pairs, the last one maybe single (POOL 0)
+    POOL: int = 1  # 1: conv + activation + 2x2 max pool; 0: no pool
+    SVEC: int = 1  # floats an output store without the pool (the widest that divides OW and TW)
 
     def blocks(self, B: int) -> int:
-        """The grid: blocks of NTB x IPT items over B images' POH x nseg items, each in every map group."""
-        return -(-B * self.POH * self.nseg // (self.NTB * self.IPT)) * self.groups
+        """The grid: blocks of NTB x IPT items over B images' pairs x nseg items, each in every map group."""
+        return -(-B * self.pairs * self.nseg // (self.NTB * self.IPT)) * self.groups
+
+
+def c1_fma_pooling(pool: Pool | None, out_hw: tuple[int, int]) -> bool | None:
+    """How the FMA kernel runs a layer followed by `pool` (None: none): True, with its 2x2 max pool (c1_pools);
+    False, without one (no pool, or a 1x1 one); None, a pool it does not compute."""
+    if pool is None or (pool.size, pool.stride) == (1, 1):
+        return False
+    return True if c1_pools(pool, out_hw) else None
 
 
 def c1_fma_serves(C: int, K: int, prec: int, pool: Pool | None, out_hw: tuple[int, int]) -> bool:
-    """Layers the FMA kernel can run: conv + activation + a 2x2 stride-2 max pool over whole windows of one input
-    channel, K <= 8, where fp32 accuracy is asked for (3xTF32); any number of maps."""
-    return C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_pools(pool, out_hw)
+    """Layers the FMA kernel can run: the conv of one input channel, K <= 8, alone, + activation, or + activation +
+    a 2x2 stride-2 max pool over whole windows, where fp32 accuracy is asked for (3xTF32); any number of maps."""
+    return C == 1 and 1 <= K <= 8 and prec == TF32X3 and c1_fma_pooling(pool, out_hw) is not None
 
 
 def fused_code(precision: str, C: int, K: int, override=None) -> int:
@@ -476,54 +491,60 @@ def fused_code(precision: str, C: int, K: int, override=None) -> int:
 
 
 def takes_c1_fma(x_shape, k_shape, prec: int, pool: Pool | None) -> bool:
-    """Whether conv + act + `pool` of these shapes in kernel arithmetic `prec` runs on the FMA kernel: a layer it can
-    run (c1_fma_serves), taken (C1_FMA, else the recorded USE at this batch), whose plan fits (prepared() and the whole
-    network's floor both ask this)."""
+    """Whether the conv (+ act + `pool`; None: no pool) of these shapes in kernel arithmetic `prec` runs on the FMA
+    kernel: a layer it can run (c1_fma_serves), taken (C1_FMA, else the recorded USE at this batch and pooling), whose
+    plan fits (prepared() and the whole network's floor both ask this)."""
     B, C, H, W = x_shape
     M, _, K, _ = k_shape
     if C1_FMA is False or not c1_fma_serves(C, K, prec, pool, (H - K + 1, W - K + 1)):
         return False
-    knobs = c1_fma_choice(B, H, W, M, K)
+    pooled = bool(c1_fma_pooling(pool, (H - K + 1, W - K + 1)))
+    knobs = c1_fma_choice(B, H, W, M, K, pooled)
     if C1_FMA is None and not knobs.USE:
         return False
     try:
-        c1_fma_plan(H, W, M, K, knobs, B)
+        c1_fma_plan(H, W, M, K, knobs, B, pooled)
     except TooBig:
         return False
     return True
 
 
 def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple | None = None,
-                B: int = 1) -> C1FmaPlan:
-    """The FMA kernel's launch on `knobs` (C1_FMA_RULE's where None): maps in the fewest groups of at most MG, as even
-    as they go; TW columns a thread across the pooled windows' conv columns. TooBig: no whole window to pool, or more
-    items (B x pooled rows x threads a row) than the kernel's int32 numbering holds."""
+                B: int = 1, pool: bool = True) -> C1FmaPlan:
+    """The FMA kernel's launch on `knobs` (C1_FMA_RULE's where None), with its 2x2 max pool or without: maps in the
+    fewest groups of at most MG, as even as they go; TW columns a thread across the conv columns it stores or pools.
+    TooBig: no whole window to pool (no conv output), or more items (B x row pairs x threads a row) than the kernel's
+    int32 numbering holds."""
     kn = C1FmaLaunchPlan.of(knobs) if knobs is not None else C1_FMA_RULE
     if (kn.TW < 2 or kn.TW % 2 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1 or kn.PF not in (0, 1)
             or kn.IPT < 1):
         raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW even, MG >= 1, NTB a multiple of 32, MINB >= 1, "
                          "PF 0 or 1, IPT >= 1")
-    POH, POW = (H - K + 1) // 2, (W - K + 1) // 2
-    if POH < 1 or POW < 1:
+    OH, OW = H - K + 1, W - K + 1
+    if pool and (OH < 2 or OW < 2):
         raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
+    if OH < 1 or OW < 1:
+        raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no conv output")
+    pairs, cols = (OH // 2, OW // 2 * 2) if pool else ((OH + 1) // 2, OW)
     groups = -(-M // kn.MG)
-    nseg = -(-2 * POW // kn.TW)
-    if B * POH * nseg + kn.NTB * kn.IPT >= 2**31:
+    nseg = -(-cols // kn.TW)
+    if B * pairs * nseg + kn.NTB * kn.IPT >= 2**31:
         raise TooBig(f"gpu-igemm-tc: {B} images of {H}x{W} are more items than the FMA kernel numbers")
     VEC = next(v for v in (4, 2, 1) if W % v == 0 and kn.TW % v == 0)  # (every window's loads aligned alike)
-    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, kn.IPT, POH)
+    SVEC = 1 if pool else next(v for v in (4, 2, 1) if OW % v == 0 and kn.TW % v == 0)  # (... and stores)
+    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, kn.IPT, pairs, int(pool), SVEC)
 
 
 def c1_fma_kernel(p: C1FmaPlan, K: int, act: int):
     """The FMA kernel compiled for plan p, K x K taps and activation code `act` (ACTS)."""
     return gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB,
-                      PF=p.PF, IPT=p.IPT, ACT=act)
+                      PF=p.PF, IPT=p.IPT, POOL=p.POOL, SVEC=p.SVEC, ACT=act)
 
 
-def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None):
+def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None, pool: bool = True):
     B, _, H, W = x.shape
     M, _, K, _ = k.shape
-    p = c1_fma_plan(H, W, M, K, knobs if knobs is not None else c1_fma_choice(B, H, W, M, K), B)
+    p = c1_fma_plan(H, W, M, K, knobs if knobs is not None else c1_fma_choice(B, H, W, M, K, pool), B, pool)
     fn = c1_fma_kernel(p, K, act)
     args = (y, x, k, B, M, H, W, p.nseg, p.groups)
     return gpu.prepare(fn, (p.blocks(B), 1, 1), (p.NTB, 1, 1), args, 0, "igemm_c1_fma_kernel", SLOTS, dependent=True)
@@ -560,14 +581,16 @@ def _prepare(x, k, y, prec, skip, epi, act, pool, override=None):
                              f"{M} maps, {K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: "
                              "it takes C = 1, <= 16 maps, <= 64 taps, the plain conv or a 2x2 max pool, TF32")
         return _prepare_c1(x, k, y, prec, skip, override, pool=pools, act=ACTS[act] if pools else 0)
+    pool, act = (pool, act) if epi else (None, None)
+    pooled = c1_fma_pooling(pool, (H - K + 1, W - K + 1))
     if isinstance(override, C1FmaLaunchPlan):  # (sweeps, tests) the FMA kernel on these knobs, or an error
-        if not (epi and c1_fma_serves(C, K, prec, pool, (H - K + 1, W - K + 1))):
+        if not c1_fma_serves(C, K, prec, pool, (H - K + 1, W - K + 1)):
             raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs ({override}) for a layer of {C} input channels, "
-                             f"{K}x{K} taps, pool {pool if epi else None}, arithmetic {ARITHMETIC_OF[prec]}: it takes "
-                             "C = 1, K <= 8, conv + activation + a 2x2 max pool, 3xTF32")
-        return _prepare_c1_fma(x, k, y, ACTS[act], override)
-    if override is None and epi and takes_c1_fma(x.shape, k.shape, prec, pool):
-        return _prepare_c1_fma(x, k, y, ACTS[act])
+                             f"{K}x{K} taps, pool {pool}, arithmetic {ARITHMETIC_OF[prec]}: it takes C = 1, K <= 8, "
+                             "the conv (+ activation, + a 2x2 max pool), 3xTF32")
+        return _prepare_c1_fma(x, k, y, ACTS[act], override, pooled)
+    if override is None and takes_c1_fma(x.shape, k.shape, prec, pool):
+        return _prepare_c1_fma(x, k, y, ACTS[act], pool=pooled)
     if override is None and single_channel(B, C, M, K, prec, epi, pool, (H - K + 1, W - K + 1)):
         try:
             return _prepare_c1(x, k, y, prec, skip, pool=bool(epi), act=ACTS[act])
@@ -611,8 +634,8 @@ def prepared(x, k, y, precision, skip, act=None, pool=None, epi=0, override=None
             prec = fused_code(precision, x.shape[1], k.shape[2], override)
             n = x.shape[1] * k.shape[2] * k.shape[3]
             try:
-                fma = epi and (isinstance(override, C1FmaLaunchPlan)
-                               or override is None and takes_c1_fma(x.shape, k.shape, prec, pool))
+                fma = (isinstance(override, C1FmaLaunchPlan)
+                       or override is None and takes_c1_fma(x.shape, k.shape, prec, pool if epi else None))
                 if prec == TF32X3 and n < TF32X3_MIN_REDUCTION and override is None and not fma:
                     raise TooBig("too few products an output for 3xTF32: fp32 FMA (precision.TF32X3_MIN_REDUCTION)")
                 job = _prepare(x, k, y, prec, skip and prec in (TF32X3, FP16X3), epi, act, pool, override)

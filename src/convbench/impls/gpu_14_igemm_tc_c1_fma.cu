@@ -1,29 +1,28 @@
-// gpu-igemm-tc's FMA kernel for pooled single-channel layers (conv1 + activation + 2x2 max pool of the course nets):
-// the fp32 CUDA cores instead of the tensor cores, for layers too narrow to fill an mma tile.
+// gpu-igemm-tc's FMA kernel for single-channel layers (conv1 of the course nets, alone or + activation + 2x2 max
+// pool): the fp32 CUDA cores instead of the tensor cores, for layers too narrow to fill an mma tile.
 //
-// What changes relative to gpu_14_igemm_tc_c1.cu (mma.sync, 3xTF32, 16 A rows = maps) on a pooled C = 1 layer:
+// What changes relative to gpu_14_igemm_tc_c1.cu (mma.sync, 3xTF32, 16 A rows = maps) on a C = 1 layer:
 //  * Plain fp32 FMAs, exact as fp32: no TF32 split, no mma tile whose 16 rows hold only 4..12 maps, no per-pixel
-//    operand addressing. Each thread computes the 2 conv rows x TW columns under TW / 2 pooled outputs, for MG maps,
-//    and reduces them to the pooled values in registers: a quarter of the conv outputs ever leave it.
-//  * A thread an item (image, pooled row, TW-column segment) at a time, IPT of them, the items of all images numbered
+//    operand addressing. Each thread computes 2 conv rows x TW columns for MG maps; POOL 1 reduces them to the TW / 2
+//    pooled outputs under them in registers (a quarter of the conv outputs leave it), POOL 0 stores them all.
+//  * A thread an item (image, row pair, TW-column segment) at a time, IPT of them, the items of all images numbered
 //    in one sequence: every warp is full but the grid's last. No staging, no barrier after the weights' (staged once
 //    a block, read as broadcast float4s): for each of its K + 1 input rows a thread loads its window of TW + K - 1
-//    values straight into registers (VEC-wide loads through L1, where a pooled row's rows are the next one's too)
+//    values straight into registers (VEC-wide loads through L1, where a row pair's rows are the next one's too)
 //    and feeds it to both conv rows and every map; with PF the next row's loads issue before this row's FMAs.
 //  * The map groups of one item block are neighbouring blocks, so each image is read from DRAM about once.
 // Why faster: the course's conv1 layers do 25..49 multiply-adds an output on 4..12 maps; an mma tile of 16 maps x 8
 // pixels wastes 25..75 % of its products (most at 4 and 6 maps) and spends more instructions on operand addresses
-// than on mma. A block that stages its slab first waits a global latency with nothing to overlap, and a slab of
-// whole pooled rows seldom fills its last warp.
-// What bounds it: FMA issue. The FMAs alone: fa19 conv1 at 10000 images is 10000 x 12 x 66 x 66 x 25 = 13.1 G FMAs,
-// about 0.39 ms at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G about 0.37 ms. Per input
-// row a thread issues 2 MG K TW FMAs against XR / VEC window loads and 2 MG KP / 4 weight loads (TW 8, MG 4, K 7,
-// VEC 2: 448 FMAs, 23 loads); per pooled output 3 max, the activation and a store. Reading the input (4 B a pixel) and
-// writing pooled maps (M / 4 x 4 B a pixel) is under 0.15 ms, overlapped with the FMAs.
-// Limits: C = 1, K <= 8, a 2x2 stride-2 max pool over whole windows (floor), activation monotone (it is applied
+// than on mma. A block that stages its slab first waits a global latency with nothing to overlap.
+// What bounds it: FMA issue, and with POOL 0 the stores. The FMAs: fa19 conv1 at 10000 images is 10000 x 12 x 66 x
+// 66 x 25 = 13.1 G FMAs, about 0.39 ms at the H200's 33 T fp32 FMA/s; sp19's 2.9 G about 0.09 ms, minidnn's 12.5 G
+// about 0.37 ms. Per input row a thread issues 2 MG K TW FMAs against XR / VEC window loads and 2 MG KP / 4 weight
+// loads (TW 8, MG 4, K 7, VEC 2: 448 FMAs, 23 loads). Pooled maps (M / 4 x 4 B a pixel) and the input (4 B) move in
+// under 0.15 ms; unpooled maps are M x 4 B a pixel (minidnn: 1 GB, 0.25 ms at 4 TB/s), SVEC-wide stores.
+// Limits: C = 1, K <= 8; POOL 1: a 2x2 stride-2 max pool over whole windows (floor), activation monotone (applied
 // after the max, as the mma kernel's POOL does). A window may run past its row into the next (or past the tensor's
-// last value, where it reads the last value instead): those values reach only conv columns past the pooled ones. An
-// Inf or NaN input reaches only the outputs whose windows read it (the max keeps NaN, as PyTorch's does).
+// last value, where it reads the last value instead): those values reach only conv columns (or, for an odd number of
+// rows, a second row) never stored. An Inf or NaN input reaches only the outputs whose windows read it.
 
 #ifndef KS
 #define KS 5  // filter size K (compile-time: the taps unroll)
@@ -49,14 +48,21 @@
 #ifndef PF
 #define PF 0  // 1: a thread loads its next input row's window before this row's FMAs (more registers)
 #endif
+#ifndef POOL
+#define POOL 1  // 1: conv + activation + 2x2 max pool; 0: conv + activation (ACT 0: the plain conv)
+#endif
+#ifndef SVEC
+#define SVEC 1  // POOL 0's stores: 4, 2 or 1 floats (the host's: OW, TW multiples; y's alignment checked here)
+#endif
 #ifndef ACT
 #define ACT 0  // common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
 #endif
 
 #include "common.cuh"  // activate(), max_nan(), griddep_*()
 
-#if TW % 2 != 0 || KS < 1 || KS > 8 || (VEC != 1 && VEC != 2 && VEC != 4) || TW % VEC != 0
-#error "TW must be even, KS in 1..8 and VEC 1, 2 or 4 dividing TW"
+#if TW % 2 != 0 || KS < 1 || KS > 8 || (VEC != 1 && VEC != 2 && VEC != 4) || TW % VEC != 0 || \
+    (SVEC != 1 && SVEC != 2 && SVEC != 4) || TW % SVEC != 0
+#error "TW must be even, KS in 1..8, VEC and SVEC 1, 2 or 4 dividing TW"
 #endif
 
 constexpr int KP = (KS + 3) / 4 * 4;            // a staged weight row: K taps padded to float4s
@@ -110,13 +116,13 @@ __device__ __forceinline__ void row_fmas(float (&acc)[MG][2][TW], const float (&
     }
 }
 
-// One item: image b, pooled row pr, segment seg (conv columns [seg * TW, + TW)), maps [g0, g0 + MG).
-__device__ __forceinline__ void pooled_item(float *__restrict__ y, const float *__restrict__ x, const float4 *Ws4,
-                                            const int item, const int B, const int M, const int H, const int W,
-                                            const int nseg, const int g0) {
-    const int POH = (H - KS + 1) / 2, POW = (W - KS + 1) / 2;
-    const int seg = item % nseg, row = item / nseg;  // row: b * POH + pooled row
-    const int pr = row % POH, b = row / POH;
+// One item: image b, row pair pr (conv rows 2 pr, 2 pr + 1), segment seg (conv columns [seg * TW, + TW)), maps
+// [g0, g0 + MG); `pairs` an image.
+__device__ __forceinline__ void conv_item(float *__restrict__ y, const float *__restrict__ x, const float4 *Ws4,
+                                          const int item, const int B, const int M, const int H, const int W,
+                                          const int nseg, const int g0, const int pairs) {
+    const int seg = item % nseg, row = item / nseg;  // row: b * pairs + row pair
+    const int pr = row % pairs, b = row / pairs;
 
     const float *win = x + (static_cast<long long>(b) * H + 2 * pr) * W + seg * TW;
     const float *last = x + static_cast<long long>(B) * H * W - 1;
@@ -151,8 +157,10 @@ __device__ __forceinline__ void pooled_item(float *__restrict__ y, const float *
     }
 #endif
 
+#if POOL
     // the 2x2 windows: conv columns 2 j, 2 j + 1 of both rows -> pooled column seg * TW / 2 + j; the activation after
     // the max (monotone: the same as before it)
+    const int POH = pairs, POW = (W - KS + 1) / 2;
     float *yb = y + (static_cast<long long>(b) * M + g0) * POH * POW + static_cast<long long>(pr) * POW;
 #pragma unroll
     for (int g = 0; g < MG; ++g) {
@@ -167,12 +175,48 @@ __device__ __forceinline__ void pooled_item(float *__restrict__ y, const float *
             }
         }
     }
+#else
+    // both conv rows (the second only where the image has it), SVEC-wide where y is aligned
+    const int OH = H - KS + 1, OW = W - KS + 1;
+    const bool vec = reinterpret_cast<unsigned long long>(y) % (4 * SVEC) == 0;
+    float *yb = y + (static_cast<long long>(b) * M + g0) * OH * OW + static_cast<long long>(2 * pr) * OW + seg * TW;
+#pragma unroll
+    for (int g = 0; g < MG; ++g) {
+        if (g0 + g >= M) break;
+#pragma unroll
+        for (int d = 0; d < 2; ++d) {
+            if (2 * pr + d >= OH) break;
+            float *yr = yb + static_cast<long long>(g) * OH * OW + d * OW;
+#pragma unroll
+            for (int t = 0; t < TW; t += SVEC) {
+                const int col = seg * TW + t;
+                float v[SVEC];
+#pragma unroll
+                for (int u = 0; u < SVEC; ++u) v[u] = activate(acc[g][d][t + u]);
+                if (vec && col + SVEC <= OW) {
+#if SVEC == 4
+                    *reinterpret_cast<float4 *>(yr + t) = make_float4(v[0], v[1], v[2], v[3]);
+#elif SVEC == 2
+                    *reinterpret_cast<float2 *>(yr + t) = make_float2(v[0], v[1]);
+#else
+                    yr[t] = v[0];
+#endif
+                } else {
+#pragma unroll
+                    for (int u = 0; u < SVEC; ++u)
+                        if (col + u < OW) yr[t + u] = v[u];
+                }
+            }
+        }
+    }
+#endif
 }
 
-// grid = (ceil(B * POH * nseg / (NTB * IPT)) * groups), block = NTB. Block i: map group i % groups (maps
-// [g * MG, + MG)), items [(i / groups) * NTB * IPT, + NTB * IPT); item = (b * POH + pooled row) * nseg + segment,
-// segment: conv columns [seg * TW, + TW) under pooled columns [seg * TW / 2, + TW / 2).
-// x: B x 1 x H x W, k: M x 1 x K x K, y: B x M x POH x POW with POH = (H - K + 1) / 2, POW = (W - K + 1) / 2.
+// grid = (ceil(B * pairs * nseg / (NTB * IPT)) * groups), block = NTB. Block i: map group i % groups (maps
+// [g * MG, + MG)), items [(i / groups) * NTB * IPT, + NTB * IPT); item = (b * pairs + row pair) * nseg + segment,
+// segment: conv columns [seg * TW, + TW) (under pooled columns [seg * TW / 2, + TW / 2)). With OH = H - K + 1 and
+// OW = W - K + 1, pairs = OH / 2 (POOL 1) or (OH + 1) / 2 (POOL 0).
+// x: B x 1 x H x W, k: M x 1 x K x K, y: B x M x OH / 2 x OW / 2 (POOL 1) or B x M x OH x OW (POOL 0).
 extern "C" __global__ void __launch_bounds__(NTB, MINB)
     igemm_c1_fma_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                         const int M, const int H, const int W, const int nseg, const int groups) {
@@ -188,13 +232,13 @@ extern "C" __global__ void __launch_bounds__(NTB, MINB)
     }
     __syncthreads();
 
-    const int POH = (H - KS + 1) / 2;
+    const int pairs = POOL ? (H - KS + 1) / 2 : (H - KS + 2) / 2;
     griddep_wait();  // (launched as a dependent: the input is the kernel before's output)
     const int first = static_cast<int>(blockIdx.x / groups) * (NTB * IPT) + tid;  // (the host: items < 2^31)
 #pragma unroll 1
     for (int it = 0; it < IPT; ++it) {  // the block's items: IPT runs of NTB, a thread's NTB apart
         const int item = first + it * NTB;
-        if (item >= B * POH * nseg) break;  // (no barrier follows)
-        pooled_item(y, x, Ws4, item, B, M, H, W, nseg, g0);
+        if (item >= B * pairs * nseg) break;  // (no barrier follows)
+        conv_item(y, x, Ws4, item, B, M, H, W, nseg, g0, pairs);
     }
 }

@@ -305,8 +305,9 @@ class WholeNetwork:
         return C * K * K >= wgmma.MIN_REDUCTION and wgmma.supported(torch.device(self.device).index or 0)
 
     def uses_c1_fma(self, step: Step, B: int) -> bool:
-        """A pooled single-channel conv that gpu-igemm-tc runs on the fp32 FMA pipe at batch B (igemm.takes_c1_fma)."""
-        if not isinstance(step, ConvStep) or step.pool is None or self.uses_wgmma(step, B):
+        """A single-channel conv (+ act, + pool) that gpu-igemm-tc runs on the fp32 FMA pipe at batch B
+        (igemm.takes_c1_fma)."""
+        if not isinstance(step, ConvStep) or self.uses_wgmma(step, B):
             return False
         k_shape = tuple(self.params[f"{step.name}.weight"].shape)
         C, H, W = next(info.in_shape for info in self.spec.layer_info if info.name == step.name)
