@@ -27,7 +27,7 @@ def imread(path):
     return pytest.importorskip("matplotlib.image").imread(path)
 
 
-LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "flop", "bytes", "intensity_flop_per_byte",
+LAYER_KEYS = {"impl", "net", "images", "layer", "shape_BCHWMK", "arithmetic", "flop", "bytes", "intensity_flop_per_byte",
               "op_time_s", "layer_time_s", "gflop_per_s", "gbyte_per_s", "floor_s", "of_floor_pct",
               "memory_floor_s", "of_memory_floor_pct", "speedup_vs_reference_x",
               # the runs each median comes from, and their fastest and slowest
@@ -98,6 +98,7 @@ def test_bench_json_rows_carry_units_and_consistent_numbers(bench_run):
         assert r["gflop_per_s"] == pytest.approx(r["flop"] / r["op_time_s"] / 1e9)
         assert r["gbyte_per_s"] == pytest.approx(r["bytes"] / r["op_time_s"] / 1e9)
         c = doc["ceilings"]
+        assert r["arithmetic"] == "fp32"  # (CPU impls: what the floor divides the FLOPs by)
         floor = max(r["bytes"] / c["copy_bytes_per_s"], r["flop"] / c["fp32_flop_per_s"])
         assert r["floor_s"] == pytest.approx(floor)
         assert r["of_floor_pct"] == pytest.approx(100 * floor / r["op_time_s"])

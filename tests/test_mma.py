@@ -1054,3 +1054,21 @@ def test_a_nan_input_reaches_exactly_the_pooled_outputs_whose_windows_read_it(ro
         assert torch.isnan(ref).any() and torch.equal(torch.isnan(got), torch.isnan(ref)), (route, act)
         fin = ~torch.isnan(ref)
         assert float((got[fin] - ref[fin]).norm() / ref[fin].norm()) <= 1e-5, (route, act)
+
+
+def test_a_layers_floor_arithmetic_is_the_one_its_route_runs_in(monkeypatch):
+    """ConvImpl.arithmetic_for (bench's floor): fp32 where gpu-igemm-tc's FMA kernel takes the plain single-channel
+    conv, its own arithmetic where the mma kernels do; gpu-wgmma's short reductions in gpu-igemm-tc's arithmetic of
+    the same precision (3xTF32, or fp32 on the FMA kernel), its long ones in its own."""
+    igemm, wg = get_impl("gpu-igemm-tc"), get_impl("gpu-wgmma")
+    conv1, conv2 = ((10000, 1, 86, 86), (4, 1, 7, 7)), ((10000, 4, 40, 40), (16, 4, 7, 7))
+    monkeypatch.setattr(_mma, "C1_FMA", True)
+    assert igemm.arithmetic_for(*conv1) == "fp32" and igemm.arithmetic_for(*conv2) == "tf32x3"
+    assert wg.arithmetic_for(*conv1) == "fp32"
+    assert get_impl("gpu-igemm-tc-fp16x3").arithmetic_for(*conv1) == "fp32"
+    assert get_impl("gpu-igemm-tc-fp16").arithmetic_for(*conv1) == "fp16"  # (the FMA kernel is 3xTF32's only)
+    monkeypatch.setattr(_mma, "C1_FMA", False)
+    assert igemm.arithmetic_for(*conv1) == "tf32x3" and wg.arithmetic_for(*conv1) == "tf32x3"
+    assert get_impl("gpu-igemm-tc-fp16x3").arithmetic_for(*conv1) == "tf32x3"  # (its short reductions)
+    assert igemm.arithmetic_for((8, 1, 9, 9), (4, 1, 1, 1)) == "fp32"  # one product: gpu-per-layer's fp32 kernels
+    assert get_impl("cudnn").arithmetic_for(*conv1) == get_impl("cudnn").ceiling_arithmetic

@@ -163,7 +163,7 @@ def print_tables(doc: dict) -> None:
             mark += f"; fused op {'ok' if v['fused']['ok'] else '[red]FAILED[/red]'}"
         console.print(f"verify {impl} ({info['precision']}{arith}): {mark}")
     console.print(ceilings_line(doc.get("ceilings")))
-    console.print("floor = max(bytes / copy rate, FLOPs / rate of the impl's arithmetic); %mem: of bytes / copy rate")
+    console.print("floor = max(bytes / copy rate, FLOPs / rate of the arithmetic the layer runs in); %mem: of bytes / copy rate")
     console.print("spread: the fastest and the slowest timed run, in % of the median (Op ms)")
     for net in doc["settings"]["nets"]:
         for size in doc["settings"]["sizes"]:
@@ -225,7 +225,7 @@ def cmd_ceilings(args) -> int:
                   "(memory floor = bytes / copy)")
     for name, how in ceiling_rows(c, gemm_n):
         table.add_row(name, f"{c.flop_per_s(name) / 1e9:.1f} GFLOP/s", how)
-    table.caption = (f"floor = max(bytes / copy, FLOPs / the ceiling of the impl's arithmetic); cache: "
+    table.caption = (f"floor = max(bytes / copy, FLOPs / the ceiling of the layer's arithmetic); cache: "
                      f"{ceilings.cache_file(device)}")
     Console(highlight=False).print(table)
     if c.doubt:  # under the numbers, where they are read (load() said it on stderr too, when it measured them)

@@ -24,6 +24,9 @@ arithmetic as a keyword, `conv_forward(x, k, y, *, arithmetic)`, and so does `fu
 
 Optional declarations:
 - `arithmetic=`: what the FLOPs run on, when that differs from fp32 (a variant family sets it per variant).
+- `layer_arithmetic=`: `layer_arithmetic(x_shape, k_shape) -> str | None`, what a layer's FLOPs run on where a route
+  of the impl takes them elsewhere (fp32 FMAs for a single-channel layer); None: `arithmetic`. A layer's floor
+  divides its FLOPs by that arithmetic's ceiling.
 - `fused=`: `fused(x, k, act, pool) -> y`, y = pool(act(conv(x, k))) in one kernel, where act is "tanh" | "relu" |
   "sigmoid" | None and pool a `spec.Pool` or None; output allocated by the function with torch.empty (verify fills
   uninitialized memory with NaN, so an element it never writes fails).
@@ -69,6 +72,7 @@ class ConvImpl:
     fused: Callable | None = None
     family: str = ""  # the variant family's name (its fp32 member's, or the file's); "" for a lone impl
     fast_launch: Callable | None = None  # fast_launch(x, k, y) -> the layer's prepared launch, or None
+    layer_arithmetic: Callable | None = None  # (x_shape, k_shape) -> a layer's arithmetic where not `arithmetic`
     _fast: object = field(default=None, init=False, repr=False, compare=False)  # its FastConv, made by prepare()
 
     @property
@@ -81,6 +85,12 @@ class ConvImpl:
     def ceiling_arithmetic(self) -> str:
         """The arithmetic whose measured ceiling bounds this implementation's FLOP rate (Ceilings.flop_per_s)."""
         return self.arithmetic
+
+    def arithmetic_for(self, x_shape, k_shape) -> str:
+        """What the FLOPs of a layer of these shapes run on (the ceiling its floor divides them by): layer_arithmetic's
+        answer where it gives one, else ceiling_arithmetic."""
+        got = self.layer_arithmetic(tuple(x_shape), tuple(k_shape)) if self.layer_arithmetic is not None else None
+        return got or self.ceiling_arithmetic
 
     def __call__(self, x: torch.Tensor, k: torch.Tensor, y: torch.Tensor | None = None) -> torch.Tensor:
         if self.writes_into:
@@ -146,7 +156,8 @@ def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes
               precision: str | None = None, tolerance: float | None = None, setup: Callable[[], None] | None = None,
               tunables: dict[str, tuple] | None = None, host_layer: Callable | None = None,
               arithmetic: str = "fp32", fused: Callable | None = None, variants: dict[str, str] | None = None,
-              summaries: dict[str, str] | None = None, fast_launch: Callable | None = None):
+              summaries: dict[str, str] | None = None, fast_launch: Callable | None = None,
+              layer_arithmetic: Callable | None = None):
     """Register the decorated function as implementation `name`, or, with `variants` (name suffix -> arithmetic),
     as one implementation per variant: `name` for the suffix "", `name-SUFFIX` for the others. Precision and
     tolerance default to the arithmetic's (core/precision.py); `summaries` (suffix -> text) overrides a variant's
@@ -165,12 +176,13 @@ def conv_impl(name: str, *, device: str, summary: str, demonstrates: str, writes
                 call = functools.partial(fn, arithmetic=info.arithmetic)
                 fuse = functools.partial(fused, arithmetic=info.arithmetic) if fused else None
                 fast = functools.partial(fast_launch, arithmetic=info.arithmetic) if fast_launch else None
+                layer = functools.partial(layer_arithmetic, arithmetic=info.arithmetic) if layer_arithmetic else None
             else:
-                call, fuse, fast = fn, fused, fast_launch
+                call, fuse, fast, layer = fn, fused, fast_launch, layer_arithmetic
             REGISTRY[info.name] = ConvImpl(
                 info.name, info.device, info.summary, info.demonstrates, call, writes_into, info.precision,
                 info.tolerance, setup, info.module, tunables, host_layer, info.ladder, info.rung, info.arithmetic,
-                fuse, info.family, fast)
+                fuse, info.family, fast, layer)
         return fn
 
     return register

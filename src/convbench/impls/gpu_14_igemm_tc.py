@@ -686,6 +686,16 @@ def fast_launch(x, k, y, *, arithmetic):
     return None if job is FALLBACK else job
 
 
+def layer_arithmetic(x_shape, k_shape, *, arithmetic):
+    """What a layer's FLOPs run on in `arithmetic` where not in it (bench's floor): fp32 where the FMA kernel takes the
+    plain conv or gpu-per-layer's kernels a reduction too short for 3xTF32; 3xTF32 for 3xFP16's short reductions."""
+    prec = fused_code(arithmetic, x_shape[1], k_shape[2])
+    if takes_c1_fma(x_shape, k_shape, prec, None) or (
+            prec == TF32X3 and x_shape[1] * k_shape[2] * k_shape[3] < TF32X3_MIN_REDUCTION):
+        return "fp32"
+    return ARITHMETIC_OF[prec] if ARITHMETIC_OF[prec] != arithmetic else None
+
+
 @conv_impl(
     NAME,
     device="cuda",
@@ -702,6 +712,7 @@ def fast_launch(x, k, y, *, arithmetic):
     fused=fused,
     setup=setup,
     fast_launch=fast_launch,
+    layer_arithmetic=layer_arithmetic,
 )
 def conv_forward(x, k, y, *, arithmetic):
     launch(x, k, y, arithmetic)

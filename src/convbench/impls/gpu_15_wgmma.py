@@ -450,6 +450,16 @@ def _prepared(x, k, y, precision: str, skip: bool, override, force: bool):
         return igemm.prepared(x, k, y, fallback_arithmetic(precision), skip)
 
 
+def layer_arithmetic(x_shape, k_shape, *, arithmetic):
+    """What a layer's FLOPs run on where not in `arithmetic` (bench's floor): gpu-igemm-tc's, in fallback_arithmetic,
+    for the layers left to it (a short reduction, or no sm_90 GPU)."""
+    if (x_shape[1] * k_shape[2] * k_shape[3] >= MIN_REDUCTION and torch.cuda.is_available()
+            and supported(torch.cuda.current_device())):
+        return None
+    fallback = fallback_arithmetic(arithmetic)
+    return igemm.layer_arithmetic(x_shape, k_shape, arithmetic=fallback) or fallback
+
+
 def setup() -> None:
     if supported(torch.cuda.current_device()):  # fa19's conv2 at large batches
         plan_kernel(plan(10000, 12, 33, 33, 24, 5, FP16X3), 12, 33, 33, 24, 5, FP16X3)
@@ -466,6 +476,7 @@ def setup() -> None:
     variants={"": "fp16x3", "fp16": "fp16", "bf16": "bf16"},
     setup=setup,
     fast_launch=fast_launch,
+    layer_arithmetic=layer_arithmetic,
 )
 def conv_forward(x, k, y, *, arithmetic):
     launch(x, k, y, arithmetic)

@@ -226,6 +226,7 @@ def setup() -> None:
     variants={"": "fp16x3", "fp16": "fp16", "bf16": "bf16"},
     setup=setup,
     fast_launch=fast_launch,
+    layer_arithmetic=wgmma.layer_arithmetic,
 )
 def conv_forward(x, k, y, *, arithmetic):
     launch(x, k, y, arithmetic)

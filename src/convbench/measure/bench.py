@@ -12,7 +12,7 @@ bench takes, per conv layer and batch size:
 - Layer Time: the median of copy-in + call + copy-out from host tensors (impl.host_layer where the impl has its
   own pipeline), its runs kept the same way; on the CPU there are no copies and Layer Time is Op Time;
 - GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py: bytes / copy
-  rate or FLOPs / the ceiling of the implementation's arithmetic, ConvImpl.ceiling_arithmetic) and the share of it
+  rate or FLOPs / the ceiling of the arithmetic the layer runs in, ConvImpl.arithmetic_for) and the share of it
   reached (100 % = at the floor), the memory floor alone (bytes / copy rate, the target of the reduced-precision
   implementations) and the share of it reached, and the speed-up over the library (cudnn on the GPU, onednn on the
   CPU) measured in the same run, which is always included;
@@ -202,11 +202,13 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                 for inp in inputs:
                     runs, layer_runs = measured[impl.name, inp.layer]
                     op = median(runs)
-                    floor = ceilings.floor_s(inp.flop, inp.nbytes, impl.ceiling_arithmetic)
+                    arithmetic = impl.arithmetic_for(inp.x.shape, inp.k.shape)
+                    floor = ceilings.floor_s(inp.flop, inp.nbytes, arithmetic)
                     memory_floor = ceilings.memory_floor_s(inp.nbytes)
                     rows.append({
                         "impl": impl.name, "net": net, "images": size, "layer": inp.layer,
-                        "shape_BCHWMK": list(inp.shape), "flop": inp.flop, "bytes": inp.nbytes,
+                        "shape_BCHWMK": list(inp.shape), "arithmetic": arithmetic, "flop": inp.flop,
+                        "bytes": inp.nbytes,
                         "intensity_flop_per_byte": inp.flop / inp.nbytes,
                         **spread("op_time", runs), **spread("layer_time", layer_runs),
                         "gflop_per_s": inp.flop / op / 1e9, "gbyte_per_s": inp.nbytes / op / 1e9,

@@ -212,7 +212,7 @@ BENCH_FIELDS = {"device": (("cpu or cuda", lambda v: v in ("cpu", "cuda")), True
 ROW_FIELDS = {"impl": (_TEXT, True), "net": (_TEXT, True), "images": (_COUNT, True), "layer": (_TEXT, True),
               "op_time_s": (_TIME, True), "layer_time_s": (_TIME_OR_NONE, False), "flop": (_AMOUNT, True),
               "bytes": (_AMOUNT, True), "intensity_flop_per_byte": (_AMOUNT, False), "floor_s": (_NUMBER_OR_NONE, False),
-              "memory_floor_s": (_NUMBER_OR_NONE, False)}
+              "memory_floor_s": (_NUMBER_OR_NONE, False), "arithmetic": (_TEXT, False)}
 IMPL_FIELDS = {"precision": (_TEXT, True)}
 VERIFY_FIELDS = {"ok": (_BOOL, True), "max_rel_error": (_NUMBER_OR_NONE, False)}
 _RATE = ("a positive finite number", _TIME[1])
