@@ -179,12 +179,13 @@ _FMA_LAUNCHES |= {(K, _mma.c1_fma_plan(H, W, M, K, fields, pool=kind == "c1fma")
                   for _, H, W, M, K, kind, *_ in [tuning.parse_plan_key(key)]
                   if kind in _mma.C1_FMA_KINDS.values() and fields["USE"]}
 C1_FMA_VARIANTS = [dict(KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB, PF=p.PF, IPT=p.IPT, POOL=p.POOL,
-                        SVEC=p.SVEC, ACT=act)
+                        SVEC=p.SVEC, RU=p.RU, ACT=act)
                    for K, p in sorted(_FMA_LAUNCHES, key=str) for act in ((1, 2) if p.POOL else (0,))]
 C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, VEC=vec, NTB=_mma.C1_FMA_RULE.NTB,
-                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, IPT=ipt, POOL=pool, SVEC=svec, ACT=3)
-                    for K, vec, pf, ipt, pool, svec in ((1, 1, 0, 1, 1, 1), (3, 2, 1, 2, 1, 1), (8, 4, 0, 4, 1, 1),
-                                                        (2, 1, 1, 1, 0, 1), (5, 2, 0, 2, 0, 2), (7, 4, 0, 4, 0, 4))]
+                         MINB=_mma.C1_FMA_RULE.MINB, PF=pf, IPT=ipt, POOL=pool, SVEC=svec, RU=ru, ACT=3)
+                    for K, vec, pf, ipt, pool, svec, ru in ((1, 1, 0, 1, 1, 1, 1), (3, 2, 1, 2, 1, 1, 0),
+                                                            (8, 4, 0, 4, 1, 1, 0), (2, 1, 1, 1, 0, 1, 1),
+                                                            (5, 2, 0, 2, 0, 2, 0), (7, 4, 0, 4, 0, 4, 0))]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
@@ -883,7 +884,7 @@ def test_the_fma_kernels_threads_write_every_output_once():
         for pool in (True, False):
             p = _mma.c1_fma_plan(H, W, M, K, kn, B, pool)
             assert p.MG <= kn.MG and p.groups * p.MG >= M and W % p.VEC == p.TW % p.VEC == 0
-            assert (p.NTB, p.MINB, p.PF, p.IPT) == tuple(kn)[3:] and p.POOL == pool
+            assert (p.NTB, p.MINB, p.PF, p.IPT, p.RU) == tuple(kn)[3:] and p.POOL == pool
             assert p.SVEC == 1 if pool else (W - K + 1) % p.SVEC == p.TW % p.SVEC == 0
             written = list(c1_fma_outputs(B, H, W, M, K, p))
             OH, OW = ((H - K + 1) // 2, (W - K + 1) // 2) if pool else (H - K + 1, W - K + 1)
@@ -930,11 +931,12 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
     got = _mma._prepare(x, k, y, _mma.TF32X3, True, 2, "relu", Pool(2, 2))
     p = _mma.c1_fma_plan(86, 86, 4, 7, (1, 8, 4, 128, 3), 1000)
     assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=3, PF=0, IPT=1, POOL=1,
-                                                     SVEC=1, ACT=_mma.ACTS["relu"]))
+                                                     SVEC=1, RU=0, ACT=_mma.ACTS["relu"]))
     assert got.grid == (-(-1000 * 40 * 10 // 128), 1, 1) == (p.blocks(1000), 1, 1) and got.block == (128, 1, 1)
     assert got.smem == 0 and got.args[3:] == (1000, 4, 86, 86, 10, 1) and got.slots == _mma.SLOTS
     # the plain conv reads its own plan (kind c1fmaconv): the pooled layer's USE 1 does not send it there
     y80 = FakeTensor((1000, 4, 80, 80), 3)
+    tuning.record(_mma.NAME, _mma.c1_fma_plan_key(86, 86, 4, 7, 1000, pool=False), _mma.C1FmaLaunchPlan(USE=0))
     compiled.clear()
     _mma._prepare(x, k, y80, _mma.TF32X3, True, 0, None, None)
     assert all(source != _mma.SOURCE_C1_FMA for source, _ in compiled)
@@ -943,7 +945,7 @@ def test_pooled_single_channel_layers_take_the_fma_kernel_where_it_is_chosen(fak
     assert _mma.c1_fma_plan_key(86, 86, 4, 7, 1000, pool=False) == "C1M4K7H86W86/c1fmaconv/large"
     got = _mma._prepare(x, k, y80, _mma.TF32X3, True, 0, None, None)
     assert compiled[-1] == (_mma.SOURCE_C1_FMA, dict(KS=7, MG=4, TW=8, VEC=2, NTB=128, MINB=4, PF=1, IPT=4, POOL=0,
-                                                     SVEC=4, ACT=0))
+                                                     SVEC=4, RU=0, ACT=0))
     assert got.grid == (-(-1000 * 40 * 10 // (128 * 4)), 1, 1) and got.args[3:] == (1000, 4, 86, 86, 10, 1)
     # ... and conv + activation without a pool (a 1x1 one) too, with its activation
     _mma._prepare(x, k, y80, _mma.TF32X3, True, 2, "tanh", Pool(1, 1))

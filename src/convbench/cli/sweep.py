@@ -71,12 +71,13 @@ C1_POOL_BLOCKS = C1_BLOCKS + [(8, 4, 2, 2), (8, 4, 2, 3), (8, 2, 4, 0), (4, 4, 4
 # and the fp16 pair path (F16: faster on some layers, slower on others) on the blocks that did best with or without it
 C1_POOL_BLOCKS += [(8, 4, 2, 2, 1), (4, 4, 3, 0, 1), (8, 4, 2, 0, 1)]
 C1_SWEPT = "tf32x3"
-# The FMA kernel for pooled single-channel layers (C1FmaLaunchPlan's TW, MG, NTB, MINB, PF, IPT), each plan
-# deduplicated by the launch it makes, a plan whose kernel spills left out; the best is recorded with USE 1 where it
-# beat the layer's route without it, else USE 0. (NTB, MINB): blocks of 128 or 256 threads with no register cap, or
-# capped at 128 or 85 registers a thread.
-C1_FMA_KNOBS = [(TW, MG, NTB, MINB, PF, IPT) for TW, MG, (NTB, MINB), PF, IPT in itertools.product(
-    (4, 8), (4, 6, 12), ((128, 1), (128, 4), (128, 6), (256, 1), (256, 2), (256, 3)), (0, 1), (1, 4))]
+# The FMA kernel for single-channel layers, pooled or not (C1FmaLaunchPlan's TW, MG, NTB, MINB, PF, IPT, RU), each
+# plan deduplicated by the launch it makes, a plan whose kernel spills left out; the best is recorded with USE 1 where
+# it beat the layer's route without it, else USE 0. (NTB, MINB): blocks of 128 or 256 threads with no register cap,
+# or capped at 128 or 85 registers a thread.
+C1_FMA_KNOBS = list(itertools.product(
+    (4, 8), (4, 6, 12), ((128, 1), (128, 4), (128, 6), (256, 1), (256, 2), (256, 3)), (0, 1), (1, 4), (0, 1)))
+C1_FMA_KNOBS = [(TW, MG, NTB, MINB, PF, IPT, RU) for TW, MG, (NTB, MINB), PF, IPT, RU in C1_FMA_KNOBS]
 # gpu-wgmma's candidates: (TPW, NWG) for each split of an image into 1, 2 or 3 ranges of m64 tiles (small batches:
 # every split that changes the largest range), no more warpgroups than an item has tiles; 3xFP16 sets the plan
 WGMMA_WARPGROUPS = ((4, 2), (2, 2), (1, 2), (4, 1), (2, 1), (4, 3), (2, 3), (1, 3), (2, 4), (1, 4))
@@ -300,8 +301,8 @@ def c1_fma_trials(layer: Layer, y: torch.Tensor, want: torch.Tensor, reps: int, 
     _, _, H, W = x.shape
     M, _, K, _ = k.shape
     trials, best, plans = [], None, {}
-    for TW, MG, NTB, MINB, PF, IPT in C1_FMA_KNOBS:
-        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF, IPT=IPT)
+    for TW, MG, NTB, MINB, PF, IPT, RU in C1_FMA_KNOBS:
+        knobs = igemm.C1FmaLaunchPlan(USE=1, TW=TW, MG=MG, NTB=NTB, MINB=MINB, PF=PF, IPT=IPT, RU=RU)
         try:
             p = igemm.c1_fma_plan(H, W, M, K, knobs, x.shape[0], pool)
         except igemm.TooBig:

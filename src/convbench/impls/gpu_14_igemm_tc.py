@@ -426,6 +426,7 @@ class C1FmaLaunchPlan(tuning.LaunchPlan):
     MINB: int = 2  # __launch_bounds__' blocks an SM (2 x 256 threads leave 128 registers a thread)
     PF: int = 0  # 1: each thread loads its next input row while the FMAs of this one issue
     IPT: int = 1  # items a thread, one after another
+    RU: int = 0  # 1: the input-row loop unrolled (constant weight offsets, more registers)
 
 
 C1_FMA_RULE = C1FmaLaunchPlan(USE=0)
@@ -463,6 +464,7 @@ class C1FmaPlan:
     pairs: int  # items down an image: pooled rows (POOL 1), or conv row pairs, the last one maybe single (POOL 0)
     POOL: int = 1  # 1: conv + activation + 2x2 max pool; 0: no pool
     SVEC: int = 1  # floats an output store without the pool (the widest that divides OW and TW)
+    RU: int = 0  # the input-row loop unrolled
 
     def blocks(self, B: int) -> int:
         """The grid: blocks of NTB x IPT items over B images' pairs x nseg items, each in every map group."""
@@ -517,9 +519,9 @@ def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple |
     int32 numbering holds."""
     kn = C1FmaLaunchPlan.of(knobs) if knobs is not None else C1_FMA_RULE
     if (kn.TW < 2 or kn.TW % 2 or kn.MG < 1 or kn.NTB < 32 or kn.NTB % 32 or kn.MINB < 1 or kn.PF not in (0, 1)
-            or kn.IPT < 1):
+            or kn.IPT < 1 or kn.RU not in (0, 1)):
         raise UsageError(f"gpu-igemm-tc: FMA-kernel knobs {kn}: TW even, MG >= 1, NTB a multiple of 32, MINB >= 1, "
-                         "PF 0 or 1, IPT >= 1")
+                         "PF 0 or 1, IPT >= 1, RU 0 or 1")
     OH, OW = H - K + 1, W - K + 1
     if pool and (OH < 2 or OW < 2):
         raise TooBig(f"gpu-igemm-tc: a {H}x{W} input and {K}x{K} taps leave no whole 2x2 window to pool")
@@ -532,13 +534,14 @@ def c1_fma_plan(H: int, W: int, M: int, K: int, knobs: C1FmaLaunchPlan | tuple |
         raise TooBig(f"gpu-igemm-tc: {B} images of {H}x{W} are more items than the FMA kernel numbers")
     VEC = next(v for v in (4, 2, 1) if W % v == 0 and kn.TW % v == 0)  # (every window's loads aligned alike)
     SVEC = 1 if pool else next(v for v in (4, 2, 1) if OW % v == 0 and kn.TW % v == 0)  # (... and stores)
-    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, kn.IPT, pairs, int(pool), SVEC)
+    return C1FmaPlan(-(-M // groups), groups, kn.TW, nseg, VEC, kn.NTB, kn.MINB, kn.PF, kn.IPT, pairs, int(pool), SVEC,
+                     kn.RU)
 
 
 def c1_fma_kernel(p: C1FmaPlan, K: int, act: int):
     """The FMA kernel compiled for plan p, K x K taps and activation code `act` (ACTS)."""
     return gpu.kernel(SOURCE_C1_FMA, "igemm_c1_fma_kernel", KS=K, MG=p.MG, TW=p.TW, VEC=p.VEC, NTB=p.NTB, MINB=p.MINB,
-                      PF=p.PF, IPT=p.IPT, POOL=p.POOL, SVEC=p.SVEC, ACT=act)
+                      PF=p.PF, IPT=p.IPT, POOL=p.POOL, SVEC=p.SVEC, RU=p.RU, ACT=act)
 
 
 def _prepare_c1_fma(x, k, y, act: int, knobs: C1FmaLaunchPlan | None = None, pool: bool = True):

@@ -9,7 +9,8 @@
 //    in one sequence: every warp is full but the grid's last. No staging, no barrier after the weights' (staged once
 //    a block, read as broadcast float4s): for each of its K + 1 input rows a thread loads its window of TW + K - 1
 //    values straight into registers (VEC-wide loads through L1, where a row pair's rows are the next one's too)
-//    and feeds it to both conv rows and every map; with PF the next row's loads issue before this row's FMAs.
+//    and feeds it to both conv rows and every map; with PF the next row's loads issue before this row's FMAs; RU
+//    unrolls the row loop (constant weight offsets, more registers).
 //  * The map groups of one item block are neighbouring blocks, so each image is read from DRAM about once.
 // Why faster: the course's conv1 layers do 25..49 multiply-adds an output on 4..12 maps; an mma tile of 16 maps x 8
 // pixels wastes 25..75 % of its products (most at 4 and 6 maps) and spends more instructions on operand addresses
@@ -53,6 +54,9 @@
 #endif
 #ifndef SVEC
 #define SVEC 1  // POOL 0's stores: 4, 2 or 1 floats (the host's: OW, TW multiples; y's alignment checked here)
+#endif
+#ifndef RU
+#define RU 0  // 1: the input-row loop unrolled (the weights' shared-memory offsets constant)
 #endif
 #ifndef ACT
 #define ACT 0  // common.cuh's activate(): 0 none, 1 tanh, 2 relu, 3 sigmoid
@@ -140,7 +144,11 @@ __device__ __forceinline__ void conv_item(float *__restrict__ y, const float *__
 #if PF
     float xa[XR], xb[XR];  // two rows' windows: the next one's loads issue before this one's FMAs
     load_window(xa, win, fast, last);
+#if RU
+#pragma unroll
+#else
 #pragma unroll 1
+#endif
     for (int i = 0; i <= KS; i += 2) {
         if (i + 1 <= KS) load_window(xb, win + (i + 1) * W, fast, last);
         row_fmas(acc, xa, i, Ws4);
@@ -149,7 +157,11 @@ __device__ __forceinline__ void conv_item(float *__restrict__ y, const float *__
         row_fmas(acc, xb, i + 1, Ws4);
     }
 #else
+#if RU
+#pragma unroll
+#else
 #pragma unroll 1
+#endif
     for (int i = 0; i <= KS; ++i) {
         float xr[XR];
         load_window(xr, win + i * W, fast, last);
