@@ -84,3 +84,10 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.section("nvcc -arch=sm_90 resource usage")
         for line in REPORT:
             terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+
+    if "ptxas" in sys.modules:  # the compile checks' queue (tests/ptxas.py): nothing left compiling after the run
+        sys.modules["ptxas"].shutdown()

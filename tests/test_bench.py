@@ -171,6 +171,13 @@ def test_roofline_figure_axes_and_roof(bench_run):
     assert len(points) == 2 * 2  # impls x layers, at the largest batch
     no_roof = plots.roofline_figure(doc["layers"], None, precisions).axes[0]
     assert not no_roof.get_lines()
+    # a slow arithmetic next to a fast memory (a loaded host measures that): the knee lies left of every point, and
+    # the roof still rises to the knee and stays flat after it
+    slow = {**doc["ceilings"], "fp32_flop_per_s": doc["ceilings"]["copy_bytes_per_s"] * 1e-3}
+    (line,) = [ln for ln in plots.roofline_figure(doc["layers"], slow, precisions).axes[0].get_lines()
+               if ln.get_label().startswith("fp32 roof")]
+    xs, ys = line.get_xdata(), line.get_ydata()
+    assert list(xs) == sorted(xs) and max(ys) == pytest.approx(slow["fp32_flop_per_s"] / 1e9) == ys[1] == ys[2]
 
 
 def test_save_writes_png_atomically(tmp_path, bench_run):

@@ -6,11 +6,11 @@ import math
 import random
 import re
 import shutil
-import subprocess
 import types
 from dataclasses import replace
 from types import SimpleNamespace
 
+import ptxas
 import pytest
 
 from convbench.core import gpu
@@ -132,21 +132,20 @@ VARIANTS = [  # (defines) the plans and modes the tables and the fused path use
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("defines", VARIANTS, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.slow
-def test_kernel_variants_compile_with_at_most_a_few_spills(defines, tmp_path):
+def test_kernel_variants_compile_with_at_most_a_few_spills(defines, request):
     """The 512-thread plans (NW = 16, 128 registers a thread) spill a few bytes; the sweep measured them fastest
     anyway. More than that would be a regression."""
     defines = dict(defines)
     budget = defines.pop("SPILLS", 32 if defines.get("NW") == 16 else 0)
-    stores, report = spill_stores(_mma.SOURCE, defines, tmp_path)
+    stores, report = spill_stores(request, _mma.SOURCE, defines, siblings=lambda p: (_mma.SOURCE, {
+        k: v for k, v in p["defines"].items() if k != "SPILLS"}))
     assert stores and max(stores) <= budget, report
 
 
-def spill_stores(source, defines: dict, tmp_path) -> tuple[list[int], str]:
+def spill_stores(request, source, defines: dict, siblings=None) -> tuple[list[int], str]:
     """Compile a kernel source for sm_90 with these -D defines: the spill-store bytes of each function, and the
-    compiler's report (the compile must succeed)."""
-    p = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", f"-I{gpu.nvrtc.INCLUDE_DIR}", "-c",
-                        str(source), "-o", str(tmp_path / "k.o"), *(f"-D{k}={v}" for k, v in defines.items())],
-                       capture_output=True, text=True, timeout=300)
+    compiler's report (the compile must succeed). `siblings`: tests/ptxas.py's."""
+    p = ptxas.report(request, source, defines, siblings=siblings)
     assert p.returncode == 0, p.stderr
     return [int(n) for n in re.findall(r"(\d+) bytes spill stores", p.stderr)], p.stderr
 
@@ -193,8 +192,8 @@ C1_FMA_VARIANTS += [dict(KS=K, MG=_mma.C1_FMA_RULE.MG, TW=_mma.C1_FMA_RULE.TW, V
                          + [(_mma.SOURCE_C1_FMA, d) for d in C1_FMA_VARIANTS],
                          ids=lambda v: v.stem if hasattr(v, "stem") else ",".join(f"{k}={x}" for k, x in v.items()))
 @pytest.mark.slow
-def test_single_channel_kernel_variants_compile_without_spills(source, defines, tmp_path):
-    stores, report = spill_stores(source, defines, tmp_path)
+def test_single_channel_kernel_variants_compile_without_spills(source, defines, request):
+    stores, report = spill_stores(request, source, defines, siblings=lambda p: (p["source"], p["defines"]))
     assert stores == [0], report
 
 

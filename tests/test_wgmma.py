@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import ptxas
 import pytest
 
 from convbench.core import gpu
@@ -277,8 +278,9 @@ def compile_variants():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("NN, TPW, NWG, prec, pack", compile_variants())
 @pytest.mark.slow
-def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, pack, tmp_path):
-    compiles_clean(_wgmma.SOURCE, tmp_path, NN=NN, TPW=TPW, NWG=NWG, PREC=prec, PACK=pack)
+def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(NN, TPW, NWG, prec, pack, request):
+    compiles_clean(request, dict(NN=NN, TPW=TPW, NWG=NWG, PREC=prec, PACK=pack),
+                   siblings=lambda p: dict(NN=p["NN"], TPW=p["TPW"], NWG=p["NWG"], PREC=p["prec"], PACK=p["pack"]))
 
 
 def specialized_variants():
@@ -298,9 +300,9 @@ def specialized_variants():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("defines", specialized_variants())
 @pytest.mark.slow
-def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, tmp_path):
+def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, request):
     assert defines["SHAPE"] == 1
-    compiles_clean(_wgmma.SOURCE, tmp_path, **defines)
+    compiles_clean(request, defines, siblings=lambda p: p["defines"])
 
 
 def test_the_course_layers_and_only_they_are_specialized_by_default(monkeypatch):
@@ -318,10 +320,11 @@ def test_the_course_layers_and_only_they_are_specialized_by_default(monkeypatch)
     assert {(6, 22, 22, 16, 5), (4, 40, 40, 16, 7), (12, 33, 33, 24, 7), fa19} <= _wgmma.network_layers()
 
 
-def compiles_clean(source, tmp_path, **defines):
-    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
-                        f"-I{gpu.nvrtc.INCLUDE_DIR}", *(f"-D{k}={v}" for k, v in defines.items()), "-c", str(source),
-                        "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=300)
+def compiles_clean(request, defines: dict, siblings=None):
+    """gpu-wgmma's kernel with these -D defines compiles for sm_90a without spills or serialized wgmma; `siblings`
+    (a test's parameters -> its defines) queues the other variants' compiles (tests/ptxas.py)."""
+    p = ptxas.report(request, _wgmma.SOURCE, defines, arch="sm_90a", flags=("-ftz=true",),
+                     siblings=siblings and (lambda params: (_wgmma.SOURCE, siblings(params))))
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)

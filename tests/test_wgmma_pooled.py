@@ -131,8 +131,8 @@ def test_only_max_pools_whose_window_is_its_stride_and_fits_the_lanes_pool_in_th
     dict(NN=24, TPW=4, NWG=3, POOL_S=2, POOL_CEIL=1, ACT=0),
 ], ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 @pytest.mark.slow
-def test_pooled_variants_compile_without_spills_or_serialized_wgmma(defines, tmp_path):
-    compiles_clean(_wgmma.SOURCE, tmp_path, PREC=FP16X3, **defines)
+def test_pooled_variants_compile_without_spills_or_serialized_wgmma(defines, request):
+    compiles_clean(request, dict(PREC=FP16X3, **defines), siblings=lambda p: dict(PREC=FP16X3, **p["defines"]))
 
 
 def minidnn_specialized_variants():
@@ -148,9 +148,9 @@ def minidnn_specialized_variants():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("defines", minidnn_specialized_variants())
 @pytest.mark.slow
-def test_minidnn_conv2_pooled_compiles_clean_with_its_shape_compiled_in(defines, tmp_path):
+def test_minidnn_conv2_pooled_compiles_clean_with_its_shape_compiled_in(defines, request):
     assert defines["SHAPE"] == 1
-    compiles_clean(_wgmma.SOURCE, tmp_path, **defines)
+    compiles_clean(request, defines, siblings=lambda p: p["defines"])
 
 
 def pooled_shapes(n: int, seed: int):

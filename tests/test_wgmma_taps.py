@@ -10,9 +10,9 @@ own copy is checked on the GPU (outputs poisoned, every shape forced onto it).""
 import random
 import re
 import shutil
-import subprocess
 
 import numpy as np
+import ptxas
 import pytest
 
 from convbench.core import gpu
@@ -184,11 +184,10 @@ def compile_variants():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
 @pytest.mark.parametrize("MP, KWI, SETS, prec", compile_variants())
 @pytest.mark.slow
-def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(MP, KWI, SETS, prec, tmp_path):
-    p = subprocess.run(["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "-std=c++17", "-ftz=true", "-Xptxas", "-v",
-                        f"-I{gpu.nvrtc.INCLUDE_DIR}", f"-DMP={MP}", f"-DKWI={KWI}", f"-DSETS={SETS}",
-                        f"-DPREC={prec}", "-c", str(_taps.SOURCE), "-o", str(tmp_path / "k.o")],
-                       capture_output=True, text=True, timeout=300)
+def test_every_planned_variant_compiles_without_spills_or_serialized_wgmma(MP, KWI, SETS, prec, request):
+    p = ptxas.report(request, _taps.SOURCE, dict(MP=MP, KWI=KWI, SETS=SETS, PREC=prec), arch="sm_90a",
+                     flags=("-ftz=true",), siblings=lambda v: (_taps.SOURCE, dict(MP=v["MP"], KWI=v["KWI"],
+                                                                                 SETS=v["SETS"], PREC=v["prec"])))
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr, p.stderr
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", p.stderr)

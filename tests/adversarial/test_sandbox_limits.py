@@ -126,11 +126,13 @@ def test_a_whole_submission_has_a_time_limit(tmp_path, monkeypatch):
     monkeypatch.setenv("CONVBENCH_SANDBOX_TOTAL_TIMEOUT", "6")
     impl = user.load(attack_kernel(tmp_path, "dawdle.py", "import time; time.sleep(1.5)"))
     impl.fn.worker.quiet = True
-    started = time.monotonic()
+    calls = 0
     with pytest.raises(UsageError, match=r"dawdle\.py: used up the 6 s a submission may run in the sandbox") as e:
         for _ in range(20):
             impl(torch.randn(1, 1, 5, 5), torch.randn(1, 1, 3, 3))
-    assert e.value.verdict == "timeout" and time.monotonic() - started < 15
+            calls += 1
+    # stopped at its limit: no more than 6 s of 1.5 s calls got through (a loaded machine gets fewer, never more)
+    assert e.value.verdict == "timeout" and calls <= 4, calls
 
 
 def test_a_bad_limit_setting_is_one_line_before_anything_starts(tmp_path, monkeypatch):

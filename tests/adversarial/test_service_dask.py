@@ -40,7 +40,7 @@ def test_a_grader_killed_mid_job_fails_plainly_once_and_the_staff_re_run_grades_
         assert workers, [p.cmdline() for p in serve.children(recursive=True)]
         for p in workers:
             os.kill(p.pid, signal.SIGKILL)  # the Dask worker process; its nanny starts a new one
-        failed = server.wait_for(sub_id, token, ("done", "failed"), timeout=120)
+        failed = server.wait_for(sub_id, token, ("done", "failed"))
         assert (failed["state"], failed["attempts"]) == ("failed", 1), failed
         assert failed["result"] == {"error": jobs.WORKER_DIED}, failed["result"]
         assert "KilledWorker" not in json.dumps(failed) and "Traceback" not in json.dumps(failed)

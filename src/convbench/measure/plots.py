@@ -153,8 +153,10 @@ def roofline_figure(rows: list[dict], ceilings: dict | None, precisions: dict[st
         used = {arithmetic.get(i) or precisions.get(i, "fp32") for i in impls}
         for name, rate in roof_rates(ceilings, used).items():
             knee = rate / bw
-            ax.plot([lo, knee, max(hi, knee * 4)], [bw * lo / 1e9, rate / 1e9, rate / 1e9], linestyle=ROOF_STYLES[name],
-                    color="black", lw=1, label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s"
+            left = min(lo, knee / 4)  # the slope drawn from left of the knee, wherever the points lie
+            ax.plot([left, knee, max(hi, knee * 4)], [bw * left / 1e9, rate / 1e9, rate / 1e9],
+                    linestyle=ROOF_STYLES[name], color="black", lw=1,
+                    label=f"{name} roof: {rate / 1e9:,.0f} GFLOP/s, {bw / 1e9:,.0f} GB/s"
                     + (f" ({THREE_PRODUCT[name]} / 3)" if name in THREE_PRODUCT else ""))
     for impl in impls:  # legend entries: colour = implementation
         prec = precisions.get(impl, "fp32")
