@@ -48,6 +48,7 @@ from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls.registry import get_impl
 from convbench.measure.bench import conv_inputs, op_time
 from convbench.measure.environment import environment
+from convbench.measure.launch_floor import EMPTY_KERNEL
 from convbench.measure.profile import is_annotation, is_copy
 
 CALLS = 20
@@ -81,9 +82,6 @@ def back_to_back(fn) -> tuple[float, float]:
         host.append((t1 - t0) / ISSUE_CALLS)
         wall.append((time.perf_counter() - t0) / ISSUE_CALLS)
     return statistics.median(host), statistics.median(wall)
-
-
-EMPTY_KERNEL = 'extern "C" __global__ void empty_kernel(float *y, const float *x, const float *k) {}'
 
 
 def empty_launches(x, k):

@@ -131,6 +131,38 @@ def test_bench_prints_a_table_per_net_and_batch(bench_run):
     assert max(len(line) for line in out.splitlines()) <= 80  # fits an 80-column terminal
 
 
+def test_the_cpu_bench_has_no_launch_floor(bench_run):
+    assert "launch_floor" not in bench_run[0] and "launch floor" not in bench_run[1]
+
+
+def test_the_launch_floor_prints_under_each_table_and_a_call_under_it_is_a_warning(bench_run, capsys):
+    """The GPU's launch floor (measure/launch_floor.py) as print_tables shows it, on the CPU run's rows: one line a
+    network and batch, per layer and Σ, the fastest verified Σ as a multiple of it; a call under it warns."""
+    doc = json.loads(json.dumps(bench_run[0]))
+    rows = [r for r in doc["layers"] if r["impl"] == "cpu-parallel"]
+    launch = [{"net": r["net"], "images": r["images"], "layer": r["layer"], "op_time_s": r["op_time_s"] / 2}
+              for r in rows]
+    launch[0]["op_time_s"] = rows[0]["op_time_s"] * 2  # one layer's call under its floor
+    doc["launch_floor"] = {"what": "", "layers": launch, "under_it": bench.under_launch_floor(doc["layers"], launch)}
+    floor = {(r["layer"], r["images"]): r["op_time_s"] for r in launch}
+    assert [(u["impl"], u["layer"], u["images"]) for u in doc["launch_floor"]["under_it"]] == [
+        (r["impl"], r["layer"], r["images"]) for r in doc["layers"] if r["op_time_s"] < floor[r["layer"], r["images"]]]
+    assert ("cpu-parallel", rows[0]["layer"], rows[0]["images"]) in [
+        (u["impl"], u["layer"], u["images"]) for u in doc["launch_floor"]["under_it"]]
+    bench_cli.print_tables(doc)
+    out, err = capsys.readouterr()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    lines = " ".join(out.split()).split("launch floor (an empty kernel's call timed as Op Time): ")[1:]
+    assert len(lines) == len(doc["settings"]["sizes"]) * len(doc["settings"]["nets"])
+    size = rows[-1]["images"]
+    total = sum(r["op_time_s"] for r in launch if r["images"] == size)
+    best = min(s["op_time_s"] for s in doc["totals"] if s["images"] == size)
+    assert f"Σ {total * 1e3:.4f} ms" in lines[-1] and f"is {best / total:.2f}x it" in lines[-1], lines[-1]
+    err = " ".join(err.split())
+    assert f"cpu-parallel's sp19 {rows[0]['layer']} call at {rows[0]['images']} images took" in err
+    assert "under the launch floor" in err
+
+
 def test_bench_plot_png_opens(bench_run):
     img = imread(bench_run[3])
     assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
@@ -319,6 +351,25 @@ def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
     for r in doc["layers"]:
         assert r["layer_time_s"] > r["op_time_s"] > 0
     assert all(v["ok"] for v in doc["verify"].values())
+    floor = doc["launch_floor"]  # the empty kernel's call, on every layer measured
+    assert {(r["net"], r["images"], r["layer"]) for r in floor["layers"]} == {
+        (r["net"], r["images"], r["layer"]) for r in doc["layers"]}
+    assert all(0 < r["op_time_min_s"] <= r["op_time_s"] for r in floor["layers"])
+    assert "launch floor (an empty kernel's call timed as Op Time)" in " ".join(out.split())
+
+
+@pytest.mark.gpu
+def test_the_empty_call_returns_its_output_through_both_paths():
+    """The launch floor's impl is a conv call in all but its work: its output from the pool inside a timed region
+    (the compiled path), from torch outside it."""
+    from convbench.core import timing
+    from convbench.measure.launch_floor import EMPTY
+
+    EMPTY.prepare()
+    x, k = torch.randn(3, 2, 9, 9, device="cuda"), torch.randn(4, 2, 3, 3, device="cuda")
+    y, seconds = timing.timed("cuda", lambda: EMPTY(x, k))
+    assert y.shape == (3, 4, 7, 7) and y.is_cuda and seconds > 0
+    assert EMPTY(x, k).shape == (3, 4, 7, 7)
 
 
 @pytest.mark.gpu

@@ -168,8 +168,29 @@ def print_tables(doc: dict) -> None:
     for net in doc["settings"]["nets"]:
         for size in doc["settings"]["sizes"]:
             console.print(bench_table(doc, net, size))
-    for line in near_zero_warnings(doc):
+            if doc.get("launch_floor"):
+                console.print(launch_floor_line(doc, net, size))
+    for line in near_zero_warnings(doc) + under_launch_floor_warnings(doc):
         ui.note(line)
+
+
+def launch_floor_line(doc: dict, net: str, size: int) -> str:
+    """The launch floor under a network's table: per layer and Σ, and the fastest verified Σ as a multiple of it."""
+    rows = [r for r in doc["launch_floor"]["layers"] if r["net"] == net and r["images"] == size]
+    floor = sum(r["op_time_s"] for r in rows)
+    sums = [s for s in doc["totals"] if s["net"] == net and s["images"] == size and doc["verify"][s["impl"]]["ok"]]
+    best = min(sums, key=lambda s: s["op_time_s"], default=None)
+    parts = " · ".join(f"{r['layer']} {_ms(r['op_time_s'])}" for r in rows)
+    tail = f"; the fastest Σ ({best['impl']}) is {best['op_time_s'] / floor:.2f}x it" if best and floor > 0 else ""
+    return f"launch floor (an empty kernel's call timed as Op Time): {parts} · Σ {_ms(floor)} ms{tail}"
+
+
+def under_launch_floor_warnings(doc: dict) -> list[str]:
+    """One warning per layer call that came out under the launch floor measured beside it: no bound there."""
+    return [f"warning: {u['impl']}'s {u['net']} {u['layer']} call at {u['images']} images took "
+            f"{u['op_time_s'] * 1e6:.2f} µs, under the launch floor beside it ({u['launch_floor_s'] * 1e6:.2f} µs, "
+            "which holds the empty kernel's own run): the floor bounds nothing there"
+            for u in (doc.get("launch_floor") or {}).get("under_it", [])]
 
 
 def spread(r: dict) -> str:

@@ -18,7 +18,9 @@ bench takes, per conv layer and batch size:
   CPU) measured in the same run, which is always included;
 - verify: a quick check of each implementation on the edge shapes (problem.edge_shapes), and of its fused op
   where it has one (verify.verify_fused), so that a results file says whether its fast numbers are also right
-  (the leaderboard ranks only verified implementations).
+  (the leaderboard ranks only verified implementations);
+- on the GPU, the launch floor (measure/launch_floor.py): an empty kernel's call timed the same way on the same
+  inputs, what each call's Op Time spends on being issued and started, and the layers that came out under it.
 
 The result is one JSON-ready dict; every number's unit is in its key.
 """
@@ -37,7 +39,7 @@ from convbench.core.spec import get_network
 from convbench.core.timing import median, rotation_count, run_times
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
-from convbench.measure import problem
+from convbench.measure import launch_floor, problem
 from convbench.measure.ceilings import Ceilings
 from convbench.measure.environment import environment
 from convbench.measure.results import BENCH_FORMAT, REFERENCE, totals
@@ -185,7 +187,10 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         impl.prepare()
         verify[impl.name] = quick_verify(impl, device, advance)
 
-    rows = []
+    floor_impl = launch_floor.EMPTY if device == "cuda" else None
+    if floor_impl is not None:
+        floor_impl.prepare()
+    rows, launch_rows = [], []
     for net in nets:
         spec = load_weights("own", net).spec
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
@@ -198,6 +203,9 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                     lt = layer_times(impl, inp, device, layer_reps) if device == "cuda" else op
                     measured[impl.name, inp.layer] = (op, lt)
                     advance()
+            for inp in inputs if floor_impl is not None else ():  # the same inputs, timed the same way
+                launch_rows.append({"net": net, "images": size, "layer": inp.layer,
+                                    **spread("op_time", op_times(floor_impl, inp, device, reps))})
             for impl in impls:
                 for inp in inputs:
                     runs, layer_runs = measured[impl.name, inp.layer]
@@ -236,5 +244,16 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         "verify": verify,
         "layers": rows,
         "totals": with_total_spread(totals(rows, ref), rows),
+        **({"launch_floor": {"what": launch_floor.WHAT, "layers": launch_rows,
+                             "under_it": under_launch_floor(rows, launch_rows)}} if launch_rows else {}),
     }
+
+
+def under_launch_floor(rows: list[dict], launch_rows: list[dict]) -> list[dict]:
+    """The layers whose Op Time came out under the launch floor measured beside them (the empty kernel's own run is
+    inside the floor, so a call can): where one is, the floor is not a bound there, and bench says so."""
+    floor = {(r["net"], r["images"], r["layer"]): r["op_time_s"] for r in launch_rows}
+    return [{"impl": r["impl"], "net": r["net"], "images": r["images"], "layer": r["layer"],
+             "op_time_s": r["op_time_s"], "launch_floor_s": floor[r["net"], r["images"], r["layer"]]}
+            for r in rows if r["op_time_s"] < floor.get((r["net"], r["images"], r["layer"]), 0.0)]
 
