@@ -1,7 +1,7 @@
 """Commands that compute nothing start at once: `convbench --help`, every sub-command's --help, data, nets, impls,
 teams, submit and leaderboard on results files import none of the heavy packages (torch, numba, CuPy, Triton,
-SciPy, scikit-image, Matplotlib: seconds before the first line) and end within STARTUP_S, each in a fresh
-interpreter."""
+SciPy, scikit-image, Matplotlib: seconds before the first line) and end within STARTUP_S (STARTUP_DB_S for the
+commands that open the service's database), each in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from convbench.cli.main import COMMANDS
 
 HEAVY = ("torch", "numba", "cupy", "triton", "scipy", "skimage", "matplotlib")
 STARTUP_S = 1.0
+# a command that opens the service's database imports SQLAlchemy and its ORM and checks the schema: about 0.6 s of
+# imports alone, 0.9-1.1 s in all on an idle 2-core machine, so 1.0 s would fail on any busy one
+STARTUP_DB_S = 1.5
 RUNS = 3  # the least time of these counts: a busy machine slows a run down, never speeds one up
 LADDER = Path(__file__).resolve().parents[1] / "results" / "2026-11-26-0154-h100-ladder" / "bench.json"
 MARK = "heavy modules imported: "
@@ -31,8 +34,8 @@ PROBE = ("import sys\n"
          "sys.exit(code)\n")
 
 
-def assert_light(runs: list[list[str]], exit_code: int = 0) -> subprocess.CompletedProcess:
-    """Each argv in a fresh interpreter: this exit code, no heavy module, the least wall time within STARTUP_S.
+def assert_light(runs: list[list[str]], exit_code: int = 0, limit: float = STARTUP_S) -> subprocess.CompletedProcess:
+    """Each argv in a fresh interpreter: this exit code, no heavy module, the least wall time within `limit`.
     Returns the last run."""
     times = []
     for argv in runs:
@@ -43,7 +46,7 @@ def assert_light(runs: list[list[str]], exit_code: int = 0) -> subprocess.Comple
         assert MARK in done.stdout, (argv, done.stdout, done.stderr)
         imported = done.stdout.rsplit(MARK, 1)[1].split()
         assert imported == [], f"convbench {' '.join(argv)} imported {', '.join(imported)}"
-    assert min(times) <= STARTUP_S, f"convbench {' '.join(runs[0])}: {min(times):.2f} s at best of {len(runs)}"
+    assert min(times) <= limit, f"convbench {' '.join(runs[0])}: {min(times):.2f} s at best of {len(runs)}"
     return done
 
 
@@ -60,8 +63,8 @@ def test_impls_lists_without_importing_an_implementation():
 
 def test_teams_start_at_once(tmp_path):
     db = f"sqlite:///{tmp_path / 'service.db'}"
-    assert_light([["teams", "add", f"team{i}", "--db", db] for i in range(RUNS)])
-    done = assert_light([["teams", "list", "--db", db]] * RUNS)
+    assert_light([["teams", "add", f"team{i}", "--db", db] for i in range(RUNS)], limit=STARTUP_DB_S)
+    done = assert_light([["teams", "list", "--db", db]] * RUNS, limit=STARTUP_DB_S)
     assert done.stdout.splitlines()[:RUNS] == [f"team{i}\tteam" for i in range(RUNS)]
 
 
