@@ -20,7 +20,8 @@ bench takes, per conv layer and batch size:
   where it has one (verify.verify_fused), so that a results file says whether its fast numbers are also right
   (the leaderboard ranks only verified implementations);
 - on the GPU, the launch floor (measure/launch_floor.py): an empty kernel's call timed the same way on the same
-  inputs, what each call's Op Time spends on being issued and started, and the layers that came out under it.
+  inputs, taking turns with each implementation's calls (`launch_floor_s` in its rows), what each call's Op Time
+  spends on being issued and started, and the layers that came out under it.
 
 The result is one JSON-ready dict; every number's unit is in its key.
 """
@@ -36,7 +37,7 @@ import torch.nn.functional as F
 from convbench.core.contract import ConvImpl
 from convbench.core.gpu import fastcall
 from convbench.core.spec import get_network
-from convbench.core.timing import median, rotation_count, run_times
+from convbench.core.timing import median, rotation_count, run_times, synchronize, timed
 from convbench.data.fashion_mnist import load_dataset
 from convbench.impls.registry import get_impl
 from convbench.measure import launch_floor, problem
@@ -140,6 +141,31 @@ def op_times(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> list[flo
     return run_times(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
 
 
+def paired_op_times(impl: ConvImpl, beside: ConvImpl, inp: ConvInput, device: str, reps: int
+                    ) -> tuple[list[float], list[float]]:
+    """op_times of `impl` and of `beside` (the launch floor's empty call), taking turns on the same rotated inputs:
+    each rep times one call of each, the order alternating (AB BA AB ...), so that both see the same state of the
+    host and the card (its clocks, the core the process runs on, what the last call left in the caches). Timed in
+    loops of their own, minutes apart, the empty call's median moved by half between groups of layers whose calls
+    did the same work, and real calls came out under it. An impl that times itself (a sandboxed kernel) cannot take
+    turns: `beside` is timed right after its runs."""
+    sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
+    for i in range(WARMUP[device]):
+        impl(sets[i % len(sets)], inp.k)
+        beside(sets[i % len(sets)], inp.k)
+    if impl.reported_op_time() is not None:
+        ours = reported_runs(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
+        return ours, run_times(device, lambda i: beside(sets[i], inp.k), len(sets), reps, warmup=0)
+    synchronize(device)
+    ours, theirs = [], []
+    for r in range(reps):
+        x = sets[r % len(sets)]
+        turns = [(ours, impl), (theirs, beside)]
+        for times, fn in turns if r % 2 == 0 else turns[::-1]:
+            times.append(timed(device, lambda: fn(x, inp.k))[1])
+    return ours, theirs
+
+
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
     return median(op_times(impl, inp, device, reps))
 
@@ -196,16 +222,19 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
         for size in sizes:
             inputs = conv_inputs(net, data.images[:size], device)
-            measured = {}
+            measured, beside = {}, {}
             for impl in impls:
                 for inp in inputs:
-                    op = op_times(impl, inp, device, reps)
+                    if floor_impl is None:
+                        op = op_times(impl, inp, device, reps)
+                    else:
+                        op, beside[impl.name, inp.layer] = paired_op_times(impl, floor_impl, inp, device, reps)
                     lt = layer_times(impl, inp, device, layer_reps) if device == "cuda" else op
                     measured[impl.name, inp.layer] = (op, lt)
                     advance()
-            for inp in inputs if floor_impl is not None else ():  # the same inputs, timed the same way
-                launch_rows.append({"net": net, "images": size, "layer": inp.layer,
-                                    **spread("op_time", op_times(floor_impl, inp, device, reps))})
+            for inp in inputs if floor_impl is not None else ():  # every empty call on the layer, whichever impl's
+                launch_rows.append({"net": net, "images": size, "layer": inp.layer, **spread(
+                    "op_time", [t for impl in impls for t in beside[impl.name, inp.layer]])})
             for impl in impls:
                 for inp in inputs:
                     runs, layer_runs = measured[impl.name, inp.layer]
@@ -223,6 +252,7 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                         "floor_s": floor, "of_floor_pct": 100.0 * floor / op,
                         "memory_floor_s": memory_floor, "of_memory_floor_pct": 100.0 * memory_floor / op,
                         "speedup_vs_reference_x": median(measured[ref, inp.layer][0]) / op,
+                        **(spread("launch_floor", beside[impl.name, inp.layer]) if beside else {}),
                     })
             del inputs
             if device == "cuda":
@@ -245,15 +275,13 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         "layers": rows,
         "totals": with_total_spread(totals(rows, ref), rows),
         **({"launch_floor": {"what": launch_floor.WHAT, "layers": launch_rows,
-                             "under_it": under_launch_floor(rows, launch_rows)}} if launch_rows else {}),
+                             "under_it": under_launch_floor(rows)}} if launch_rows else {}),
     }
 
 
-def under_launch_floor(rows: list[dict], launch_rows: list[dict]) -> list[dict]:
-    """The layers whose Op Time came out under the launch floor measured beside them (the empty kernel's own run is
-    inside the floor, so a call can): where one is, the floor is not a bound there, and bench says so."""
-    floor = {(r["net"], r["images"], r["layer"]): r["op_time_s"] for r in launch_rows}
+def under_launch_floor(rows: list[dict]) -> list[dict]:
+    """The layer calls whose Op Time came out under the launch floor timed in turns with them (the empty kernel's
+    own run is inside the floor, so a call can): where one is, the floor is not a bound there, and bench says so."""
     return [{"impl": r["impl"], "net": r["net"], "images": r["images"], "layer": r["layer"],
-             "op_time_s": r["op_time_s"], "launch_floor_s": floor[r["net"], r["images"], r["layer"]]}
-            for r in rows if r["op_time_s"] < floor.get((r["net"], r["images"], r["layer"]), 0.0)]
-
+             "op_time_s": r["op_time_s"], "launch_floor_s": r["launch_floor_s"]}
+            for r in rows if r["op_time_s"] < r.get("launch_floor_s", 0.0)]
