@@ -18,6 +18,7 @@ from clihelp import assert_usage_error, cli
 
 from convbench.cli import bench as bench_cli
 from convbench.cli.main import main
+from convbench.core.contract import ConvImpl
 from convbench.measure import bench, ceilings, plots, problem
 from convbench.measure.ceilings import Ceilings
 
@@ -139,206 +140,56 @@ def test_the_launch_floor_prints_under_each_table_and_a_call_under_it_is_a_warni
     """The GPU's launch floor (measure/launch_floor.py) as print_tables shows it, on the CPU run's rows: one line a
     network and batch, per layer and Σ, the fastest verified Σ as a multiple of it; a call under it warns."""
     doc = json.loads(json.dumps(bench_run[0]))
-    for r in doc["layers"]:  # the empty calls that took turns with each impl's: a third of its time
-        r["launch_floor_s"] = r["op_time_s"] / 3
     rows = [r for r in doc["layers"] if r["impl"] == "cpu-parallel"]
-    rows[0]["launch_floor_s"] = rows[0]["op_time_s"] * 2  # one layer's call under its floor
     launch = [{"net": r["net"], "images": r["images"], "layer": r["layer"], "op_time_s": r["op_time_s"] / 2}
-              for r in rows]  # a layer's floor is every empty call on it, whichever impl's they took turns with
+              for r in rows]
+    launch[0]["op_time_s"] = rows[0]["op_time_s"] * 2  # one layer's call under its floor
+    floor = {(r["layer"], r["images"]): r["op_time_s"] for r in launch}
+    for r in doc["layers"]:  # every impl's row has the floor of its layer: they took turns on it
+        r["launch_floor_s"] = floor[r["layer"], r["images"]]
     doc["launch_floor"] = {"what": "", "layers": launch, "under_it": bench.under_launch_floor(doc["layers"])}
     assert [(u["impl"], u["layer"], u["images"]) for u in doc["launch_floor"]["under_it"]] == [
-        ("cpu-parallel", rows[0]["layer"], rows[0]["images"])]
+        (r["impl"], r["layer"], r["images"]) for r in doc["layers"] if r["op_time_s"] < floor[r["layer"], r["images"]]]
+    assert ("cpu-parallel", rows[0]["layer"], rows[0]["images"]) in [
+        (u["impl"], u["layer"], u["images"]) for u in doc["launch_floor"]["under_it"]]
     bench_cli.print_tables(doc)
     out, err = capsys.readouterr()
     assert max(len(line) for line in out.splitlines()) <= 80
-    lines = " ".join(out.split()).split("launch floor (an empty kernel's call timed as Op Time): ")[1:]
+    assert "under the launch floor that took turns with it" in " ".join(err.split())
+    lines = " ".join(out.split()).split("launch floor (an empty kernel's call taking turns): ")[1:]
     assert len(lines) == len(doc["settings"]["sizes"]) * len(doc["settings"]["nets"])
     size = rows[-1]["images"]
     total = sum(r["op_time_s"] for r in launch if r["images"] == size)
-    best = min((s for s in doc["totals"] if s["images"] == size), key=lambda s: s["op_time_s"])
-    own = sum(r["launch_floor_s"] for r in doc["layers"] if (r["impl"], r["images"]) == (best["impl"], size))
-    assert f"Σ {total * 1e3:.4f} ms" in lines[-1], lines[-1]
-    assert f"is {best['op_time_s'] / own:.2f}x the floor in turns with it" in lines[-1], lines[-1]
-    assert "under the launch floor timed in turns with it" in " ".join(err.split())
-    for r in doc["layers"]:  # a file from before the turns: the fastest Σ over the layers' floor
-        del r["launch_floor_s"]
-    bench_cli.print_tables(doc)
-    lines = " ".join(capsys.readouterr()[0].split()).split("launch floor (an empty kernel's call timed as Op Time): ")
-    assert f"is {best['op_time_s'] / total:.2f}x the floor;" in lines[-1] + ";", lines[-1]
-    err = " ".join(err.split())
-    assert f"cpu-parallel's sp19 {rows[0]['layer']} call at {rows[0]['images']} images took" in err
-    assert "under the launch floor" in err
+    best = min(s["op_time_s"] for s in doc["totals"] if s["images"] == size)
+    assert f"Σ {total * 1e3:.4f} ms" in lines[-1] and f"is {best / total:.2f}x it" in lines[-1], lines[-1]
 
 
-def test_bench_plot_png_opens(bench_run):
-    img = imread(bench_run[3])
-    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+def test_the_impls_take_turns_on_each_layer(monkeypatch):
+    """bench.turn_times: rep r times one call of each impl in an order rotated by r, each call on the next input
+    copy; an impl that times itself takes its turn and its time is what it reports."""
+    calls, clock = [], iter(range(1, 10**6))
+    monkeypatch.setattr(bench, "timed", lambda device, fn: (fn(), next(clock)))
+    monkeypatch.setattr(bench, "rotation_count", lambda nbytes: 3)
 
+    class SelfTimed(ConvImpl):
+        def reported_op_time(self):
+            return 0.5
 
-# ------------------------------------------------------------------------------------------------ plots
+    def impl(name, kind=ConvImpl):
+        return kind(name, "cpu", "", "", lambda x, k, y: calls.append((name, x.flatten()[0].item())))
 
-
-def test_optime_figure_axes(bench_run):
-    fig = plots.optime_figure(bench_run[0]["layers"], "t")
-    (ax,) = fig.axes
-    assert ax.get_xlabel() == "images" and "Op Time" in ax.get_ylabel()
-    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert {line.get_label() for line in ax.get_lines()} == {"onednn", "cpu-parallel"}
-    assert list(ax.get_lines()[0].get_xdata()) == [10, 20]
-
-
-def test_ratio_figure_axes(bench_run):
-    fig = plots.ratio_figure(bench_run[0]["layers"], "onednn")
-    (ax,) = fig.axes
-    assert "speed-up over onednn" in ax.get_ylabel()
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["onednn", "cpu-parallel"]
-    heights = [p.get_height() for p in ax.patches]
-    assert heights[0] == pytest.approx(1.0) and heights[1] > 0
-
-
-def test_roofline_figure_axes_and_roof(bench_run):
-    doc = bench_run[0]
-    precisions = {n: v["precision"] for n, v in doc["impls"].items()}
-    fig = plots.roofline_figure(doc["layers"], doc["ceilings"], precisions)
-    (ax,) = fig.axes
-    assert ax.get_xlabel() == plots.ROOF_XLABEL and ax.get_ylabel() == plots.ROOF_YLABEL
-    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    roof = [line for line in ax.get_lines() if line.get_label().startswith("fp32 roof")]
-    assert len(roof) == 1
-    assert max(roof[0].get_ydata()) == pytest.approx(doc["ceilings"]["fp32_flop_per_s"] / 1e9)
-    points = [c for c in ax.collections if len(c.get_offsets())]
-    assert len(points) == 2 * 2  # impls x layers, at the largest batch
-    no_roof = plots.roofline_figure(doc["layers"], None, precisions).axes[0]
-    assert not no_roof.get_lines()
-    # a slow arithmetic next to a fast memory (a loaded host measures that): the knee lies left of every point, and
-    # the roof still rises to the knee and stays flat after it
-    slow = {**doc["ceilings"], "fp32_flop_per_s": doc["ceilings"]["copy_bytes_per_s"] * 1e-3}
-    (line,) = [ln for ln in plots.roofline_figure(doc["layers"], slow, precisions).axes[0].get_lines()
-               if ln.get_label().startswith("fp32 roof")]
-    xs, ys = line.get_xdata(), line.get_ydata()
-    assert list(xs) == sorted(xs) and max(ys) == pytest.approx(slow["fp32_flop_per_s"] / 1e9) == ys[1] == ys[2]
-
-
-def test_save_writes_png_atomically(tmp_path, bench_run):
-    path = tmp_path / "r.png"
-    plots.save(plots.ratio_figure(bench_run[0]["layers"], "onednn"), path)
-    assert imread(path).shape[0] > 100
-    assert [p.name for p in tmp_path.iterdir()] == ["r.png"]  # no temporary left behind
-
-
-# ------------------------------------------------------------------------------------------------ ceilings
-
-
-def test_floor_is_the_larger_of_memory_and_arithmetic():
-    c = Ceilings("m", "cuda", copy_bytes_per_s=1e12, fp32_flop_per_s=50e12, tf32_flop_per_s=400e12, measured="",
-                 fp16_flop_per_s=800e12, bf16_flop_per_s=700e12)
-    assert c.floor_s(flop=1e9, nbytes=1e9, arithmetic="fp32") == pytest.approx(1e-3)  # memory-bound
-    assert c.memory_floor_s(1e9) == pytest.approx(1e-3)
-    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp32") == pytest.approx(1 / 50)  # arithmetic-bound
-    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32") == pytest.approx(1 / 400)
-    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32x3") == pytest.approx(3 / 400)
-    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp16") == pytest.approx(1 / 800)
-    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="bf16") == pytest.approx(1 / 700)
-    old = Ceilings("m", "cuda", 1e12, 50e12, 400e12, "")  # a results file from before fp16 / bf16 were measured
-    assert old.flop_per_s("fp16") == old.flop_per_s("bf16") == 400e12
-    cpu = Ceilings("m", "cpu", 1e10, 1e11, None, "")
-    assert cpu.flop_per_s("fp16") == cpu.flop_per_s("tf32x3") == 1e11  # no tensor-core ceiling on the CPU
-
-
-def test_ceilings_are_cached_per_machine(tmp_path, monkeypatch):
-    calls = []
-
-    def fake(device):
-        calls.append(device)
-        return Ceilings(ceilings.machine_key(device), device, 1e10, 1e11, None, f"run {len(calls)}")
-
-    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
-    monkeypatch.setattr(ceilings, "measure", fake)
-    first, fresh = ceilings.load("cpu")
-    assert fresh and calls == ["cpu"]
-    path = tmp_path / "ceilings" / f"{ceilings.machine_key('cpu')}.json"
-    assert json.loads(path.read_text())["measured"] == "run 1"
-    again, fresh = ceilings.load("cpu")
-    assert not fresh and again == first and len(calls) == 1
-    _, fresh = ceilings.load("cpu", remeasure=True)
-    assert fresh and len(calls) == 2
-    path.write_text("{not json")  # a damaged cache is measured again, never an error
-    c, fresh = ceilings.load("cpu")
-    assert fresh and c.measured == "run 3"
-
-
-def test_ceilings_command_shows_the_rates(capsys):
-    rc, out, _ = cli(capsys, "ceilings")
-    assert rc == 0 and "copy" in out and "GB/s" in out and "fp32" in out and "GFLOP/s" in out
-    rc, out2, _ = cli(capsys, "bench", "--ceilings")
-    assert rc == 0 and "GFLOP/s" in out2
-
-
-# ------------------------------------------------------------------------------------------------ bad input
-
-
-@pytest.mark.parametrize("argv, fragments", [
-    (["--impls", "nope"], ["unknown implementation 'nope'"]),
-    (["--impls", "cpu-parallel,,onednn"], ["empty name"]),
-    (["--nets", "sp20"], ["unknown network 'sp20'"]),
-    (["--sizes", "10,x"], ["'x' is not a number of images"]),
-    (["--sizes", "0"], ["out of range"]),
-    (["--sizes", "20000"], ["out of range"]),
-    (["--reps", "0"], ["out of range"]),
-    (["--plot", "out.jpg"], ["must end in .png"]),
-    (["--json", "/nonexistent-dir/b.json"], ["does not exist"]),
-])
-def test_bench_bad_arguments(capsys, argv, fragments):
-    rc, out, err = cli(capsys, "bench", "--sizes", "10", *argv)
-    assert_usage_error(rc, out, err, *fragments)
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present here, so --device cuda is not an error")
-def test_bench_cuda_without_gpu(capsys):
-    rc, out, err = cli(capsys, "bench", "--device", "cuda")
-    assert_usage_error(rc, out, err, "--device cuda", "use --device cpu")
-
-
-def test_plot_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
-    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "p.png")
-    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
-    rc, out, err = cli(capsys, "report", "--out", tmp_path / "rep")
-    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
-    assert not list(tmp_path.iterdir())
-
-
-def test_bench_plot_into_missing_folder_fails_before_measuring(capsys, tmp_path):
-    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "no" / "p.png")
-    assert_usage_error(rc, out, err, "does not exist")
-
-
-# ------------------------------------------------------------------------------------------------ run --time
-
-
-def test_run_time_prints_the_four_fields(capsys):
-    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time")
-    assert rc == 0
-    lines = out.splitlines()
-    i = next(i for i, line in enumerate(lines) if line.startswith("Correctness:"))
-    tail = lines[i + 1:]
-    assert [line.split(":")[0] for line in tail] == ["Elapsed (wall clock) time", "User time", "System time",
-                                                      "Maximum resident set size"]
-    assert float(tail[0].split()[-2]) > 0 and tail[3].endswith(" KB") and int(tail[3].split()[-2]) > 10000
-
-
-def test_run_time_json(capsys):
-    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time", "--json")
-    assert rc == 0
-    t = json.loads(out)["time"]
-    assert set(t) == {"elapsed_s", "user_s", "system_s", "max_rss_kb"}
-    assert t["elapsed_s"] > 0 and t["user_s"] > 0 and t["max_rss_kb"] > 10000
-
-
-def test_run_without_time_prints_no_usage(capsys):
-    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10")
-    assert rc == 0 and "Elapsed" not in out and out.splitlines()[-1].startswith("Correctness:")
+    x = torch.zeros(1, 1, 4, 4)
+    a, b, own = impl("a"), impl("b"), impl("own", SelfTimed)
+    inp = bench.ConvInput("conv1", x, torch.zeros(1, 1, 3, 3), x)
+    orig = torch.Tensor.clone
+    copies = iter(range(1, 100))
+    monkeypatch.setattr(torch.Tensor, "clone", lambda t: orig(t).fill_(next(copies)))
+    runs = bench.turn_times([a, b, own], inp, "cpu", reps=4)
+    timed_calls = calls[bench.WARMUP["cpu"] * 3:]
+    assert [n for n, _ in timed_calls] == ["a", "b", "own", "b", "own", "a", "own", "a", "b", "a", "b", "own"]
+    assert [v for _, v in timed_calls] == [float(i % 3) for i in range(12)]  # copies 0, 1, 2, 0, ...
+    assert runs[2] == [0.5] * 4 and len(runs[0]) == len(runs[1]) == 4
+    assert sorted(runs[0] + runs[1]) == list(range(1, 9))  # the clock, for the two that do not time themselves
 
 
 # ------------------------------------------------------------------------------------------------ GPU
@@ -362,11 +213,13 @@ def test_bench_gpu_layer_time_includes_copies(tmp_path, capsys):
     assert {(r["net"], r["images"], r["layer"]) for r in floor["layers"]} == {
         (r["net"], r["images"], r["layer"]) for r in doc["layers"]}
     assert all(0 < r["op_time_min_s"] <= r["op_time_s"] for r in floor["layers"])
-    for r in doc["layers"]:  # each impl's calls took turns with empty calls, as many as its own
-        assert len(r["launch_floor_runs_s"]) == len(r["op_time_runs_s"]) == 3 and r["launch_floor_s"] > 0
+    for r in doc["layers"]:  # every impl took turns with the empty call on each layer
+        assert len(r["op_time_runs_s"]) == 3
+        assert r["launch_floor_s"] == next(f["op_time_s"] for f in floor["layers"] if f["layer"] == r["layer"]
+                                           and f["images"] == r["images"])
     assert [(u["impl"], u["layer"]) for u in floor["under_it"]] == [
         (r["impl"], r["layer"]) for r in doc["layers"] if r["op_time_s"] < r["launch_floor_s"]]
-    assert "launch floor (an empty kernel's call timed as Op Time)" in " ".join(out.split())
+    assert "launch floor (an empty kernel's call taking turns)" in " ".join(out.split())
 
 
 @pytest.mark.gpu

@@ -175,29 +175,22 @@ def print_tables(doc: dict) -> None:
 
 
 def launch_floor_line(doc: dict, net: str, size: int) -> str:
-    """The launch floor under a network's table: per layer and Σ (every empty call on the layer), and the fastest
-    verified Σ as a multiple of the Σ of the empty calls that took turns with its own (files from before the turns:
-    of the layers' floor)."""
+    """The launch floor under a network's table: per layer and Σ, and the fastest verified Σ as a multiple of it."""
     rows = [r for r in doc["launch_floor"]["layers"] if r["net"] == net and r["images"] == size]
     floor = sum(r["op_time_s"] for r in rows)
     sums = [s for s in doc["totals"] if s["net"] == net and s["images"] == size and doc["verify"][s["impl"]]["ok"]]
     best = min(sums, key=lambda s: s["op_time_s"], default=None)
     parts = " · ".join(f"{r['layer']} {_ms(r['op_time_s'])}" for r in rows)
-    if best is None:
-        return f"launch floor (an empty kernel's call timed as Op Time): {parts} · Σ {_ms(floor)} ms"
-    own = [r.get("launch_floor_s") for r in doc["layers"]
-           if (r["impl"], r["net"], r["images"]) == (best["impl"], net, size)]
-    paired = sum(own) if own and None not in own else None
-    base, beside = (paired, " in turns with it") if paired else (floor, "")
-    tail = f"; the fastest Σ ({best['impl']}) is {best['op_time_s'] / base:.2f}x the floor{beside}" if base > 0 else ""
-    return f"launch floor (an empty kernel's call timed as Op Time): {parts} · Σ {_ms(floor)} ms{tail}"
+    tail = f"; the fastest Σ ({best['impl']}) is {best['op_time_s'] / floor:.2f}x it" if best and floor > 0 else ""
+    return f"launch floor (an empty kernel's call taking turns): {parts} · Σ {_ms(floor)} ms{tail}"
 
 
 def under_launch_floor_warnings(doc: dict) -> list[str]:
-    """One warning per layer call that came out under the launch floor timed in turns with it: no bound there."""
+    """One warning per layer call that came out under the launch floor that took turns with it: no bound there."""
     return [f"warning: {u['impl']}'s {u['net']} {u['layer']} call at {u['images']} images took "
-            f"{u['op_time_s'] * 1e6:.2f} µs, under the launch floor timed in turns with it "
-            f"({u['launch_floor_s'] * 1e6:.2f} µs, which holds the empty kernel's own run): the floor bounds nothing there"
+            f"{u['op_time_s'] * 1e6:.2f} µs, under the launch floor that took turns with it "
+            f"({u['launch_floor_s'] * 1e6:.2f} µs, which holds the empty kernel's own run): the floor bounds "
+            "nothing there"
             for u in (doc.get("launch_floor") or {}).get("under_it", [])]
 
 

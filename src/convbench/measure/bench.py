@@ -5,10 +5,11 @@ bench takes, per conv layer and batch size:
 
 - the layer's REAL input activations: a float32 forward pass of the network with our own weights (the
   activations of conv2 are not random numbers: half of them are zeros after a relu, which some kernels notice);
-- Op Time: the median of N calls after warm-up, inputs rotated over several copies when smaller than twice the
-  GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache; the fastest and the slowest
-  call and every call's time are kept beside it (`op_time_min_s`, `op_time_max_s`, `op_time_runs_s`), so that a
-  reader sees how far one number stands for the runs;
+- Op Time: the median of N calls after warm-up, the implementations taking turns call by call on each layer (so
+  that a slow spell of the host falls on all of them alike), inputs rotated over several copies when smaller than
+  twice the GPU's L2 (timing.rotation_count) so that a rerun does not find its input in cache; the fastest and the
+  slowest call and every call's time are kept beside it (`op_time_min_s`, `op_time_max_s`, `op_time_runs_s`), so
+  that a reader sees how far one number stands for the runs;
 - Layer Time: the median of copy-in + call + copy-out from host tensors (impl.host_layer where the impl has its
   own pipeline), its runs kept the same way; on the CPU there are no copies and Layer Time is Op Time;
 - GFLOP/s, GB/s (x read once, k read once, y written once, float32), the floor (measure/ceilings.py: bytes / copy
@@ -19,9 +20,9 @@ bench takes, per conv layer and batch size:
 - verify: a quick check of each implementation on the edge shapes (problem.edge_shapes), and of its fused op
   where it has one (verify.verify_fused), so that a results file says whether its fast numbers are also right
   (the leaderboard ranks only verified implementations);
-- on the GPU, the launch floor (measure/launch_floor.py): an empty kernel's call timed the same way on the same
-  inputs, taking turns with each implementation's calls (`launch_floor_s` in its rows), what each call's Op Time
-  spends on being issued and started, and the layers that came out under it.
+- on the GPU, the launch floor (measure/launch_floor.py): an empty kernel's call taking its turns with the
+  implementations' calls on each layer (`launch_floor_s` in their rows), what each call's Op Time spends on being
+  issued and started, and the layers that came out under it.
 
 The result is one JSON-ready dict; every number's unit is in its key.
 """
@@ -131,39 +132,34 @@ def reported_runs(run: Callable[[int], object], reported: Callable[[], float], r
     return times
 
 
+def turn_times(impls: list[ConvImpl], inp: ConvInput, device: str, reps: int) -> list[list[float]]:
+    """Seconds of each timed call of each impl after warm-up, the impls taking turns: rep r times one call of each,
+    in an order rotated by r (each impl takes each place equally often), each call on the next input copy. A small-batch
+    call's Op Time is mostly the host issuing it, and the host's speed moves by half and back within a second (the
+    core, clocks, other work on the machine): impls timed in loops of their own would be timed in different states,
+    their ratio with them. In turns, each sees the same states. An impl that times itself (a sandboxed kernel,
+    ConvImpl.reported_op_time) takes its turn too; its time is what it reports."""
+    sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
+    for i in range(WARMUP[device]):
+        for impl in impls:
+            impl(sets[i % len(sets)], inp.k)
+    synchronize(device)
+    runs: list[list[float]] = [[] for _ in impls]
+    for r in range(reps):
+        for n in range(len(impls)):
+            j, x = (r + n) % len(impls), sets[(r * len(impls) + n) % len(sets)]  # each call the next input copy
+            impl = impls[j]
+            if impl.reported_op_time() is not None:
+                impl(x, inp.k)
+                runs[j].append(impl.reported_op_time())
+            else:
+                runs[j].append(timed(device, lambda: impl(x, inp.k))[1])
+    return runs
+
+
 def op_times(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> list[float]:
     """Seconds of each timed call after warm-up (the Op Time is their median)."""
-    sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
-    for i in range(WARMUP[device]):
-        impl(sets[i % len(sets)], inp.k)
-    if impl.reported_op_time() is not None:  # it times its own op (ConvImpl.reported_op_time)
-        return reported_runs(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
-    return run_times(device, lambda i: impl(sets[i], inp.k), len(sets), reps, warmup=0)
-
-
-def paired_op_times(impl: ConvImpl, beside: ConvImpl, inp: ConvInput, device: str, reps: int
-                    ) -> tuple[list[float], list[float]]:
-    """op_times of `impl` and of `beside` (the launch floor's empty call), taking turns on the same rotated inputs:
-    each rep times one call of each, the order alternating (AB BA AB ...), so that both see the same state of the
-    host and the card (its clocks, the core the process runs on, what the last call left in the caches). Timed in
-    loops of their own, minutes apart, the empty call's median moved by half between groups of layers whose calls
-    did the same work, and real calls came out under it. An impl that times itself (a sandboxed kernel) cannot take
-    turns: `beside` is timed right after its runs."""
-    sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
-    for i in range(WARMUP[device]):
-        impl(sets[i % len(sets)], inp.k)
-        beside(sets[i % len(sets)], inp.k)
-    if impl.reported_op_time() is not None:
-        ours = reported_runs(lambda r: impl(sets[r % len(sets)], inp.k), impl.reported_op_time, reps)
-        return ours, run_times(device, lambda i: beside(sets[i], inp.k), len(sets), reps, warmup=0)
-    synchronize(device)
-    ours, theirs = [], []
-    for r in range(reps):
-        x = sets[r % len(sets)]
-        turns = [(ours, impl), (theirs, beside)]
-        for times, fn in turns if r % 2 == 0 else turns[::-1]:
-            times.append(timed(device, lambda: fn(x, inp.k))[1])
-    return ours, theirs
+    return turn_times([impl], inp, device, reps)[0]
 
 
 def op_time(impl: ConvImpl, inp: ConvInput, device: str, reps: int) -> float:
@@ -222,19 +218,18 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
         data = load_dataset(spec.input_size, count=max(sizes), quiet=True)
         for size in sizes:
             inputs = conv_inputs(net, data.images[:size], device)
-            measured, beside = {}, {}
-            for impl in impls:
-                for inp in inputs:
-                    if floor_impl is None:
-                        op = op_times(impl, inp, device, reps)
-                    else:
-                        op, beside[impl.name, inp.layer] = paired_op_times(impl, floor_impl, inp, device, reps)
-                    lt = layer_times(impl, inp, device, layer_reps) if device == "cuda" else op
-                    measured[impl.name, inp.layer] = (op, lt)
+            measured, floors = {}, {}
+            for inp in inputs:  # the impls (and the launch floor's empty call) take turns on each layer
+                timed_impls = impls + ([floor_impl] if floor_impl is not None else [])
+                runs = dict(zip((i.name for i in timed_impls), turn_times(timed_impls, inp, device, reps)))
+                floors[inp.layer] = runs.get(launch_floor.NAME)
+                for impl in impls:
+                    lt = layer_times(impl, inp, device, layer_reps) if device == "cuda" else runs[impl.name]
+                    measured[impl.name, inp.layer] = (runs[impl.name], lt)
                     advance()
-            for inp in inputs if floor_impl is not None else ():  # every empty call on the layer, whichever impl's
-                launch_rows.append({"net": net, "images": size, "layer": inp.layer, **spread(
-                    "op_time", [t for impl in impls for t in beside[impl.name, inp.layer]])})
+            for inp in inputs if floor_impl is not None else ():
+                launch_rows.append({"net": net, "images": size, "layer": inp.layer,
+                                    **spread("op_time", floors[inp.layer])})
             for impl in impls:
                 for inp in inputs:
                     runs, layer_runs = measured[impl.name, inp.layer]
@@ -252,7 +247,7 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
                         "floor_s": floor, "of_floor_pct": 100.0 * floor / op,
                         "memory_floor_s": memory_floor, "of_memory_floor_pct": 100.0 * memory_floor / op,
                         "speedup_vs_reference_x": median(measured[ref, inp.layer][0]) / op,
-                        **(spread("launch_floor", beside[impl.name, inp.layer]) if beside else {}),
+                        **({"launch_floor_s": median(floors[inp.layer])} if floor_impl is not None else {}),
                     })
             del inputs
             if device == "cuda":
@@ -280,7 +275,7 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
 
 
 def under_launch_floor(rows: list[dict]) -> list[dict]:
-    """The layer calls whose Op Time came out under the launch floor timed in turns with them (the empty kernel's
+    """The layer calls whose Op Time came out under the launch floor that took turns with them (the empty kernel's
     own run is inside the floor, so a call can): where one is, the floor is not a bound there, and bench says so."""
     return [{"impl": r["impl"], "net": r["net"], "images": r["images"], "layer": r["layer"],
              "op_time_s": r["op_time_s"], "launch_floor_s": r["launch_floor_s"]}
