@@ -162,6 +162,8 @@ def test_the_launch_floor_prints_under_each_table_and_a_call_under_it_is_a_warni
     total = sum(r["op_time_s"] for r in launch if r["images"] == size)
     best = min(s["op_time_s"] for s in doc["totals"] if s["images"] == size)
     assert f"Σ {total * 1e3:.4f} ms" in lines[-1] and f"is {best / total:.2f}x it" in lines[-1], lines[-1]
+    err = " ".join(err.split())
+    assert f"cpu-parallel's sp19 {rows[0]['layer']} call at {rows[0]['images']} images took" in err
 
 
 def test_the_impls_take_turns_on_each_layer(monkeypatch):
@@ -190,6 +192,177 @@ def test_the_impls_take_turns_on_each_layer(monkeypatch):
     assert [v for _, v in timed_calls] == [float(i % 3) for i in range(12)]  # copies 0, 1, 2, 0, ...
     assert runs[2] == [0.5] * 4 and len(runs[0]) == len(runs[1]) == 4
     assert sorted(runs[0] + runs[1]) == list(range(1, 9))  # the clock, for the two that do not time themselves
+
+
+def test_bench_plot_png_opens(bench_run):
+    img = imread(bench_run[3])
+    assert img.ndim == 3 and img.shape[0] > 100 and img.shape[1] > 100
+
+
+# ------------------------------------------------------------------------------------------------ plots
+
+
+def test_optime_figure_axes(bench_run):
+    fig = plots.optime_figure(bench_run[0]["layers"], "t")
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == "images" and "Op Time" in ax.get_ylabel()
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert {line.get_label() for line in ax.get_lines()} == {"onednn", "cpu-parallel"}
+    assert list(ax.get_lines()[0].get_xdata()) == [10, 20]
+
+
+def test_ratio_figure_axes(bench_run):
+    fig = plots.ratio_figure(bench_run[0]["layers"], "onednn")
+    (ax,) = fig.axes
+    assert "speed-up over onednn" in ax.get_ylabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["onednn", "cpu-parallel"]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights[0] == pytest.approx(1.0) and heights[1] > 0
+
+
+def test_roofline_figure_axes_and_roof(bench_run):
+    doc = bench_run[0]
+    precisions = {n: v["precision"] for n, v in doc["impls"].items()}
+    fig = plots.roofline_figure(doc["layers"], doc["ceilings"], precisions)
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == plots.ROOF_XLABEL and ax.get_ylabel() == plots.ROOF_YLABEL
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    roof = [line for line in ax.get_lines() if line.get_label().startswith("fp32 roof")]
+    assert len(roof) == 1
+    assert max(roof[0].get_ydata()) == pytest.approx(doc["ceilings"]["fp32_flop_per_s"] / 1e9)
+    points = [c for c in ax.collections if len(c.get_offsets())]
+    assert len(points) == 2 * 2  # impls x layers, at the largest batch
+    no_roof = plots.roofline_figure(doc["layers"], None, precisions).axes[0]
+    assert not no_roof.get_lines()
+    # a slow arithmetic next to a fast memory (a loaded host measures that): the knee lies left of every point, and
+    # the roof still rises to the knee and stays flat after it
+    slow = {**doc["ceilings"], "fp32_flop_per_s": doc["ceilings"]["copy_bytes_per_s"] * 1e-3}
+    (line,) = [ln for ln in plots.roofline_figure(doc["layers"], slow, precisions).axes[0].get_lines()
+               if ln.get_label().startswith("fp32 roof")]
+    xs, ys = line.get_xdata(), line.get_ydata()
+    assert list(xs) == sorted(xs) and max(ys) == pytest.approx(slow["fp32_flop_per_s"] / 1e9) == ys[1] == ys[2]
+
+
+def test_save_writes_png_atomically(tmp_path, bench_run):
+    path = tmp_path / "r.png"
+    plots.save(plots.ratio_figure(bench_run[0]["layers"], "onednn"), path)
+    assert imread(path).shape[0] > 100
+    assert [p.name for p in tmp_path.iterdir()] == ["r.png"]  # no temporary left behind
+
+
+# ------------------------------------------------------------------------------------------------ ceilings
+
+
+def test_floor_is_the_larger_of_memory_and_arithmetic():
+    c = Ceilings("m", "cuda", copy_bytes_per_s=1e12, fp32_flop_per_s=50e12, tf32_flop_per_s=400e12, measured="",
+                 fp16_flop_per_s=800e12, bf16_flop_per_s=700e12)
+    assert c.floor_s(flop=1e9, nbytes=1e9, arithmetic="fp32") == pytest.approx(1e-3)  # memory-bound
+    assert c.memory_floor_s(1e9) == pytest.approx(1e-3)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp32") == pytest.approx(1 / 50)  # arithmetic-bound
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32") == pytest.approx(1 / 400)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="tf32x3") == pytest.approx(3 / 400)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="fp16") == pytest.approx(1 / 800)
+    assert c.floor_s(flop=1e12, nbytes=1e6, arithmetic="bf16") == pytest.approx(1 / 700)
+    old = Ceilings("m", "cuda", 1e12, 50e12, 400e12, "")  # a results file from before fp16 / bf16 were measured
+    assert old.flop_per_s("fp16") == old.flop_per_s("bf16") == 400e12
+    cpu = Ceilings("m", "cpu", 1e10, 1e11, None, "")
+    assert cpu.flop_per_s("fp16") == cpu.flop_per_s("tf32x3") == 1e11  # no tensor-core ceiling on the CPU
+
+
+def test_ceilings_are_cached_per_machine(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(device):
+        calls.append(device)
+        return Ceilings(ceilings.machine_key(device), device, 1e10, 1e11, None, f"run {len(calls)}")
+
+    monkeypatch.setattr(ceilings, "cache_dir", lambda: tmp_path)
+    monkeypatch.setattr(ceilings, "measure", fake)
+    first, fresh = ceilings.load("cpu")
+    assert fresh and calls == ["cpu"]
+    path = tmp_path / "ceilings" / f"{ceilings.machine_key('cpu')}.json"
+    assert json.loads(path.read_text())["measured"] == "run 1"
+    again, fresh = ceilings.load("cpu")
+    assert not fresh and again == first and len(calls) == 1
+    _, fresh = ceilings.load("cpu", remeasure=True)
+    assert fresh and len(calls) == 2
+    path.write_text("{not json")  # a damaged cache is measured again, never an error
+    c, fresh = ceilings.load("cpu")
+    assert fresh and c.measured == "run 3"
+
+
+def test_ceilings_command_shows_the_rates(capsys):
+    rc, out, _ = cli(capsys, "ceilings")
+    assert rc == 0 and "copy" in out and "GB/s" in out and "fp32" in out and "GFLOP/s" in out
+    rc, out2, _ = cli(capsys, "bench", "--ceilings")
+    assert rc == 0 and "GFLOP/s" in out2
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize("argv, fragments", [
+    (["--impls", "nope"], ["unknown implementation 'nope'"]),
+    (["--impls", "cpu-parallel,,onednn"], ["empty name"]),
+    (["--nets", "sp20"], ["unknown network 'sp20'"]),
+    (["--sizes", "10,x"], ["'x' is not a number of images"]),
+    (["--sizes", "0"], ["out of range"]),
+    (["--sizes", "20000"], ["out of range"]),
+    (["--reps", "0"], ["out of range"]),
+    (["--plot", "out.jpg"], ["must end in .png"]),
+    (["--json", "/nonexistent-dir/b.json"], ["does not exist"]),
+])
+def test_bench_bad_arguments(capsys, argv, fragments):
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", *argv)
+    assert_usage_error(rc, out, err, *fragments)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present here, so --device cuda is not an error")
+def test_bench_cuda_without_gpu(capsys):
+    rc, out, err = cli(capsys, "bench", "--device", "cuda")
+    assert_usage_error(rc, out, err, "--device cuda", "use --device cpu")
+
+
+def test_plot_without_matplotlib_is_one_line(capsys, monkeypatch, tmp_path):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "p.png")
+    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
+    rc, out, err = cli(capsys, "report", "--out", tmp_path / "rep")
+    assert_usage_error(rc, out, err, "matplotlib is not installed", "pip install 'convbench[plots]'")
+    assert not list(tmp_path.iterdir())
+
+
+def test_bench_plot_into_missing_folder_fails_before_measuring(capsys, tmp_path):
+    rc, out, err = cli(capsys, "bench", "--sizes", "10", "--plot", tmp_path / "no" / "p.png")
+    assert_usage_error(rc, out, err, "does not exist")
+
+
+# ------------------------------------------------------------------------------------------------ run --time
+
+
+def test_run_time_prints_the_four_fields(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time")
+    assert rc == 0
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("Correctness:"))
+    tail = lines[i + 1:]
+    assert [line.split(":")[0] for line in tail] == ["Elapsed (wall clock) time", "User time", "System time",
+                                                      "Maximum resident set size"]
+    assert float(tail[0].split()[-2]) > 0 and tail[3].endswith(" KB") and int(tail[3].split()[-2]) > 10000
+
+
+def test_run_time_json(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10", "--time", "--json")
+    assert rc == 0
+    t = json.loads(out)["time"]
+    assert set(t) == {"elapsed_s", "user_s", "system_s", "max_rss_kb"}
+    assert t["elapsed_s"] > 0 and t["user_s"] > 0 and t["max_rss_kb"] > 10000
+
+
+def test_run_without_time_prints_no_usage(capsys):
+    rc, out, _ = cli(capsys, "run", "--net", "sp19", "--size", "10")
+    assert rc == 0 and "Elapsed" not in out and out.splitlines()[-1].startswith("Correctness:")
 
 
 # ------------------------------------------------------------------------------------------------ GPU

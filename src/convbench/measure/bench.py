@@ -134,9 +134,9 @@ def reported_runs(run: Callable[[int], object], reported: Callable[[], float], r
 
 def turn_times(impls: list[ConvImpl], inp: ConvInput, device: str, reps: int) -> list[list[float]]:
     """Seconds of each timed call of each impl after warm-up, the impls taking turns: rep r times one call of each,
-    in an order rotated by r (each impl takes each place equally often), each call on the next input copy. A small-batch
-    call's Op Time is mostly the host issuing it, and the host's speed moves by half and back within a second (the
-    core, clocks, other work on the machine): impls timed in loops of their own would be timed in different states,
+    in an order rotated by r (each impl takes each place equally often), each call on the next input copy. A
+    small-batch call's Op Time is mostly the host issuing it, and the host's speed moves on its own within a second
+    (clocks, other work on the machine): impls timed in loops of their own would be timed in different states, and
     their ratio with them. In turns, each sees the same states. An impl that times itself (a sandboxed kernel,
     ConvImpl.reported_op_time) takes its turn too; its time is what it reports."""
     sets = [inp.x] + [inp.x.clone() for _ in range(rotation_count(inp.x.numel() * 4) - 1)]
