@@ -144,12 +144,13 @@ def turn_times(impls: list[ConvImpl], inp: ConvInput, device: str, reps: int) ->
         for impl in impls:
             impl(sets[i % len(sets)], inp.k)
     synchronize(device)
+    self_timed = [impl.reported_op_time() is not None for impl in impls]  # known once it has run
     runs: list[list[float]] = [[] for _ in impls]
     for r in range(reps):
         for n in range(len(impls)):
             j, x = (r + n) % len(impls), sets[(r * len(impls) + n) % len(sets)]  # each call the next input copy
             impl = impls[j]
-            if impl.reported_op_time() is not None:
+            if self_timed[j]:
                 impl(x, inp.k)
                 runs[j].append(impl.reported_op_time())
             else:
@@ -212,6 +213,7 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
     floor_impl = launch_floor.EMPTY if device == "cuda" else None
     if floor_impl is not None:
         floor_impl.prepare()
+    timed_impls = impls + ([floor_impl] if floor_impl is not None else [])
     rows, launch_rows = [], []
     for net in nets:
         spec = load_weights("own", net).spec
@@ -220,7 +222,6 @@ def run_bench(impls: list[ConvImpl], nets: list[str], sizes: list[int], device: 
             inputs = conv_inputs(net, data.images[:size], device)
             measured, floors = {}, {}
             for inp in inputs:  # the impls (and the launch floor's empty call) take turns on each layer
-                timed_impls = impls + ([floor_impl] if floor_impl is not None else [])
                 runs = dict(zip((i.name for i in timed_impls), turn_times(timed_impls, inp, device, reps)))
                 floors[inp.layer] = runs.get(launch_floor.NAME)
                 for impl in impls:
