@@ -400,6 +400,48 @@ def test_wgmma_dense_splits_can_be_forced(monkeypatch):
     assert _dense.wgmma_plan(10000, 20184, 160, False) == model
 
 
+@pytest.mark.parametrize("B", [1, 5, 64, 65, 100, 128, 129, 1000])
+@pytest.mark.parametrize("F_, N, n2", REAL_DENSE + [(301, 23, 0), (300, 23, 0), (4, 16, 0), (8, 256, 0), (8, 257, 0),
+                                                    (4000, 256, 30)])
+@pytest.mark.parametrize("wlo", [True, False])
+def test_small_dense_plans_cover_every_feature_in_resident_clusters(B, F_, N, n2, wlo, monkeypatch):
+    """dense_small.cu's plan where it applies (SMALL_DENSE on, at most SMALL_MAX_ROWS rows, N <= 256, F % 4 == 0),
+    None elsewhere: one row tile (one warpgroup to 64 rows, two to 128), every feature in some split and no cluster
+    without one, whole clusters, at most SMALL_MAX_BLOCKS blocks where the splits fit shared memory (so every cluster
+    is resident at once), each split as long as that allows, its shared memory the kernel's SMEM_BYTES within the
+    opt-in limit."""
+    monkeypatch.setattr(_dense, "SMALL_DENSE", True)
+    p = _dense.small_plan(B, F_, N, n2, wlo, sms=132)
+    if B > _dense.SMALL_MAX_ROWS or N > _dense.WGMMA_MAX_N or F_ % 4:
+        assert p is None
+        return
+    assert p.nwg == (1 if B <= 64 else 2) and p.threads == 128 * p.nwg and p.grid == (p.splits, 1, 1)
+    assert p.kch % 8 == 0 and p.kch >= 8 and p.splits % p.cluster == 0 and p.clusters * p.cluster == p.splits
+    assert p.splits * p.kch >= F_ > (p.splits - p.cluster) * p.kch  # the last cluster has features
+    assert p.cluster == min(_dense.SMALL_CLUSTER, -(-F_ // p.kch))
+    assert p.smem == _dense.small_smem_bytes(N, n2, wlo, p.nwg, p.kch) and p.smem + _dense.STATIC_SMEM <= 227 * 1024
+    if p.kch > _dense.SMALL_MIN_KCH:  # as few splits as the blocks allow, or the longest that fit shared memory
+        fits_longer = _dense.small_smem_bytes(N, n2, wlo, p.nwg, p.kch + 8) + _dense.STATIC_SMEM <= 227 * 1024
+        assert -(-F_ // p.kch) <= _dense.SMALL_MAX_BLOCKS or not fits_longer
+        assert -(-F_ // (p.kch - 8)) > _dense.SMALL_MAX_BLOCKS
+
+
+def test_small_dense_blocks_and_clusters_can_be_forced(monkeypatch):
+    """SMALL_BLOCKS and SMALL_CLUSTER (sweeps): about that many blocks, in clusters of that many; SMALL_DENSE off: no
+    plan."""
+    monkeypatch.setattr(_dense, "SMALL_DENSE", True)
+    for blocks, cluster in ((64, 8), (128, 4), (240, 2), (30, 1)):
+        monkeypatch.setattr(_dense, "SMALL_BLOCKS", blocks)
+        monkeypatch.setattr(_dense, "SMALL_CLUSTER", cluster)
+        p = _dense.small_plan(100, 20184, 160, 10, False)
+        asked = -(-(-(-20184 // blocks)) // 8) * 8  # features a split for that many blocks
+        longer_fits = _dense.small_smem_bytes(160, 10, False, 2, p.kch + 8) + _dense.STATIC_SMEM <= 227 * 1024
+        assert p.cluster == cluster and (p.kch == asked or p.kch < asked and not longer_fits), p
+        assert p.splits == -(-(-(-20184 // p.kch)) // cluster) * cluster, p
+    monkeypatch.setattr(_dense, "SMALL_DENSE", False)
+    assert _dense.small_plan(100, 20184, 160, 10, False) is None
+
+
 def test_mma_dense_splits_and_ring_depth_can_be_forced(monkeypatch):
     """MMA_SPLITS (sweeps) makes dense_mma_kernel's plan split F exactly so many ways where chunks of whole BK slices
     give that many, else there is no plan; and the shared memory planned follows STAGES, the ring the kernel is
@@ -462,6 +504,29 @@ def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo,
     assert p.returncode == 0, p.stderr
     assert "Potential Performance Loss" not in p.stderr and "warning" not in p.stderr.lower(), p.stderr
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", p.stderr), p.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("B, F_, N, n2, act, softmax, wlo", [
+    (100, 20184, 160, 10, "tanh", True, 0), (100, 17496, 160, 10, "tanh", True, 1), (100, 5184, 140, 10, "tanh", True, 0),
+    (100, 1296, 32, 10, "relu", True, 0), (5, 20184, 160, 10, "tanh", True, 0), (128, 4000, 256, 30, "relu", True, 1),
+    (37, 300, 23, 0, None, False, 1), (37, 300, 13, 0, "relu", True, 1), (9, 1000, 33, 7, "sigmoid", False, 1)])
+def test_small_dense_kernel_compiles_unserialized_without_spills(B, F_, N, n2, act, softmax, wlo, tmp_path,
+                                                                 monkeypatch):
+    """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's layout (a
+    static_assert), without warnings, spills or wgmma serialized by ptxas (the register sets' operand fences)."""
+    from test_kernels_compile import nvcc
+
+    monkeypatch.setattr(_dense, "SMALL_DENSE", True)
+    p = _dense.small_plan(B, F_, N, n2, bool(wlo))
+    layer = types.SimpleNamespace(F=F_, N=N, n2=n2, act=act, softmax=softmax, wlo=bool(wlo))
+    defines = _dense.Dense.small_defines(layer, p)
+    assert defines["SMEM"] == p.smem and defines["CL"] == p.cluster and defines["KCH"] == p.kch
+    assert _dense.gpu.source_arch(_dense.SMALL_SOURCE) == "sm_90a"
+    out = nvcc(_dense.SMALL_SOURCE, tmp_path / "k.o", defines)
+    assert out.returncode == 0, out.stderr
+    assert "Potential Performance Loss" not in out.stderr and "warning" not in out.stderr.lower(), out.stderr
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", out.stderr), out.stderr
 
 
 def test_the_wgmma_headers_are_what_their_generator_writes():
@@ -696,7 +761,8 @@ def test_dense_matches_float64(precision, case, monkeypatch):
     layer = _dense.Dense(w, b, act, softmax, w2, b2, precision=precision)
     hopper = torch.cuda.get_device_capability() == (9, 0)
     wgmma = hopper and precision == "tf32x3" and _dense.wgmma_plan(B, F_, N, layer.wlo) is not None
-    assert layer.gemm(B) == ("wgmma" if wgmma else "mma")
+    small = hopper and precision == "tf32x3" and _dense.small_plan(B, F_, N, n2, layer.wlo) is not None
+    assert layer.gemm(B) == ("small" if small else "wgmma" if wgmma else "mma")
     y = layer(x, out)
     torch.cuda.synchronize()
     assert y.data_ptr() == out.data_ptr()
@@ -720,6 +786,7 @@ def test_the_finish_kernels_batched_loads_give_the_same_bits(case, monkeypatch):
     if _dense.finish_batch(B, 1, torch.cuda.get_device_properties(0).multi_processor_count) == 0:
         pytest.skip(f"{B} rows are more blocks than this GPU has SMs: the finish kernel does not batch there")
     x, w, b, w2, b2 = dense_case_tensors(case, B * 11 + N)
+    monkeypatch.setattr(_dense, "SMALL_DENSE", False)  # the GEMM and the finish kernel, not dense_small.cu
     outs = []
     for batch in (_dense.FINISH_BATCH, 0):
         monkeypatch.setattr(_dense, "FINISH_BATCH", batch)
@@ -774,6 +841,96 @@ def test_dense_function_odd_shape(precision):
     w, b = torch.randn(23, 301, device="cuda") / 17, torch.randn(23, device="cuda")
     y = _dense.dense(x, w, b, "tanh", False, precision)
     assert rel(y, reference_dense(x, w, b, "tanh", False)) <= TOLERANCE[precision]
+
+
+SMALL_DENSE_CASES = [  # B, F, N, act, softmax, fused last layer outputs: the ones dense_small.cu takes
+    (100, 20184, 160, "tanh", True, 10),  # fa19's at 100 images
+    (100, 5184, 140, "tanh", True, 10),  # sp19's
+    (100, 1296, 32, "relu", True, 10),  # minidnn's
+    (128, 17496, 160, "tanh", True, 10),  # fa18's, at the most rows
+    (64, 20184, 160, "tanh", True, 10),  # one warpgroup's most rows
+    (65, 5184, 140, "sigmoid", False, 7),  # two warpgroups, a last layer without softmax
+    (1, 1296, 32, "relu", True, 10),  # one row
+    (37, 300, 23, None, False, 0),  # no tail: the GEMM's own outputs, N % 4 != 0 (4-byte partial loads)
+    (37, 300, 13, "relu", True, 0),  # softmax over N <= 32
+    (100, 4, 16, None, True, 0),  # the shortest reduction: one block, a cluster of one
+    (128, 4000, 256, "relu", True, 30),  # the widest N, a 30-output last layer
+]
+
+
+SMALL_DENSE_SPLITS = [(case, "planned") for case in SMALL_DENSE_CASES] + [  # forced: a few layers, each split
+    (case, split) for case in (SMALL_DENSE_CASES[0], SMALL_DENSE_CASES[7], SMALL_DENSE_CASES[10])
+    for split in ("blocks8-cl8", "blocks200-cl4", "blocks130-cl2", "blocks40-cl1")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case, split", SMALL_DENSE_SPLITS, ids=lambda v: v if isinstance(v, str) else dense_case_id(v))
+def test_small_dense_kernel_matches_float64_in_any_split(case, split, monkeypatch):
+    """dense_small.cu, the whole step in one kernel, on the plan and with the blocks and clusters forced (more blocks
+    than SMs: clusters in a second wave; clusters of one: no distributed sum): every output written (poisoned with
+    NaN first), within 3xTF32's tolerance of float64, weights with a low part and without; three calls give the same
+    bits (the counter is back at 0 after each, and the sums' order never depends on timing); the two-kernel path on
+    the same input within the same tolerance."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("dense_small.cu needs an H100 / H200 (sm_90)")
+    monkeypatch.setattr(_dense, "SMALL_DENSE", True)
+    if split != "planned":
+        blocks, cluster = (int(v) for v in split.replace("blocks", "").split("-cl"))
+        monkeypatch.setattr(_dense, "SMALL_BLOCKS", blocks)
+        monkeypatch.setattr(_dense, "SMALL_CLUSTER", cluster)
+    B, F_, N, act, softmax, n2 = case
+    x, w, b, w2, b2 = dense_case_tensors(case, B * 13 + F_)
+    ref = reference_dense(x, w, b, act, softmax, w2, b2)
+    for exact in (False, True):
+        wq = w.half().float() if exact else w  # fp16 values: exact in TF32 (two products)
+        refq = reference_dense(x, wq, b, act, softmax, w2, b2) if exact else ref
+        layer = _dense.Dense(wq, b, act, softmax, w2, b2)
+        assert layer.wlo == (not exact) and layer.gemm(B) == "small"
+        runs = []
+        for _ in range(3):
+            out = torch.full((B, n2 or N), float("nan"), device="cuda")
+            runs.append(layer(x, out))
+        torch.cuda.synchronize()
+        assert torch.isfinite(runs[0]).all(), "an output element was never written"
+        assert rel(runs[0], refq) <= TOLERANCE["tf32x3"], (exact, rel(runs[0], refq))
+        assert torch.equal(runs[0], runs[1]) and torch.equal(runs[0], runs[2])
+        assert int(layer._per_batch[B].small[2].item()) == 0
+    monkeypatch.setattr(_dense, "SMALL_DENSE", False)
+    two = _dense.Dense(w, b, act, softmax, w2, b2)
+    assert two.gemm(B) != "small"
+    assert rel(two(x), ref) <= TOLERANCE["tf32x3"]
+
+
+@pytest.mark.gpu
+def test_small_dense_kernel_replays_in_a_cuda_graph(monkeypatch):
+    """Captured into a CUDA graph and replayed on new inputs: each replay right (the counter reset by the launch
+    before it), the same bits as an eager call on the same input."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("dense_small.cu needs an H100 / H200 (sm_90)")
+    monkeypatch.setattr(_dense, "SMALL_DENSE", True)
+    case = (100, 20184, 160, "tanh", True, 10)
+    x, w, b, w2, b2 = dense_case_tensors(case, 3)
+    layer = _dense.Dense(w.half().float(), b, "tanh", True, w2, b2)
+    assert layer.gemm(100) == "small"
+    xs = torch.empty_like(x)
+    out = torch.empty(100, 10, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        layer(xs.copy_(x), out)  # warm-up on the capture stream: the launch prepared there
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        layer(xs, out)
+    for seed in (5, 6, 7):
+        xn = dense_case_tensors(case, seed)[0]
+        xs.copy_(xn)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all()
+        assert torch.equal(out, layer(xn))
+        assert rel(out, reference_dense(xn, layer.w, b, "tanh", True, w2, b2)) <= TOLERANCE["tf32x3"]
 
 
 @pytest.mark.gpu

@@ -147,18 +147,6 @@ __device__ __forceinline__ void mma_k16(float (&c)[4], const unsigned (&a)[4], c
 #endif
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
 // ---- staging: one BK-deep slice of x (BM rows) and W (BN rows) into shared memory, zero outside ----
 // One stage of the STAGES-deep cp.async pipeline (global -> shared without registers): 16-byte copies when rows
 // are 16-byte aligned (VEC = 1: FIN % 4 == 0), 4-byte copies otherwise; rows past B, features past NOUT and f past

@@ -21,6 +21,12 @@ On an H100 / H200, 3xTF32 layers of at most 256 outputs at large batches (WGMMA_
 dense_wgmma.cu's GEMM instead (WGMMA_DENSE; wgmma_plan: 128- or 192-row tiles, the reduction split so the tiles fill
 whole waves of the SMs), whose partials the same dense_finish_kernel sums and finishes; W's TF32 parts are made once.
 At small batches the long reductions take it too, one 128-row tile split once per SM (wgmma_takes_small).
+
+With SMALL_DENSE on an H100 / H200, a 3xTF32 layer of at most 256 outputs on at most SMALL_MAX_ROWS rows runs
+dense_small.cu instead: the whole step in one kernel (small_plan: the reduction split about once per SM, in clusters
+whose partial tiles are summed in distributed shared memory; the last cluster to finish sums the clusters' partials
+and runs the tail), with a counter beside the workspace. It is off: it has not yet beaten the two kernels, whose
+boundary costs little in the whole network's graph (results/README.md lists the runs).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from convbench.core.precision import kernel_code
 
 SOURCE, KERNEL, FINISH = Path(__file__).with_suffix(".cu"), "dense_mma_kernel", "dense_finish_kernel"
 WGMMA_SOURCE, WGMMA_KERNEL = Path(__file__).with_name("dense_wgmma.cu"), "dense_wgmma_kernel"
+SMALL_SOURCE, SMALL_KERNEL = Path(__file__).with_name("dense_small.cu"), "dense_small_kernel"
 ARITHMETICS = ("tf32x3", "tf32", "fp16", "bf16")  # the kernel's PREC choices (core/precision.py)
 ACTIVATIONS = {**gpu.ACT_CODES, "none": 0}  # the ACT define; "none" as the spec may spell it
 BK = 32  # reduction depth per pipeline stage (the kernel's BK)
@@ -86,6 +93,74 @@ WGMMA_MAX_SPLITS = 64
 # into them (linearly, not as rounding to nearest would), so long reductions are split further
 WGMMA_MAX_KCHUNK = 2048
 WGMMA_SPLITS: int | None = None  # a forced number of splits of F (sweeps: scripts/dense_ab.py); None, the cost model's
+
+
+# dense_small.cu (sm_90, 3xTF32, N <= 256, at most SMALL_MAX_ROWS rows: one row tile of one or two warpgroups): the
+# whole step in one kernel where SMALL_DENSE (off until it beats the GEMM and the finish kernel; tests and A/B runs
+# turn it on). Its splits of F go in clusters of SMALL_CLUSTER blocks, one block an SM (its split of W and slice of x
+# fill most of an SM's shared memory), at most SMALL_MAX_BLOCKS of them so that every cluster is resident at once (a
+# cluster's blocks share a GPC; blocks left for a second wave would double the time); each split at least
+# SMALL_MIN_KCH features. SMALL_BLOCKS forces a number of blocks (sweeps).
+SMALL_DENSE = False
+SMALL_MAX_ROWS = 128
+SMALL_CLUSTER = 8
+SMALL_MAX_BLOCKS = 120
+SMALL_MIN_KCH = 16
+SMALL_BLOCKS: int | None = None
+
+
+@dataclass(frozen=True)
+class SmallPlan:
+    """dense_small_kernel's launch: grid (splits), clusters of `cluster` blocks, each block `kch` features of F."""
+
+    nwg: int  # warpgroups a block (64 rows each)
+    kch: int  # features a block (a multiple of 8)
+    splits: int  # blocks (a multiple of cluster; the last ones may have no features)
+    cluster: int
+    smem: int
+
+    @property
+    def clusters(self) -> int:
+        return self.splits // self.cluster
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        return (self.splits, 1, 1)
+
+    @property
+    def threads(self) -> int:
+        return 128 * self.nwg
+
+
+def small_smem_bytes(n: int, n2: int, wlo: bool, nwg: int, kch: int) -> int:
+    """dense_small.cu's dynamic shared memory (its SMEM_BYTES): W's split (or the tail's rows, whichever is larger,
+    rounded up to 128 bytes), then x's slice (or the partial tile, whichever is larger)."""
+    w = (2 if wlo else 1) * wgmma_n(n) * kch * 4
+    tail = (n2 * (n + 1) + 64 * nwg * n2 + n + n2) * 4  # the last layer's weights, its outputs a row, the biases
+    region_w = -(-max(w, tail) // 128) * 128
+    ldp = n + (8 if n % 4 == 0 else 1)
+    return region_w + max(64 * nwg * (kch + 4) * 4, 64 * nwg * ldp * 4)
+
+
+def small_plan(B: int, F: int, N: int, n2: int, wlo: bool, sms: int = 132,
+               smem_optin: int = 227 * 1024) -> SmallPlan | None:
+    """dense_small_kernel's plan for x (B, F) @ w (N, F).T in 3xTF32 (+ the tail), or None where it does not apply
+    (SMALL_DENSE off, more than SMALL_MAX_ROWS rows or WGMMA_MAX_N outputs, F % 4 != 0). The splits: about one block
+    an SM, whole clusters, at most SMALL_MAX_BLOCKS blocks (or SMALL_BLOCKS), each split the longest that fits shared
+    memory (pure arithmetic: testable anywhere)."""
+    if not SMALL_DENSE or not 1 <= B <= SMALL_MAX_ROWS or N > WGMMA_MAX_N or F % 4:
+        return None
+    nwg = 1 if B <= 64 else 2
+    blocks = SMALL_BLOCKS or min(sms, SMALL_MAX_BLOCKS)
+    kch = max(SMALL_MIN_KCH, -(-(-(-F // blocks)) // 8) * 8)
+    while small_smem_bytes(N, n2, wlo, nwg, kch) + STATIC_SMEM > smem_optin:
+        kch -= 8
+        if kch < 8:
+            return None
+    splits = -(-F // kch)
+    cluster = min(SMALL_CLUSTER, splits)
+    splits = -(-splits // cluster) * cluster
+    return SmallPlan(nwg, kch, splits, cluster, small_smem_bytes(N, n2, wlo, nwg, kch))
 
 
 @dataclass(frozen=True)
@@ -404,6 +479,20 @@ class Dense:
         return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": nwg, "BK": WGMMA_BK,
                 "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N, nwg), "SMEM": wgmma_smem_bytes(self.N, self.wlo, nwg)}
 
+    def small_defines(self, sp: SmallPlan) -> dict:
+        """dense_small.cu's defines for this layer on plan sp."""
+        return {"FIN": self.F, "NOUT": self.N, "NOUT2": self.n2, "ACT": ACTIVATIONS[self.act],
+                "SOFTMAX": int(self.softmax), "WLO": int(self.wlo), "NWG": sp.nwg, "KCH": sp.kch, "CL": sp.cluster,
+                "SMEM": sp.smem}
+
+    def _wgmma_parts(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """W's TF32 parts (hi, lo) for the wgmma kernels, made once (16-byte copies of W's rows: an offset view of W
+        is copied first); (W, W) where W is exact in TF32."""
+        if self._parts is None:
+            w = self.w if self.w.data_ptr() % 16 == 0 else self.w.clone()
+            self._parts = tf32_parts(w) if self.wlo else (w, w)
+        return self._parts
+
     def prepare(self, B: int) -> Plan:
         """Plan, compile, and allocate the workspace for batch size B (outside any timing or graph capture). Returns
         dense_mma_kernel's plan (gemm(B) says whether dense_wgmma.cu's runs instead)."""
@@ -412,8 +501,15 @@ class Dense:
             p = plan(B, self.F, self.N, self.n2, self.softmax, self.prec, self.wlo, sms, optin, per_sm)
             takes_wgmma = WGMMA_DENSE and hopper and self.prec == 0
             wp = wgmma_plan(B, self.F, self.N, self.wlo, sms, optin) if takes_wgmma else None
-            floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0)
+            sp = small_plan(B, self.F, self.N, self.n2, self.wlo, sms, optin) if takes_wgmma else None
+            floats = max(p.splits * B * self.N if p.workspace else 0, wp.splits * B * self.N if wp else 0,
+                         sp.clusters * B * self.N if sp else 0)
             ws = torch.empty(floats, device=self.w.device)
+            small = None
+            if sp is not None:
+                self._wgmma_parts()
+                small = (_kernel(self.small_defines(sp), sp.smem, SMALL_KERNEL, SMALL_SOURCE), sp,
+                         torch.zeros(1, dtype=torch.int32, device=self.w.device))  # the last cluster resets it
             rows = wp.finish_rows if wp is not None else p.finish_rows  # the finish kernel's, where it runs
             fbatch = finish_batch(B, rows, sms)
             gemm = {vec: _kernel(self.defines(p, vec, fbatch), p.smem) for vec in (True, False)
@@ -422,11 +518,9 @@ class Dense:
             finish = _kernel(self.defines(p, False, fbatch), 0, FINISH) if p.workspace or wp else None
             wgmma = None
             if wp is not None:
-                if self._parts is None:  # (16-byte copies of W's rows: an offset view of W is copied first)
-                    w = self.w if self.w.data_ptr() % 16 == 0 else self.w.clone()
-                    self._parts = tf32_parts(w) if self.wlo else (w, w)
+                self._wgmma_parts()
                 wgmma = _kernel(self.wgmma_defines(wp.nwg), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
-            self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma)
+            self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma, small)
         return self._per_batch[B].plan
 
     def wgmma_plan_for(self, B: int) -> WgmmaPlan | None:
@@ -434,8 +528,17 @@ class Dense:
         self.prepare(B)
         return self._per_batch[B].wgmma_plan
 
+    def small_plan_for(self, B: int) -> SmallPlan | None:
+        """dense_small.cu's plan for B rows, or None: the GEMM and the finish kernel run."""
+        self.prepare(B)
+        small = self._per_batch[B].small
+        return small[1] if small else None
+
     def gemm(self, B: int) -> str:
-        """Which GEMM kernel a call on B rows runs (16-byte aligned rows): "wgmma" or "mma"."""
+        """Which kernel a call on B rows runs (16-byte aligned rows): "small" (dense_small.cu, the whole step),
+        "wgmma" or "mma" (the GEMM, then the finish kernel where the reduction is split)."""
+        if self.small_plan_for(B) is not None:
+            return "small"
         return "wgmma" if self.wgmma_plan_for(B) is not None else "mma"
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -453,6 +556,12 @@ class Dense:
         job = self._per_batch[B]
         p, wp, ws = job.plan, job.wgmma_plan, job.ws
         vec = self.F % 4 == 0 and x.data_ptr() % 16 == 0 and self.w.data_ptr() % 16 == 0
+        if job.small is not None and x.data_ptr() % 16 == 0:  # (F % 4 == 0: small_plan checked it)
+            kernel, sp, counter = job.small
+            whi, wlo = self._parts
+            gpu.launch(kernel, sp.grid, (sp.threads, 1, 1),
+                       (out, ws, counter, x, whi, wlo, self.b, self.w2, self.b2, B), shared_mem=sp.smem, dependent=True)
+            return out
         if wp is not None and x.data_ptr() % 16 == 0:  # (F % 4 == 0: wgmma_plan checked it)
             whi, wlo = self._parts
             gpu.launch(job.wgmma, wp.grid, (wp.threads, 1, 1), (ws, x, whi, wlo, B, wp.kchunk), shared_mem=wp.smem,
@@ -480,6 +589,7 @@ class Prepared:
     gemm: dict
     finish: object | None
     wgmma: object | None
+    small: tuple | None = None  # dense_small.cu's (kernel, SmallPlan, counter), or None
 
 
 def dense(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None, act: str | None = None, softmax: bool = False,

@@ -78,32 +78,7 @@ static_assert(XBYTES % 128 == 0 && WBYTES % 128 == 0, "stage buffers on 128-byte
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring does not fit shared memory: fewer STAGES or a smaller BK");
 static_assert(SMEM == 0 || SMEM == SMEM_BYTES, "the launcher's dynamic shared memory differs from the kernel's ring");
 
-typedef unsigned long long u64;
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-// generic-proxy writes to shared memory (cp.async's) become visible to the async proxy (wgmma's operand reads)
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// operand fences: the compiler must keep these registers, with these values, up to here (wgmma reads and writes
-// them asynchronously, which it cannot see)
-__device__ __forceinline__ void keep(float &r) { asm volatile("" : "+f"(r)::"memory"); }
-__device__ __forceinline__ void keep(unsigned &r) { asm volatile("" : "+r"(r)::"memory"); }
-__device__ __forceinline__ void keep(unsigned long long &r) { asm volatile("" : "+l"(r)::"memory"); }
-
-// Shared-memory matrix descriptor, no swizzle: 8 x 16-byte core matrices; lbo = bytes between the two core matrices
-// of a k8 step (K direction), sbo = bytes between 8-row groups (N direction)
-__device__ __forceinline__ u64 descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
-    return static_cast<u64>((addr >> 4) & 0x3FFF) | static_cast<u64>((lbo >> 4) & 0x3FFF) << 16 |
-           static_cast<u64>((sbo >> 4) & 0x3FFF) << 32;
-}
-
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
+// (wgmma_fence, wgmma_commit, wgmma_wait, fence_async_smem, keep, descriptor, ldsm_x4: common.cuh)
 
 // Stage slice [k0, k0 + BK) of rows m0.. of x (As: BM rows of LDS floats) and of W's parts (Ws: per k8 step,
 // [WGMMA_N / 8 row groups][2 k halves][8 rows][16 bytes], the B operand's core matrices), 16-byte cp.async each;

@@ -1,5 +1,6 @@
-// The device helpers the tensor-core kernels share (gpu_14_igemm_tc.cu, gpu_15_wgmma.cu, whole/dense.cu): TF32
-// rounding and splitting, the m16n8k8 TF32 mma, 3xFP16 block scaling, cp.async, the fused activation. Each is
+// The device helpers the tensor-core kernels share (gpu_14_igemm_tc.cu, gpu_15_wgmma.cu, whole/dense*.cu): TF32
+// rounding and splitting, the m16n8k8 TF32 mma, 3xFP16 block scaling, cp.async, the fused activation, wgmma's
+// fences and shared-memory descriptors (sm_90a), warp reductions. Each is
 // __forceinline__: a kernel that uses none of them compiles as if the header were not there. Include it after the
 // kernel's -D defaults (activate() reads ACT). A kernel that needs a helper with other semantics gets a variant here,
 // beside the helper and named for what differs (split_tf32_rna_bits, cp_async16_zfill), never its own copy.
@@ -8,6 +9,7 @@
 #include <cuda_fp16.h>
 
 typedef unsigned int u32;
+typedef unsigned long long u64;
 
 // ---- 3xTF32 ----
 
@@ -160,4 +162,45 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+// ---- wgmma (Hopper, sm_90a): fences, commit groups, descriptors ----
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// until at most N committed wgmma groups of this warpgroup are still running
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// generic-proxy writes to shared memory (cp.async's, st.shared) become visible to the async proxy (wgmma's operand
+// reads)
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Shared-memory matrix descriptor, no swizzle: 8 x 16-byte core matrices; lbo = bytes between the two core matrices
+// of a k step (K direction), sbo = bytes between 8-row groups (M or N direction)
+__device__ __forceinline__ u64 descriptor(u32 addr, u32 lbo, u32 sbo) {
+    return static_cast<u64>((addr >> 4) & 0x3FFF) | static_cast<u64>((lbo >> 4) & 0x3FFF) << 16 |
+           static_cast<u64>((sbo >> 4) & 0x3FFF) << 32;
+}
+// operand fences: the compiler must keep these registers, with these values, up to here (wgmma reads and writes
+// them asynchronously, which it cannot see)
+__device__ __forceinline__ void keep(float &r) { asm volatile("" : "+f"(r)::"memory"); }
+__device__ __forceinline__ void keep(u32 &r) { asm volatile("" : "+r"(r)::"memory"); }
+__device__ __forceinline__ void keep(u64 &r) { asm volatile("" : "+l"(r)::"memory"); }
+// four 8x8 b16 matrices from shared memory (lanes 8 i .. 8 i + 7 give matrix i's row addresses)
+__device__ __forceinline__ void ldsm_x4(u32 (&r)[4], u32 addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+// ---- warp reductions (every lane gets the result) ----
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
 }

@@ -10,7 +10,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-typedef unsigned long long u64;
 
 #ifndef PACK
 // 3xFP16: 1 = a staged pixel's plane row holds 4 values as (hi, lo) pairs and the weights hi(w) twice, so one wgmma
@@ -25,22 +24,9 @@ constexpr int PARTS = PREC == PREC_FP16X3 ? 2 : 1;  // weight parts: hi (+ lo)
 constexpr int XPARTS = PACK ? 1 : PARTS;            // staged input planes per value: hi (+ lo), or both in one
 constexpr int VALUES = PACK ? 4 : 8;                // input values a plane row holds (16 bytes)
 
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// until at most N committed wgmma groups of this warpgroup are still running
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// (wgmma_fence, wgmma_commit, wgmma_wait, fence_async_smem, descriptor: common.cuh)
 // keeps the compiler from moving other definitions of an accumulator register into a batch (which serializes it)
 __device__ __forceinline__ void pin(float &r) { asm volatile("" : "+f"(r)::"memory"); }
-// generic-proxy stores to shared memory become visible to the async proxy (wgmma's operand reads)
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-// Shared-memory matrix descriptor, no swizzle: 8 x 16-byte core matrices; lbo = bytes between the two core
-// matrices of a k16 step (K direction), sbo = bytes between 8-row groups (M or N direction)
-__device__ __forceinline__ u64 descriptor(u32 addr, u32 lbo, u32 sbo) {
-    return static_cast<u64>((addr >> 4) & 0x3FFF) | static_cast<u64>((lbo >> 4) & 0x3FFF) << 16 |
-           static_cast<u64>((sbo >> 4) & 0x3FFF) << 32;
-}
 
 // 3xFP16 (gpu-igemm-tc-fp16x3): a block scaled so its largest finite |value| lies in [2^14, 2^15) (fp16_shift,
 // pow2, block_max: common.cuh), then v = hi + lo
