@@ -2,7 +2,7 @@
 # One measurement run on a GPU machine, for results/<run>/ (results/README.md). From the repository root, with $OUT
 # set to the folder for the run's files:
 #
-#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small dense
+#   bash scripts/device-check.sh [STEP ...]        steps: tests verify bench precision whole small graph dense
 #                                                   c1 sweep sanitize sandbox clock grade feedback timing
 #                                                   (default: tests verify bench whole sanitize, in order)
 #
@@ -22,6 +22,9 @@
 #                                                                              -> $OUT/whole.json (a list)
 #   small       scripts/small_batch_breakdown.py at 100 images: Op Time against the kernels' GPU time and the
 #               host's cost of a call                                          -> $OUT/small.json, $OUT/small.txt
+#   graph       scripts/graph_timeline.py at GRAPH_SIZES (default 100): each kernel's start and end in a replay of
+#               the whole network's graph, with and without programmatic launches
+#                                                                              -> $OUT/graph-timeline.json, .txt
 #   dense       scripts/dense_ab.py at DENSE_SIZES (default 100,1000,10000): the dense layers' mma and wgmma GEMMs,
 #               time and error                                                 -> $OUT/dense-ab.json, .txt
 #   c1          scripts/optin_ab.py at 10000 and 100 images: the pooled conv1 layers on gpu-igemm-tc's mma kernel
@@ -59,7 +62,7 @@
 # default cudnn,gpu-igemm-tc,gpu-wgmma), SIZES (default 100,10000), VERIFY_SHAPES (60), VERIFY_SEED (4), COMMIT,
 # DEVICE_KIND, VERIFY_IMPLS (default every GPU impl), WIDE_SHAPES (13), PREC_IMPLS (precision's, default the
 # tf32 / fp16 / bf16 variants of gpu-igemm-tc and gpu-wgmma), WHOLE_SIZES (10000), WHOLE_PRECISIONS (fp32),
-# SANITIZE_TOOLS (memcheck; also racecheck, synccheck). Exit code: 0 when every step passed, else 1.
+# GRAPH_SIZES (100), SANITIZE_TOOLS (memcheck; also racecheck, synccheck). Exit code: 0 when every step passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder for the files of this run}"
@@ -75,12 +78,12 @@ VERIFY_SHAPES=${VERIFY_SHAPES:-60} VERIFY_SEED=${VERIFY_SEED:-4} WIDE_SHAPES=${W
 PREC_IMPLS=${PREC_IMPLS:-gpu-igemm-tc-tf32,gpu-igemm-tc-fp16,gpu-igemm-tc-bf16,gpu-wgmma-fp16,gpu-wgmma-bf16}
 WHOLE_SIZES=${WHOLE_SIZES:-10000} WHOLE_PRECISIONS=${WHOLE_PRECISIONS:-fp32}
 SANITIZE_TOOLS=${SANITIZE_TOOLS:-memcheck}
-DENSE_SIZES=${DENSE_SIZES:-100,1000,10000} SWEEP_NETS=${SWEEP_NETS:-fa19,fa18} SWEEP_SIZES=${SWEEP_SIZES:-10000,100}
+GRAPH_SIZES=${GRAPH_SIZES:-100} DENSE_SIZES=${DENSE_SIZES:-100,1000,10000} SWEEP_NETS=${SWEEP_NETS:-fa19,fa18} SWEEP_SIZES=${SWEEP_SIZES:-10000,100}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(tests verify bench whole sanitize)
 for s in "${steps[@]}"; do
-    case $s in tests | verify | bench | precision | whole | small | dense | c1 | sweep | sanitize | sandbox | clock | grade | feedback | timing) ;;
-    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small dense c1 sweep sanitize sandbox clock grade feedback timing" >&2
+    case $s in tests | verify | bench | precision | whole | small | graph | dense | c1 | sweep | sanitize | sandbox | clock | grade | feedback | timing) ;;
+    *) echo "device-check: unknown step '$s'; steps: tests verify bench precision whole small graph dense c1 sweep sanitize sandbox clock grade feedback timing" >&2
        exit 2 ;;
     esac
 done
@@ -205,6 +208,14 @@ step_small() {
         > "$OUT/small.txt" 2>&1
     local rc=$?
     tail -6 "$OUT/small.txt"
+    return $rc
+}
+
+step_graph() {
+    timeout 300 python3 scripts/graph_timeline.py --nets "$NETS" --sizes "$GRAPH_SIZES" \
+        --json "$OUT/graph-timeline.json" > "$OUT/graph-timeline.txt" 2>&1
+    local rc=$?
+    tail -6 "$OUT/graph-timeline.txt"
     return $rc
 }
 
