@@ -82,7 +82,6 @@
 #define LDS (BK + 4)  // padded smem row (144 bytes): conflict-free ldmatrix, 16-byte aligned rows
 #define LDCS ((BN > NOUT ? BN : NOUT) + 4)  // epilogue tile row (a multiple of 4 floats when NOUT is)
 #define KSTEP ((PREC_16BIT(PREC)) ? 16 : 8)
-#define NEG_INF __int_as_float(0xff800000)
 #define MIN_BLOCKS (MINB > 0 ? MINB : (65536 / (NTHREADS * 128) > 0 ? 65536 / (NTHREADS * 128) : 1))
 
 static_assert(NWARPS >= 1 && NWARPS <= 8, "1..8 warps per block");
@@ -112,11 +111,7 @@ __device__ __forceinline__ unsigned smem_addr(const void *p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const float *p) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
-}
+__device__ __forceinline__ void ldsm_x4(unsigned (&r)[4], const float *p) { ldsm_x4(r, smem_addr(p)); }
 
 __device__ __forceinline__ void ldsm_x2(unsigned &r0, unsigned &r1, const float *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)));

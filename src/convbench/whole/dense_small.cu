@@ -87,9 +87,8 @@ static_assert(WPART % 128 == 0, "W's parts on 128-byte boundaries");
 static_assert(SMEM_BYTES + 64 <= 227 * 1024, "W's split and x's slice do not fit shared memory: a smaller KCH");
 static_assert(SMEM == 0 || SMEM == SMEM_BYTES, "the launcher's dynamic shared memory differs from the kernel's");
 
-#define NEG_INF __int_as_float(0xff800000)
-
-// (wgmma_fence, wgmma_commit, wgmma_wait, fence_async_smem, keep, descriptor, ldsm_x4, warp_sum / max: common.cuh)
+// (wgmma_fence, wgmma_commit, wgmma_wait, fence_async_smem, keep, descriptor, ldsm_x4, warp_sum / max, NEG_INF:
+// common.cuh)
 
 // ---- the cluster: rank, distributed shared memory, barrier (PTX, so NVRTC needs no cooperative_groups) ----
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -103,18 +102,24 @@ __device__ __forceinline__ unsigned cluster_map(unsigned addr, unsigned rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
     return r;
 }
-__device__ __forceinline__ float4 cluster_load4(unsigned addr) {
-    float4 v;
+// GW floats of a peer's shared memory (one 16-byte load where GW is 4)
+__device__ __forceinline__ void cluster_load_group(unsigned addr, float (&v)[GW]) {
+#if GW == 4
     asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
                  : "r"(addr)
                  : "memory");
-    return v;
+#else
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v[0]) : "r"(addr) : "memory");
+#endif
 }
-__device__ __forceinline__ float cluster_load(unsigned addr) {
-    float v;
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
-    return v;
+// GW floats to global memory, cached in L2 only (the last cluster reads them from another SM)
+__device__ __forceinline__ void store_group(float *p, const float (&v)[GW]) {
+#if GW == 4
+    __stcg(reinterpret_cast<float4 *>(p), make_float4(v[0], v[1], v[2], v[3]));
+#else
+    __stcg(p, v[0]);
+#endif
 }
 __device__ __forceinline__ void cluster_store(unsigned addr, int v) {
     asm volatile("st.shared::cluster.s32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
@@ -292,34 +297,18 @@ extern "C" __global__ void __cluster_dims__(CL, 1, 1) __launch_bounds__(NTHREADS
             const bool two = ub < u1;
             const int ra = ua / NG, ca = ua % NG, rb = ub / NG, cb = ub % NG;
             const unsigned offa = (ra * LDP + ca * GW) * 4, offb = (rb * LDP + cb * GW) * 4;
-#if GW == 4
-            float4 qa[CL], qb[CL];
+            float qa[CL][GW], qb[CL][GW];
 #pragma unroll
             for (int r = 0; r < CL; ++r) {
-                qa[r] = cluster_load4(peer[r] + offa);
-                if (two) qb[r] = cluster_load4(peer[r] + offb);
+                cluster_load_group(peer[r] + offa, qa[r]);
+                if (two) cluster_load_group(peer[r] + offb, qb[r]);
             }
-            float4 va = qa[0], vb = qb[0];
 #pragma unroll
-            for (int r = 1; r < CL; ++r) {
-                va.x += qa[r].x, va.y += qa[r].y, va.z += qa[r].z, va.w += qa[r].w;
-                vb.x += qb[r].x, vb.y += qb[r].y, vb.z += qb[r].z, vb.w += qb[r].w;
-            }
-            __stcg(reinterpret_cast<float4 *>(wsc + ra * NOUT + ca * 4), va);
-            if (two) __stcg(reinterpret_cast<float4 *>(wsc + rb * NOUT + cb * 4), vb);
-#else
-            float qa[CL], qb[CL];
+            for (int r = 1; r < CL; ++r)
 #pragma unroll
-            for (int r = 0; r < CL; ++r) {
-                qa[r] = cluster_load(peer[r] + offa);
-                if (two) qb[r] = cluster_load(peer[r] + offb);
-            }
-            float va = qa[0], vb = qb[0];
-#pragma unroll
-            for (int r = 1; r < CL; ++r) va += qa[r], vb += qb[r];
-            __stcg(wsc + ra * NOUT + ca, va);
-            if (two) __stcg(wsc + rb * NOUT + cb, vb);
-#endif
+                for (int e = 0; e < GW; ++e) qa[0][e] += qa[r][e], qb[0][e] += qb[r][e];
+            store_group(wsc + ra * NOUT + ca * GW, qa[0]);
+            if (two) store_group(wsc + rb * NOUT + cb * GW, qb[0]);
         }
     }
     __threadfence();  // this thread's share of the partial, visible to the whole GPU before the cluster is counted

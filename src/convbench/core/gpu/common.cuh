@@ -194,6 +194,10 @@ __device__ __forceinline__ void ldsm_x4(u32 (&r)[4], u32 addr) {
 
 // ---- warp reductions (every lane gets the result) ----
 
+#ifndef NEG_INF
+#define NEG_INF __int_as_float(0xff800000)
+#endif
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
