@@ -778,16 +778,20 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     k = torch.randn(12, 1, 5, 5, generator=g).cuda()
     layer = sweep_cli.Layer("conv1", x, k, [x, x.clone()], None, None)
     trials, chosen = sweep_cli.c1_sweep(layer, 64, 3)
-    timed = [t for t in trials if t.seconds is not None]
-    assert len(timed) >= len(sweep_cli.C1_BLOCKS) and all(t.config["kind"] == "c1" for t in trials)
+    timed = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1"]
+    # the plain conv's plans, and the FMA kernel's knobs for it (kind c1fmaconv, under their own key)
+    assert len(timed) >= len(sweep_cli.C1_BLOCKS) and {t.config["kind"] for t in trials} == {"c1", "c1fmaconv"}
     key = _mma.c1_plan_key(30, 30, 12, 5, 64)
     fastest = min(timed, key=lambda t: t.seconds)
-    assert list(chosen) == [key] and chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
+    assert sorted(chosen) == sorted([key, _mma.c1_fma_plan_key(30, 30, 12, 5, 64, pool=False)])
+    assert chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5)
     assert (p.NR, p.NW, p.TT, p.MINB, p.CAP, p.F16) == tuple(chosen[key])
     four = sweep_cli.Layer("conv1", x, k[:4].contiguous(), [x], None, None)  # 4 maps: the general kernel's layer
-    assert sweep_cli.c1_sweep(four, 64, 3) == ([], {})
+    trials4, chosen4 = sweep_cli.c1_sweep(four, 64, 3)  # (the FMA kernel's knobs only, against that route)
+    assert {t.config["kind"] for t in trials4} == {"c1fmaconv", "routed without c1fmaconv"}
+    assert list(chosen4) == [_mma.c1_fma_plan_key(30, 30, 4, 5, 64, pool=False)]
     # with an activation and a 2x2 max pool after it: the POOL epilogue's plans too, under their own key
     pooled = sweep_cli.Layer("conv1", x, k, [x, x.clone()], "tanh", Pool(2, 2))
     trials, chosen = sweep_cli.c1_sweep(pooled, 64, 3)
@@ -796,7 +800,8 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     key = _mma.c1_plan_key(30, 30, 12, 5, 64, pool=True)
     fastest = min(timed, key=lambda t: t.seconds)
     fma_key = _mma.c1_fma_plan_key(30, 30, 12, 5, 64)
-    assert sorted(chosen) == sorted([key, _mma.c1_plan_key(30, 30, 12, 5, 64), fma_key])
+    assert sorted(chosen) == sorted([key, _mma.c1_plan_key(30, 30, 12, 5, 64), fma_key,
+                                     _mma.c1_fma_plan_key(30, 30, 12, 5, 64, pool=False)])
     assert chosen[key].fields() == {f: fastest.config[f] for f in chosen[key].fields()}
     tuning.record("gpu-igemm-tc", key, chosen[key])
     p = _mma.c1_plan(64, 30, 30, 12, 5, pool=True)
@@ -806,7 +811,7 @@ def test_the_sweep_times_single_channel_plans_on_the_layers_that_kernel_serves(t
     fma = [t for t in trials if t.seconds is not None and t.config["kind"] == "c1fma"]
     assert len(fma) >= 8
     best_fma = min(fma, key=lambda t: t.seconds)
-    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB", "PF", "IPT")},
+    want = {**{f: best_fma.config[f] for f in ("TW", "MG", "NTB", "MINB", "PF", "IPT", "RU")},
             "USE": int(best_fma.seconds < fastest.seconds)}
     assert chosen[fma_key].fields() == want
     tuning.record("gpu-igemm-tc", fma_key, chosen[fma_key])

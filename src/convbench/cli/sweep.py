@@ -62,8 +62,8 @@ IGEMM_WARPS = {
 }
 IGEMM_PADS = (0,)  # padded tile strides tried (1: also the padded ones)
 # gpu-igemm-tc's single-channel kernel (the layers igemm.single_channel picks): (NW, TT, MINB, CAP) candidates (CAP:
-# the grid's blocks an SM, 0 as many as fit); work items an image: 1, 2, 4 at large batches, at small ones about 1, 2,
-# 4, 8 a block slot. 3xTF32 sets the plan of both TF32 arithmetics.
+# the grid's blocks an SM, 0 as many as fit); work items an image: 1, 2, 4 at large batches, at small ones
+# the counts c1_small_ranges gives. 3xTF32 sets the plan of both TF32 arithmetics.
 C1_BLOCKS = [(8, 4, 2, 1), (8, 4, 2, 0), (8, 4, 1, 1), (4, 4, 2, 2), (4, 4, 3, 2), (4, 4, 3, 0), (4, 4, 4, 0),
              (2, 4, 4, 0), (4, 2, 4, 0)]
 # POOL (conv + activation + pool: a quarter of the bytes to write) also with more warps an SM
@@ -211,6 +211,15 @@ def igemm_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     return trials + c1_trials, {**chosen, **c1_chosen}
 
 
+def c1_small_ranges(sms: int, B: int, T8: int) -> list[int]:
+    """The single-channel kernel's work items an image (NR) a small-batch sweep tries, within the image's 8-pixel
+    tiles T8: every count from 1 to 12, and about 1, 1.5, 2, 3, 4, 6 and 8 items a block slot of one block an SM. The
+    best lay between the powers of two a slot (NR 5 at 100 images on 132 SMs for fa19's and fa18's pooled conv1:
+    results/2026-12-02-1300-h200-c1pool-small); NR compiles nothing, so each is a launch more, not a compile."""
+    slots = {-(-int(sms * m) // B) for m in (1, 1.5, 2, 3, 4, 6, 8)}
+    return sorted({max(1, min(T8, n)) for n in (*range(1, 13), *slots)})
+
+
 def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str, object]]:
     """Trials of the single-channel kernels' plans on a layer they serve, and the best under their plan keys ({}: the
     layer is not one they serve): the plain conv (kind c1), and where the layer's pool is one the POOL epilogue
@@ -238,7 +247,7 @@ def c1_sweep(layer: Layer, batch: int, reps: int) -> tuple[list[Trial], dict[str
         if tuning.batch_class(batch) == "large":
             nrs = sorted({min(n, T8) for n in (1, 2, 4)})
         else:
-            nrs = sorted({max(1, min(T8, -(-sms * m // B))) for m in (1, 2, 4, 8)})
+            nrs = c1_small_ranges(sms, B, T8)
         want = reference_ops.pool(reference_ops.activation(ref, layer.act), layer.pool) if pool else ref
         y = torch.empty(want.shape, dtype=torch.float32, device="cuda")
         best = None
