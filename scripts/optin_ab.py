@@ -9,7 +9,8 @@ whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv
 (c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
 graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel only on reductions of 192 or more (wgmma-long, against
 wgmma.MIN_REDUCTION's 64); with the long convs on gpu-wgmma-taps' route at every batch (taps, graph.TAPS_CLASSES)
-and at none (no-taps): the median graph replay, Correctness and the error against float64 (whole/graph.py's
+and at none (no-taps); with the dense GEMM's slice pieces addressed once a block at small batches (dense-hoist,
+dense.WGMMA_HOIST): the median graph replay, Correctness and the error against float64 (whole/graph.py's
 benchmark without baselines).
 short: the plain conv layers of 64 to 191 terms (sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own
 (forced), 3xTF32 / 3xFP16.
@@ -37,24 +38,28 @@ from convbench.impls import gpu_14_igemm_tc as igemm
 from convbench.impls import gpu_15_wgmma as wgmma
 from convbench.impls import gpu_16_wgmma_taps as taps
 from convbench.network.weights import load_weights
+from convbench.whole import dense
 from convbench.whole import graph as whole
 
 KERNELS = {"mma": False, "fma": True}  # the pooled conv1 layers' kernel: name -> igemm.C1_FMA
-SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION, whole.TAPS_CLASSES)
+SHIPPED = (igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION, whole.TAPS_CLASSES, dense.WGMMA_HOIST)
 SHORT = range(64, 192)  # the reductions `short` compares the two kernels on (wgmma-long leaves them to gpu-igemm-tc)
 CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True, *SHIPPED[1:]),
            "fused-pool": (SHIPPED[0], False, *SHIPPED[2:]),
            "wgmma-long": (*SHIPPED[:2], SHORT.stop, SHIPPED[3]),
-           "taps": (*SHIPPED[:3], frozenset({"small", "large"})),
-           "no-taps": (*SHIPPED[:3], frozenset())}  # name -> switch()'s args
+           "taps": (*SHIPPED[:3], frozenset({"small", "large"}), SHIPPED[4]),
+           "no-taps": (*SHIPPED[:3], frozenset(), SHIPPED[4]),
+           "dense-hoist": (*SHIPPED[:4], True)}  # name -> switch()'s args
 
 
 def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: int = SHIPPED[2],
-           taps_classes: frozenset = SHIPPED[3]) -> None:
+           taps_classes: frozenset = SHIPPED[3], dense_hoist: bool = SHIPPED[4]) -> None:
     """Set the switches (igemm.C1_FMA, graph.WGMMA_THEN_POOL, the shortest reduction gpu-wgmma's kernel takes,
-    graph.TAPS_CLASSES); prepared launches are dropped (they hold the kernel they were made with)."""
+    graph.TAPS_CLASSES, dense.WGMMA_HOIST); prepared launches are dropped (they hold the kernel they were made with;
+    a Dense compiles its kernels when it first prepares a batch, so a network is built under its configuration)."""
     igemm.C1_FMA, whole.WGMMA_THEN_POOL, wgmma.MIN_REDUCTION = c1_fma, wgmma_then_pool, min_reduction
     whole.TAPS_CLASSES = frozenset(taps_classes)
+    dense.WGMMA_HOIST = dense_hoist
     igemm.LAUNCHES.clear()
     wgmma.LAUNCHES.clear()
     taps.LAUNCHES.clear()

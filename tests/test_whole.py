@@ -481,21 +481,26 @@ WGMMA_DENSE_VARIANTS = [  # (FIN, NOUT, WLO): the course's fc1 layers, then the 
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-@pytest.mark.parametrize("fin, nout, wlo, sets, nwg", [v + (2, None) for v in WGMMA_DENSE_VARIANTS]
-                         + [(20184, 160, 0, 3, None), (17496, 160, 1, 3, None), (8, 176, 1, 3, None),
-                            (8, 208, 1, 3, None), (8, 256, 1, 3, None),
-                            (20184, 160, 0, 2, 2), (17496, 160, 1, 2, 2), (10816, 140, 0, 2, 2)])  # small batches
-def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, sets, nwg, tmp_path, monkeypatch):
+@pytest.mark.parametrize("fin, nout, wlo, sets, nwg, hoist", [v + (2, None, False) for v in WGMMA_DENSE_VARIANTS]
+                         + [(20184, 160, 0, 3, None, False), (17496, 160, 1, 3, None, False),
+                            (8, 176, 1, 3, None, False), (8, 208, 1, 3, None, False), (8, 256, 1, 3, None, False)]
+                         + [(20184, 160, 0, 2, 2, h) for h in (False, True)]  # small batches
+                         + [(17496, 160, 1, 2, 2, h) for h in (False, True)]
+                         + [(10816, 140, 0, 2, 2, h) for h in (False, True)] + [(8, 256, 1, 2, 2, True)])
+def test_wgmma_dense_kernel_compiles_unserialized_without_spills(fin, nout, wlo, sets, nwg, hoist, tmp_path,
+                                                                 monkeypatch):
     """Each variant the launcher asks for compiles for sm_90a with its -DSMEM equal to the kernel's ring, without
     spills and without ptxas serializing the wgmma (which it does when a register a wgmma in flight reads is
     redefined: the kernel's operand fences must prevent that); three slices in flight too (WGMMA_SETS 3, which
-    wgmma_sets takes back to 2 where 3 warpgroups lack the registers: 208 outputs)."""
+    wgmma_sets takes back to 2 where 3 warpgroups lack the registers: 208 outputs); at small batches the slices'
+    pieces addressed once a block too (WGMMA_HOIST)."""
     from test_kernels_compile import nvcc
 
     monkeypatch.setattr(_dense, "WGMMA_SETS", sets)
     monkeypatch.setattr(_dense, "WGMMA_STAGES", max(_dense.WGMMA_STAGES, sets + 2))
     layer = types.SimpleNamespace(F=fin, N=nout, wlo=bool(wlo))
-    defines = _dense.Dense.wgmma_defines(layer, nwg)
+    defines = _dense.Dense.wgmma_defines(layer, nwg, hoist)
+    assert defines["HOIST"] == int(hoist)
     assert defines["SMEM"] == _dense.wgmma_smem_bytes(nout, bool(wlo), nwg)
     assert defines["NWG"] == (nwg or _dense.wgmma_nwg(nout))
     assert defines["SETS"] == (2 if defines["NWG"] == 3 and -(-nout // 16) * 16 > 176 else sets)
@@ -832,6 +837,35 @@ def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, mon
     assert torch.isfinite(three).all(), "an output element was never written"
     assert rel(three, reference_dense(x, w, b, act, softmax, w2, b2)) <= TOLERANCE["tf32x3"]
     assert torch.equal(three, two)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("B", [100, 37, 5, 128])
+@pytest.mark.parametrize("case", [c for c in DENSE_CASES if c[2] <= _dense.WGMMA_MAX_N and c[1] % 4 == 0],
+                         ids=dense_case_id)
+def test_wgmma_dense_pieces_addressed_once_give_the_same_bits(B, case, monkeypatch):
+    """WGMMA_HOIST (each thread's pieces of a slice addressed once a block): every output written (poisoned with NaN
+    first), bit for bit what the shipped addressing gives with the same plan, within 3xTF32's tolerance of float64,
+    at the small batches it applies to (one row tile of 128: the rows past B zero-filled)."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("dense_wgmma.cu needs an H100 / H200 (sm_90)")
+    monkeypatch.setattr(_dense, "WGMMA_DENSE", True)
+    _, F_, N, act, softmax, n2 = case
+    if _dense.wgmma_plan(B, F_, N, True) is None:
+        pytest.skip(f"dense_wgmma.cu does not take {B} rows of {F_} features")
+    x, w, b, w2, b2 = dense_case_tensors((B, *case[1:]), B * 5 + F_)
+    results = []
+    for hoist in (True, False):
+        monkeypatch.setattr(_dense, "WGMMA_HOIST", hoist)
+        layer = _dense.Dense(w, b, act, softmax, w2, b2)
+        assert layer.gemm(B) == "wgmma"
+        out = torch.full((B, n2 or N), float("nan"), device="cuda")
+        results.append(layer(x, out))
+        torch.cuda.synchronize()
+    hoisted, shipped = results
+    assert torch.isfinite(hoisted).all(), "an output element was never written"
+    assert rel(hoisted, reference_dense(x, w, b, act, softmax, w2, b2)) <= TOLERANCE["tf32x3"]
+    assert torch.equal(hoisted, shipped)
 
 
 @pytest.mark.gpu

@@ -93,6 +93,12 @@ WGMMA_MAX_SPLITS = 64
 # into them (linearly, not as rounding to nearest would), so long reductions are split further
 WGMMA_MAX_KCHUNK = 2048
 WGMMA_SPLITS: int | None = None  # a forced number of splits of F (sweeps: scripts/dense_ab.py); None, the cost model's
+# At small batches, each thread's 16-byte pieces of a slice addressed once a block instead of every slice (the
+# kernel's HOIST): at 100 images that addressing is ~30 % of the GEMM's instructions, and each warp's instruction
+# stream is what a slice waits on (results/2026-12-02-1300-h200-c1pool-small); at large batches the other warps hide
+# it, and with 3 warpgroups of 208 outputs its registers would spill. Off until a GPU run has timed it against the
+# shipped addressing and seen the same bits.
+WGMMA_HOIST = False
 
 
 # dense_small.cu (sm_90, 3xTF32, N <= 256, at most SMALL_MAX_ROWS rows: one row tile of one or two warpgroups): the
@@ -473,11 +479,13 @@ class Dense:
                 "WARPS_N": t.warps_n, "MT": t.mt, "NT8": t.nt8, "STAGES": STAGES, "MINB": plan_.min_blocks,
                 "VEC": int(vec), "SMEM": plan_.smem, "FBATCH": fbatch}
 
-    def wgmma_defines(self, nwg: int | None = None) -> dict:
-        """dense_wgmma.cu's defines for this layer with nwg warpgroups a block (None: wgmma_nwg's, large batches)."""
+    def wgmma_defines(self, nwg: int | None = None, hoist: bool = False) -> dict:
+        """dense_wgmma.cu's defines for this layer with nwg warpgroups a block (None: wgmma_nwg's, large batches),
+        its slices' pieces addressed once a block where `hoist`."""
         nwg = nwg or wgmma_nwg(self.N)
         return {"FIN": self.F, "NOUT": self.N, "WLO": int(self.wlo), "NWG": nwg, "BK": WGMMA_BK,
-                "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N, nwg), "SMEM": wgmma_smem_bytes(self.N, self.wlo, nwg)}
+                "STAGES": WGMMA_STAGES, "SETS": wgmma_sets(self.N, nwg),
+                "SMEM": wgmma_smem_bytes(self.N, self.wlo, nwg), "HOIST": int(hoist)}
 
     def small_defines(self, sp: SmallPlan) -> dict:
         """dense_small.cu's defines for this layer on plan sp."""
@@ -519,7 +527,8 @@ class Dense:
             wgmma = None
             if wp is not None:
                 self._wgmma_parts()
-                wgmma = _kernel(self.wgmma_defines(wp.nwg), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
+                hoist = WGMMA_HOIST and B < WGMMA_MIN_BATCH
+                wgmma = _kernel(self.wgmma_defines(wp.nwg, hoist), wp.smem, WGMMA_KERNEL, WGMMA_SOURCE)
             self._per_batch[B] = Prepared(p, wp, ws, gemm, finish, wgmma, small)
         return self._per_batch[B].plan
 

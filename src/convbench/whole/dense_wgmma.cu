@@ -54,6 +54,9 @@
 #ifndef SMEM
 #define SMEM 0  // dynamic shared memory the launcher passes (bytes); 0 = not stated (standalone nvcc checks)
 #endif
+#ifndef HOIST
+#define HOIST 0  // 1: a thread's 16-byte pieces of a slice addressed once a block (SlicePieces), 0: every slice
+#endif
 
 #define WGMMA_N ((NOUT + 15) / 16 * 16)
 #include "common.cuh"      // split_tf32_rna_bits, cp_async16_zfill, cp_async_commit / wait
@@ -68,6 +71,7 @@ constexpr int STAGE_BYTES = XBYTES + WPARTS * WBYTES;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;  // dense.py's wgmma_smem_bytes computes the same
 
 static_assert(NOUT >= 1 && WGMMA_N <= 256, "NOUT: 1..256 (one wgmma spans every output feature)");
+static_assert(!HOIST || 256LL * FIN < (1LL << 31), "HOIST: a piece's offset in its tile (row * FIN) is an int");
 static_assert(FIN % 4 == 0, "16-byte copies need FIN % 4 == 0");
 static_assert(BK % 8 == 0 && BK >= 8 && BK <= 64, "BK: a multiple of 8 in 8..64");
 static_assert(STAGES >= 3 && STAGES <= 6, "STAGES: 3..6 (cp_async_wait counts up to 3 pending)");
@@ -103,6 +107,65 @@ __device__ __forceinline__ void load_slice(unsigned char *stage, const float *__
             float *dst = reinterpret_cast<float *>(Ws + (piece >> 1) * WGMMA_N * 32 + (n >> 3) * 256 +
                                                    (piece & 1) * 128 + (n & 7) * 16);
             cp_async16_zfill(dst, ok ? w + static_cast<size_t>(n) * FIN + k : w, ok);
+        }
+    }
+}
+
+// The same copies with each thread's pieces addressed once a block (HOIST 1): which row and feature of a slice a
+// piece is does not change from slice to slice, only the slice's first feature k0 does. load_slice works out the
+// piece's row, feature and place in the stage (divisions, the core-matrix offsets, 64-bit row offsets) for every
+// slice, and at small batches, with few warps an SM, each warp's instruction stream is what the slice waits on.
+constexpr int PIECES = BK / 4;                                   // 16-byte pieces a row of a slice
+constexpr int XPIECES = (BM * PIECES + NTHREADS - 1) / NTHREADS;  // a thread's pieces of x's slice
+constexpr int WPIECES = (WGMMA_N * PIECES + NTHREADS - 1) / NTHREADS;
+constexpr u32 NO_PIECE = 0xffffffffu;
+constexpr int PAST_ROWS = 1 << 30;  // a piece's feature offset for a row past B or NOUT: never below kend
+
+struct SlicePieces {
+    int xoff[XPIECES], woff[WPIECES];        // its first float from the tile's first row of x / W: row * FIN + q
+    u32 xdst[XPIECES], wdst[WPIECES];        // bytes from the stage's start (NO_PIECE: this thread has none)
+    int xq[XPIECES], wq[WPIECES];            // feature offset within the slice (PAST_ROWS: zero-filled always)
+};
+
+__device__ __forceinline__ SlicePieces slice_pieces(int m0, int B, int tid) {
+    SlicePieces p;
+#pragma unroll
+    for (int i = 0; i < XPIECES; ++i) {
+        const int c = tid + i * NTHREADS, r = c / PIECES, q = (c % PIECES) * 4, m = m0 + r;
+        p.xdst[i] = c < BM * PIECES ? static_cast<u32>((r * LDS + q) * 4) : NO_PIECE;
+        p.xq[i] = m < B ? q : PAST_ROWS;
+        p.xoff[i] = m < B ? r * FIN + q : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < WPIECES; ++i) {
+        const int c = tid + i * NTHREADS, n = c / PIECES, piece = c % PIECES;
+        const int at = (piece >> 1) * WGMMA_N * 32 + (n >> 3) * 256 + (piece & 1) * 128 + (n & 7) * 16;  // load_slice's
+        p.wdst[i] = c < WGMMA_N * PIECES ? static_cast<u32>(at) : NO_PIECE;
+        p.wq[i] = n < NOUT ? 4 * piece : PAST_ROWS;
+        p.woff[i] = n < NOUT ? n * FIN + 4 * piece : 0;
+    }
+    return p;
+}
+
+// xt: x's first row of the block's tile (x + m0 FIN)
+__device__ __forceinline__ void load_pieces(unsigned char *stage, const SlicePieces &p, const float *__restrict__ xt,
+                                            const float *__restrict__ whi, const float *__restrict__ wlo, int k0,
+                                            int kend) {
+#pragma unroll
+    for (int i = 0; i < XPIECES; ++i) {
+        const bool ok = p.xq[i] < kend - k0;
+        if (p.xdst[i] != NO_PIECE)
+            cp_async16_zfill(reinterpret_cast<float *>(stage + p.xdst[i]), ok ? xt + p.xoff[i] + k0 : xt, ok);
+    }
+#pragma unroll
+    for (int part = 0; part < WPARTS; ++part) {
+        const float *w = part ? wlo : whi;
+        unsigned char *Ws = stage + XBYTES + part * WBYTES;
+#pragma unroll
+        for (int i = 0; i < WPIECES; ++i) {
+            const bool ok = p.wq[i] < kend - k0;
+            if (p.wdst[i] != NO_PIECE)
+                cp_async16_zfill(reinterpret_cast<float *>(Ws + p.wdst[i]), ok ? w + p.woff[i] + k0 : w, ok);
         }
     }
 }
@@ -167,9 +230,16 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     }
     unsigned ah[SETS][KSTEPS][4], al[SETS][KSTEPS][4];  // register sets: read by wgmma in flight, or being filled
 
+#if HOIST
+    const SlicePieces pieces = slice_pieces(m0, B, tid);
+    const float *xt = x + static_cast<size_t>(m0) * FIN;
+#define LOAD_SLICE(stage, k0) load_pieces(stage, pieces, xt, whi, wlo, k0, kend)
+#else
+#define LOAD_SLICE(stage, k0) load_slice(stage, x, whi, wlo, m0, k0, kend, B, tid)
+#endif
 #pragma unroll
     for (int c = 0; c < STAGES - SETS; ++c) {  // the ring's first slices
-        if (c < slices) load_slice(smem + c * STAGE_BYTES, x, whi, wlo, m0, kbeg + c * BK, kend, B, tid);
+        if (c < slices) LOAD_SLICE(smem + c * STAGE_BYTES, kbeg + c * BK);
         cp_async_commit();
     }
     // Slice c: wait for it to land, then (after the barrier: every warpgroup's slice c - SETS has completed) refill
@@ -184,8 +254,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             fence_async_smem();
             __syncthreads();
             const int nc = cc - SETS + STAGES;
-            if (nc < slices) load_slice(smem + (nc % STAGES) * STAGE_BYTES, x, whi, wlo, m0, kbeg + nc * BK, kend, B,
-                                        tid);
+            if (nc < slices) LOAD_SLICE(smem + (nc % STAGES) * STAGE_BYTES, kbeg + nc * BK);
             cp_async_commit();
             const unsigned stage_at = smem_at + (cc % STAGES) * STAGE_BYTES;
             multiply_slice(acc, ah[p], al[p], stage_at + a_off, stage_at + XBYTES);
@@ -199,6 +268,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
                 }
         }
     }
+#undef LOAD_SLICE
     wgmma_wait<0>();
     cp_async_wait<0>();
 #pragma unroll
