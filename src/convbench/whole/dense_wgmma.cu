@@ -87,26 +87,33 @@ static_assert(SMEM == 0 || SMEM == SMEM_BYTES, "the launcher's dynamic shared me
 // Stage slice [k0, k0 + BK) of rows m0.. of x (As: BM rows of LDS floats) and of W's parts (Ws: per k8 step,
 // [WGMMA_N / 8 row groups][2 k halves][8 rows][16 bytes], the B operand's core matrices), 16-byte cp.async each;
 // rows past B or NOUT and features past kend are zero-filled by the copy itself.
+constexpr int PIECES = BK / 4;  // 16-byte pieces a row of a slice
+
+// Where a piece lands in a stage: x's row r, feature q (floats from the stage's start); W's row n, piece `piece` =
+// 2 (k8 step) + k half (bytes from its part's start)
+__device__ __forceinline__ int x_piece_at(int r, int q) { return r * LDS + q; }
+__device__ __forceinline__ int w_piece_at(int n, int piece) {
+    return (piece >> 1) * WGMMA_N * 32 + (n >> 3) * 256 + (piece & 1) * 128 + (n & 7) * 16;
+}
+
 __device__ __forceinline__ void load_slice(unsigned char *stage, const float *__restrict__ x,
                                            const float *__restrict__ whi, const float *__restrict__ wlo, int m0,
                                            int k0, int kend, int B, int tid) {
-    constexpr int CH = BK / 4;  // 16-byte pieces a row
     float *As = reinterpret_cast<float *>(stage);
-    for (int c = tid; c < BM * CH; c += NTHREADS) {
-        const int r = c / CH, q = (c % CH) * 4, m = m0 + r, k = k0 + q;
+    for (int c = tid; c < BM * PIECES; c += NTHREADS) {
+        const int r = c / PIECES, q = (c % PIECES) * 4, m = m0 + r, k = k0 + q;
         const bool ok = m < B && k < kend;
-        cp_async16_zfill(As + r * LDS + q, ok ? x + static_cast<size_t>(m) * FIN + k : x, ok);
+        cp_async16_zfill(As + x_piece_at(r, q), ok ? x + static_cast<size_t>(m) * FIN + k : x, ok);
     }
 #pragma unroll
     for (int part = 0; part < WPARTS; ++part) {
         const float *w = part ? wlo : whi;
         unsigned char *Ws = stage + XBYTES + part * WBYTES;
-        for (int c = tid; c < WGMMA_N * CH; c += NTHREADS) {
-            const int n = c / CH, piece = c % CH, k = k0 + 4 * piece;  // piece = 2 (k8 step) + k half
+        for (int c = tid; c < WGMMA_N * PIECES; c += NTHREADS) {
+            const int n = c / PIECES, piece = c % PIECES, k = k0 + 4 * piece;
             const bool ok = n < NOUT && k < kend;
-            float *dst = reinterpret_cast<float *>(Ws + (piece >> 1) * WGMMA_N * 32 + (n >> 3) * 256 +
-                                                   (piece & 1) * 128 + (n & 7) * 16);
-            cp_async16_zfill(dst, ok ? w + static_cast<size_t>(n) * FIN + k : w, ok);
+            cp_async16_zfill(reinterpret_cast<float *>(Ws + w_piece_at(n, piece)),
+                             ok ? w + static_cast<size_t>(n) * FIN + k : w, ok);
         }
     }
 }
@@ -115,7 +122,6 @@ __device__ __forceinline__ void load_slice(unsigned char *stage, const float *__
 // piece is does not change from slice to slice, only the slice's first feature k0 does. load_slice works out the
 // piece's row, feature and place in the stage (divisions, the core-matrix offsets, 64-bit row offsets) for every
 // slice, and at small batches, with few warps an SM, each warp's instruction stream is what the slice waits on.
-constexpr int PIECES = BK / 4;                                   // 16-byte pieces a row of a slice
 constexpr int XPIECES = (BM * PIECES + NTHREADS - 1) / NTHREADS;  // a thread's pieces of x's slice
 constexpr int WPIECES = (WGMMA_N * PIECES + NTHREADS - 1) / NTHREADS;
 constexpr u32 NO_PIECE = 0xffffffffu;
@@ -132,15 +138,14 @@ __device__ __forceinline__ SlicePieces slice_pieces(int m0, int B, int tid) {
 #pragma unroll
     for (int i = 0; i < XPIECES; ++i) {
         const int c = tid + i * NTHREADS, r = c / PIECES, q = (c % PIECES) * 4, m = m0 + r;
-        p.xdst[i] = c < BM * PIECES ? static_cast<u32>((r * LDS + q) * 4) : NO_PIECE;
+        p.xdst[i] = c < BM * PIECES ? static_cast<u32>(x_piece_at(r, q) * 4) : NO_PIECE;
         p.xq[i] = m < B ? q : PAST_ROWS;
         p.xoff[i] = m < B ? r * FIN + q : 0;
     }
 #pragma unroll
     for (int i = 0; i < WPIECES; ++i) {
         const int c = tid + i * NTHREADS, n = c / PIECES, piece = c % PIECES;
-        const int at = (piece >> 1) * WGMMA_N * 32 + (n >> 3) * 256 + (piece & 1) * 128 + (n & 7) * 16;  // load_slice's
-        p.wdst[i] = c < WGMMA_N * PIECES ? static_cast<u32>(at) : NO_PIECE;
+        p.wdst[i] = c < WGMMA_N * PIECES ? static_cast<u32>(w_piece_at(n, piece)) : NO_PIECE;
         p.wq[i] = n < NOUT ? 4 * piece : PAST_ROWS;
         p.woff[i] = n < NOUT ? n * FIN + 4 * piece : 0;
     }
