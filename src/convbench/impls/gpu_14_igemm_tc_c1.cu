@@ -355,8 +355,10 @@ __device__ __forceinline__ void multiply(float *__restrict__ y, u32 ops, float *
 extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     igemm_c1_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                     const int H, const int M, const int NR, const int BAND, const int OPS) {
+    if (threadIdx.x == 0) PHASE_MARK(0);  // (scripts/block_phases.py's names for this kernel's slots: C1_SLOTS)
     griddep_launch_dependents();  // the next kernel may start its prologue (programmatic launches)
     griddep_wait();               // (launched as a dependent: the input is the kernel before's output)
+    if (threadIdx.x == 0) PHASE_MARK(1);
     extern __shared__ float4 smem4[];
     float *raw = reinterpret_cast<float *>(smem4);
     u32 *ops = reinterpret_cast<u32 *>(raw + 2 * BAND);
@@ -426,6 +428,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
         for (int e = 0; e < 4; ++e) a16[s][e] = 0u;
 #endif
+    if (threadIdx.x == 0) PHASE_MARK(2);
 
     for (int it = 0;; ++it) {
         const int next = item + gridDim.x;
@@ -434,8 +437,10 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         cp_async_commit();  // (an empty group at the end keeps wait_group 1 meaning "the current band")
         cp_async_wait_1();
         __syncthreads();  // every thread's copies of this band have landed
+        if (threadIdx.x == 0 && it < 8) PHASE_MARK(3 + 3 * it);
         bool exact16;
         const bool x_has_lo = convert_band(ops, raw + (it & 1) * BAND, cur.rows * IW, exact16);  // (a barrier)
+        if (threadIdx.x == 0 && it < 8) PHASE_MARK(4 + 3 * it);
         if (F16 && w16 && exact16) {
             pair_band(ops, raw + (it & 1) * BAND, cur.rows * IW);  // (a barrier)
             multiply<false, false, true>(y, ops_at, stage, cur, ah, al, a16, unscale, M, NP, warp, lane);
@@ -448,6 +453,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
         } else {
             multiply<false, false>(y, ops_at, stage, cur, ah, al, a16, 1.0f, M, NP, warp, lane);
         }
+        if (threadIdx.x == 0 && it < 8) PHASE_MARK(5 + 3 * it);
         if (next >= items) break;
         __syncthreads();  // the bands are read: the next conversion and the copy after it may overwrite them
         item = next;

@@ -153,6 +153,7 @@ __device__ __forceinline__ float pool_value(u32 key) {
 #endif
 
 constexpr int THREADS = NWG * 128 + PRODUCERS, CONSUMERS = NWG * 128;
+constexpr int PHASE_ITEMS = 6;  // PHASES: the items whose phases a block records (4 slots each, from slot 5)
 
 // The kernel's body, for any producer Source (wgmma_conv.cuh's BandCopy here; whole/conv_pair.cu computes the input)
 template <class Source>
@@ -196,6 +197,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     // the last NPROD warpgroups (one: the test gpu-wgmma always had, which ptxas compiles differently from >=)
     const bool producer = NPROD == 1 ? tid >> 7 == NWG : tid >> 7 >= NWG;
     const Slots slots = slot_tables(g.Cg, E);
+    if (tid == 0) PHASE_MARK(0);  // (scripts/block_phases.py's names for this kernel's slots: WGMMA_CONV_SLOTS)
     if (tid < 4) s_red[tid] = 0u;
     __syncthreads();  // the last one of the block: from here producer and consumers meet only at named barriers
     const int reach = 64 + (K - 1) * W + K - 1;  // a tile's last virtual output reads (K - 1) * W + K - 1 further
@@ -233,6 +235,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
 #endif
     copy_weights(k, kraw, nk, tid, CONSUMERS, &s_red[0]);
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the step tables, the raw weights and their max
+    if (tid == 0) PHASE_MARK(1);
     const int sw = PREC == PREC_FP16X3 ? fp16_shift(s_red[0]) : 0;
     int wlo = 0;
     {
@@ -262,14 +265,17 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
     if (__any_sync(0xffffffffu, wlo) && lane == 0) atomicOr(&s_red[2], 1u);
     bar_sync(BAR_CONSUMER, CONSUMERS);  // the weights are laid out: kraw (plane buffer 1) is free
     const bool w_has_lo = s_red[2] != 0u;
+    if (tid == 0) PHASE_MARK(2);
     if (mine > 1) bar_arrive(BAR_EMPTY + 1, THREADS);
     griddep_wait();  // all above reads only the weights: a programmatic launch overlaps it with the kernel before
+    if (tid == 0) PHASE_MARK(3);
 
     // ---- the consumer warpgroups, per item: TPW tiles of 64 virtual outputs at a time, then unscale and store them
     for (int i = 0; i < mine; ++i) {
         const int s = i & 1;
         const Item cur = item_at(blockIdx.x + i * gridDim.x, g.MG, NR, g.T, 64, reach, H * W, g.UQ, g.PH);
         bar_sync(BAR_FULL + s, THREADS);
+        if (tid == 0 && i < PHASE_ITEMS) PHASE_MARK(6 + 4 * i);
         const bool lo_x = SKIP ? meta[2 * s + 1] != 0 : PARTS == 2, lo_w = SKIP ? w_has_lo : PARTS == 2;
 #if PREC == PREC_FP16X3
         // undo the block scaling: y = acc * 2^-(sx + sw) as two equal same-sign halves (as gpu-igemm-tc-fp16x3)
@@ -308,6 +314,7 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
 #if TPW > 3
             else if (nt == 3) k_loops<3>(acc, table, ks, xa, wbase, lo_x, lo_w);
 #endif
+            if (tid == 0 && t0 == 0 && i < PHASE_ITEMS) PHASE_MARK(7 + 4 * i);
             // thread (warp, lane) holds rows 16 warp + lane / 4 (+ 8) and maps 8 jb + 2 (lane % 4) (+ 1)
 #if POOL_S
             // pooled: lanes 4 j .. 4 j + 3 hold output q0 + j of the warp's rows, so the POOL_S outputs of a window's
@@ -387,7 +394,9 @@ __device__ __forceinline__ void wgmma_conv(const Source &src, float *__restrict_
                 yb[static_cast<size_t>(ml) * g.PH * g.PW + c] = activate(pool_value(key) * f1 * f2);
         }
 #endif
+        if (tid == 0 && i < PHASE_ITEMS) PHASE_MARK(8 + 4 * i);
     }
+    if (tid == 0) PHASE_MARK(5 + 4 * PHASE_ITEMS);
 }
 
 // The body for the layer of the kernel's arguments, or for the one compiled in (SHAPE: gpu_15_wgmma.SPECIALIZE),

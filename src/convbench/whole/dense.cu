@@ -468,6 +468,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
                     const int rows) {
     __shared__ __align__(16) float red[RED];  // red[(r * R + row) * NOUT + n]: residue r's sum of column n of a row
     const int tid = threadIdx.x;
+    if (tid == 0) PHASE_MARK(0);  // (scripts/block_phases.py's names for this kernel's slots: FINISH_SLOTS)
     const int m0 = blockIdx.x * rows, R = min(rows, B - m0);
     const size_t plane = (size_t)B * NOUT;  // floats between two splits' partials
     // the weights first (they are no kernel's output: a programmatic launch overlaps them with the GEMM's end)
@@ -491,6 +492,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
 #define BIAS2(j) __ldg(b2 + (j))
 #endif
     griddep_wait();  // the partials are the GEMM's output
+    if (tid == 0) PHASE_MARK(1);
     const int units = R * NG, fr = max(1, FTHREADS / units);
     for (int e = tid; e < units * fr; e += FTHREADS) {
         const int u = e % units, r = e / units, row = u / NG, c = u % NG;
@@ -521,6 +523,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
         if (GW == 4) dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
     }
     __syncthreads();
+    if (tid == 0) PHASE_MARK(2);
 #if NOUT2 > 0 || SOFTMAX
     __shared__ float hid[FROWS * NOUT];  // the rows' activations
 #endif
@@ -565,6 +568,7 @@ dense_finish_kernel(float *__restrict__ y, const float *__restrict__ ws, const f
 #endif
     }
 #endif
+    if (tid == 0) PHASE_MARK(3);
 #undef BIAS
 #undef BIAS2
 }

@@ -217,7 +217,9 @@ __device__ __forceinline__ void multiply_slice(float (&acc)[WGMMA_N / 2], unsign
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     dense_wgmma_kernel(float *__restrict__ ws, const float *__restrict__ x, const float *__restrict__ whi,
                        const float *__restrict__ wlo, const int B, const int kchunk) {
+    if (threadIdx.x == 0) PHASE_MARK(0);  // (scripts/block_phases.py's names for this kernel's slots: DENSE_WGMMA_SLOTS)
     griddep_wait();  // x is the kernel before's output
+    if (threadIdx.x == 0) PHASE_MARK(1);
     extern __shared__ __align__(128) unsigned char smem[];
     const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
     const int m0 = blockIdx.x * BM, split = blockIdx.y;
@@ -247,6 +249,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         if (c < slices) LOAD_SLICE(smem + c * STAGE_BYTES, kbeg + c * BK);
         cp_async_commit();
     }
+    if (tid == 0) PHASE_MARK(2);
     // Slice c: wait for it to land, then (after the barrier: every warpgroup's slice c - SETS has completed) refill
     // that buffer with slice c - SETS + STAGES, multiply slice c with register set c % SETS, and wait until slice
     // c - SETS + 1 (the next set) has completed. The loop goes SETS slices a turn, so the set is a compile-time index.
@@ -258,6 +261,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             cp_async_wait<STAGES - SETS - 1>();
             fence_async_smem();
             __syncthreads();
+            if (tid == 0) PHASE_MARK(3 + min(cc, 23));  // (slice 23's slot keeps the last slice's pass)
             const int nc = cc - SETS + STAGES;
             if (nc < slices) LOAD_SLICE(smem + (nc % STAGES) * STAGE_BYTES, kbeg + nc * BK);
             cp_async_commit();
@@ -276,6 +280,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #undef LOAD_SLICE
     wgmma_wait<0>();
     cp_async_wait<0>();
+    if (tid == 0) PHASE_MARK(27);
 #pragma unroll
     for (int i = 0; i < WGMMA_N / 2; ++i) keep(acc[i]);
 #pragma unroll
@@ -308,4 +313,5 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 #endif
         }
     }
+    if (tid == 0) PHASE_MARK(28);
 }

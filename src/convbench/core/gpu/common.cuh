@@ -8,6 +8,8 @@
 
 #include <cuda_fp16.h>
 
+#include "phases.cuh"  // PHASE_MARK: phase timestamps under -DPHASES (scripts/block_phases.py), else nothing
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 

@@ -243,6 +243,7 @@ template <class Source>
 __device__ __forceinline__ void produce(const Staging &st, const Source &src, float *raw, unsigned char *Xs,
                                         u32 *s_red, int *meta, int mine, int threads) {
     const int ptid = threadIdx.x - (threads - PRODUCERS);
+    if (ptid == 0) PHASE_MARK(4);
     auto item = [&](int i) {
         return item_at(i, st.MG, st.NR, st.T, st.stride, st.reach, st.H * st.W, st.UQ, st.NU);
     };
@@ -316,6 +317,7 @@ __device__ __forceinline__ void produce(const Staging &st, const Source &src, fl
         if (ptid == 0) meta[2 * s] = sx;
         fence_async_smem();                 // the planes, for wgmma's reads
         bar_sync(BAR_PRODUCER, PRODUCERS);  // the raw buffer is converted, s_red[1] read by all
+        if (ptid == 0 && i < 6) PHASE_MARK(5 + 4 * i);  // (gpu_15_wgmma.cu's PHASE_ITEMS)
         bar_arrive(BAR_FULL + s, threads);  // the consumers may start; then the next item's copy is issued
         if (ptid == 0) s_red[1] = 0u;       // (the next item's max comes after another producer barrier)
         if (i + 1 < mine) src.fill(st, raw, item(index + gridDim.x), ptid);  // during the GEMM of this item
