@@ -9,8 +9,8 @@ whole: the whole network (`run --whole-network`'s CUDA graph) shipped; with conv
 (c1-mma) or on the FMA kernel everywhere (c1-fma); with pooled convs on gpu-igemm-tc's fused kernel (fused-pool,
 graph.WGMMA_THEN_POOL off); with gpu-wgmma's kernel only on reductions of 192 or more (wgmma-long, against
 wgmma.MIN_REDUCTION's 64); with the long convs on gpu-wgmma-taps' route at every batch (taps, graph.TAPS_CLASSES)
-and at none (no-taps); with the dense GEMM's slice pieces addressed once a block at small batches (dense-hoist,
-dense.WGMMA_HOIST): the median graph replay, Correctness and the error against float64 (whole/graph.py's
+and at none (no-taps); with the dense GEMM's slice pieces addressed every slice at small batches, not once a block
+(dense-per-slice, dense.WGMMA_HOIST off): the median graph replay, Correctness and the error against float64 (whole/graph.py's
 benchmark without baselines).
 short: the plain conv layers of 64 to 191 terms (sp19's conv2: 150), on gpu-igemm-tc's kernel and on gpu-wgmma's own
 (forced), 3xTF32 / 3xFP16.
@@ -49,7 +49,7 @@ CONFIGS = {"shipped": SHIPPED, "c1-mma": (False, *SHIPPED[1:]), "c1-fma": (True,
            "wgmma-long": (*SHIPPED[:2], SHORT.stop, SHIPPED[3]),
            "taps": (*SHIPPED[:3], frozenset({"small", "large"}), SHIPPED[4]),
            "no-taps": (*SHIPPED[:3], frozenset(), SHIPPED[4]),
-           "dense-hoist": (*SHIPPED[:4], True)}  # name -> switch()'s args
+           "dense-per-slice": (*SHIPPED[:4], False)}  # name -> switch()'s args
 
 
 def switch(c1_fma: bool | None, wgmma_then_pool: bool = SHIPPED[1], min_reduction: int = SHIPPED[2],

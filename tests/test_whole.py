@@ -845,7 +845,7 @@ def test_wgmma_dense_three_slices_in_flight_give_the_same_bits(stages, case, mon
                          ids=dense_case_id)
 def test_wgmma_dense_pieces_addressed_once_give_the_same_bits(B, case, monkeypatch):
     """WGMMA_HOIST (each thread's pieces of a slice addressed once a block): every output written (poisoned with NaN
-    first), bit for bit what the shipped addressing gives with the same plan, within 3xTF32's tolerance of float64,
+    first), bit for bit what the per-slice addressing gives with the same plan, within 3xTF32's tolerance of float64,
     at the small batches it applies to (one row tile of 128: the rows past B zero-filled)."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("dense_wgmma.cu needs an H100 / H200 (sm_90)")
@@ -862,10 +862,10 @@ def test_wgmma_dense_pieces_addressed_once_give_the_same_bits(B, case, monkeypat
         out = torch.full((B, n2 or N), float("nan"), device="cuda")
         results.append(layer(x, out))
         torch.cuda.synchronize()
-    hoisted, shipped = results
+    hoisted, per_slice = results
     assert torch.isfinite(hoisted).all(), "an output element was never written"
     assert rel(hoisted, reference_dense(x, w, b, act, softmax, w2, b2)) <= TOLERANCE["tf32x3"]
-    assert torch.equal(hoisted, shipped)
+    assert torch.equal(hoisted, per_slice)
 
 
 @pytest.mark.gpu
