@@ -84,19 +84,19 @@ def pct(values: list[float], q: float) -> float:
 
 
 def kernel_rows(stem: str, trace, sm) -> dict | None:
-    """Per block: slot -> (cycles, ns) where written; the kernel's summary."""
-    blocks = []
+    """The kernel's summary from its records (numpy arrays of the module's), or None where no block recorded."""
+    blocks = []  # per block: slot -> (cycles, ns) where written
     for b in range(BLOCKS):
         row = trace[b]
         if row[0][1] == 0:
             continue
-        blocks.append({s: (int(row[s][0]), int(row[s][1])) for s in range(SLOTS) if row[s][1] != 0} | {"sm": int(sm[b])})
+        blocks.append({s: (int(row[s][0]), int(row[s][1])) for s in range(SLOTS) if row[s][1] != 0})
     if not blocks:
         return None
-    # the SM clock: cycles over nanoseconds between each block's first and last mark (blocks of at least 2 us)
-    spans = [(max(v[0] for k, v in b.items() if k != "sm") - b[0][0], max(v[1] for k, v in b.items() if k != "sm") - b[0][1])
-             for b in blocks]
-    long = [(c, n) for c, n in spans if n >= 2000]
+    sms = {int(sm[b]) for b in range(BLOCKS) if trace[b][0][1] != 0}
+    last = [max(b.values(), key=lambda v: v[1]) for b in blocks]  # each block's last mark
+    # the SM clock: cycles over nanoseconds between each block's start and last mark (blocks of at least 2 us)
+    long = [(end[0] - b[0][0], end[1] - b[0][1]) for b, end in zip(blocks, last) if end[1] - b[0][1] >= 2000]
     ghz = sum(c for c, _ in long) / sum(n for _, n in long) if long else None
     names = SLOT_NAMES.get(stem, {})
     slots = {}
@@ -106,9 +106,8 @@ def kernel_rows(stem: str, trace, sm) -> dict | None:
             slots[s] = {"name": names.get(s, f"slot {s}"), "blocks": len(us), "median_us": statistics.median(us),
                         "p10_us": pct(us, 0.1), "p90_us": pct(us, 0.9)}
     starts = [b[0][1] for b in blocks]
-    ends = [max(v[1] for k, v in b.items() if k != "sm") for b in blocks]
-    return {"kernel_file": stem, "blocks": len(blocks), "sms": len({b["sm"] for b in blocks}), "sm_ghz": ghz,
-            "start_ns": min(starts), "last_start_ns": max(starts), "end_ns": max(ends),
+    return {"kernel_file": stem, "blocks": len(blocks), "sms": len(sms), "sm_ghz": ghz,
+            "start_ns": min(starts), "last_start_ns": max(starts), "end_ns": max(end[1] for end in last),
             "block_starts_us": [pct([(s - min(starts)) / 1e3 for s in starts], q) for q in (0.0, 0.5, 0.9, 1.0)],
             "slots": slots}
 
@@ -145,8 +144,8 @@ def trace_network(net: str, images: int, warm: int, replays: int) -> list[dict]:
               f"{(r['end_ns'] - t0) / 1e3:6.2f} us; block starts (min, median, p90, max after the first) "
               f"{', '.join(f'{v:.2f}' for v in r['block_starts_us'])} us; {ghz}")
         for s, v in r["slots"].items():
-            print(f"    {s:2d} {v['name']:34} {v['median_us']:7.2f} us  (p10 {v['p10_us']:6.2f}, p90 {v['p90_us']:6.2f})"
-                  f"  {v['blocks']} blocks")
+            print(f"    {s:2d} {v['name']:34} {v['median_us']:7.2f} us  (p10 {v['p10_us']:6.2f}, "
+                  f"p90 {v['p90_us']:6.2f})  {v['blocks']} blocks")
     return rows
 
 

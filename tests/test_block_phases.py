@@ -49,6 +49,27 @@ def test_every_named_slot_fits_the_records():
         assert names and all(1 <= s < script.SLOTS for s in names)
 
 
+def test_a_kernels_records_summarize_per_mark_from_each_blocks_start():
+    """kernel_rows on records made up here: two blocks on two SMs at 2 GHz, the second starting 1 us later; slot 2
+    reached by one block only; unwritten blocks and slots left out."""
+    np = pytest.importorskip("numpy")
+    script = load_script()
+    trace = np.zeros((script.BLOCKS, script.SLOTS, 2), dtype=np.uint64)
+    sm = np.zeros(script.BLOCKS, dtype=np.uint32)
+    for b, (t0, clk0) in enumerate([(10_000, 50_000), (11_000, 90_000)]):
+        sm[b] = 7 + b
+        trace[b][0] = (clk0, t0)
+        trace[b][1] = (clk0 + 2_000, t0 + 1_000)  # 1 us later, 2000 cycles
+        trace[b][5] = (clk0 + 8_000, t0 + 4_000)  # 4 us
+    trace[0][2] = (50_000 + 6_000, 13_000)  # 3 us, block 0 only
+    r = script.kernel_rows("dense", trace, sm)
+    assert r["blocks"] == 2 and r["sms"] == 2 and r["sm_ghz"] == pytest.approx(2.0)
+    assert r["slots"][1]["median_us"] == pytest.approx(1.0) and r["slots"][5]["median_us"] == pytest.approx(4.0)
+    assert r["slots"][2]["blocks"] == 1 and r["slots"][2]["name"] == script.FINISH_SLOTS[2]
+    assert r["start_ns"] == 10_000 and r["end_ns"] == 15_000 and r["block_starts_us"][-1] == pytest.approx(1.0)
+    assert script.kernel_rows("dense", np.zeros_like(trace), sm) is None
+
+
 @pytest.mark.gpu
 def test_each_blocks_marks_come_in_the_order_of_its_code(monkeypatch):
     """fa19's graph at 100 images, every kernel compiled with PHASES: each marked kernel recorded blocks, and in each
