@@ -242,7 +242,7 @@ def test_a_wgmma_sweep_compiles_its_specialized_plans_side_by_side_and_records_a
     assert len(trials) >= 10 and all(t.seconds is not None for t in trials), [t for t in trials if t.seconds is None]
     recorded = tuning.launch_plan("gpu-wgmma", wgmma.plan_key(6, 22, 22, 16, 5, wgmma.FP16X3, 100), wgmma.LaunchPlan)
     fastest = min(trials, key=lambda t: t.seconds).config
-    assert recorded == wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"])
+    assert recorded == wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"], fastest["NPROD"])
 
 
 def test_below_its_tuned_min_batch_gpu_wgmma_takes_its_rule_and_a_sweep_there_is_refused(capsys):
@@ -253,8 +253,8 @@ def test_below_its_tuned_min_batch_gpu_wgmma_takes_its_rule_and_a_sweep_there_is
 
     tuned = wgmma.LaunchPlan.of(tuning.shipped("NVIDIA-H200")["gpu-wgmma"]["C12M24K5H33W33/fp16x3/small"])
     at = {B: wgmma.plan(B, 12, 33, 33, 24, 5, wgmma.FP16X3, card="NVIDIA-H200") for B in (1, 32, 63, 64, 100, 999)}
-    assert all((at[B].NR, at[B].TPW, at[B].NWG) == tuple(tuned) for B in (64, 100, 999))
-    assert all((at[B].NR, at[B].TPW, at[B].NWG) != tuple(tuned) for B in (1, 32, 63))
+    assert all((at[B].NR, at[B].TPW, at[B].NWG, at[B].NPROD) == tuple(tuned) for B in (64, 100, 999))
+    assert all((at[B].NR, at[B].TPW, at[B].NWG, at[B].NPROD) != tuple(tuned) for B in (1, 32, 63))
     assert at[1].NR > 1  # one image split over many SMs
     assert main(["sweep", "--impl", "gpu-wgmma-fp16", "--net", "fa19", "--batch", "32"]) == 2
     err = capsys.readouterr().err

@@ -270,7 +270,7 @@ def compile_variants():
         out |= {(NN, most, 2, prec, 0) for prec in (FP16X3, FP16, BF16)}
         out |= {(NN, TPW, NWG, prec, 0) for TPW in {1, most} for NWG in (1, 2) for prec in (FP16X3, FP16)}
         out |= {(NN, TPW, NWG, FP16X3, 1) for TPW in {1, most} for NWG in (1, 2)}
-    for (C, H, W, M, K, prec), (NR, TPW, NWG) in _wgmma.TABLE.items():
+    for (C, H, W, M, K, prec), (NR, TPW, NWG, NPROD) in _wgmma.TABLE.items():
         out.add((8 * -(-min(M, 64) // 8), TPW, NWG, prec, int(_wgmma.packs(C, K, prec))))
     return sorted(out)
 
@@ -291,8 +291,9 @@ def specialized_variants():
         if C * K * K < _wgmma.MIN_REDUCTION:
             continue
         for B in (1, 100, 10000):
-            p = _wgmma.plan(B, C, H, W, M, K, FP16X3)
+            p = _wgmma.plan(B, C, H, W, M, K, FP16X3, card="NVIDIA-H200")
             out.append(pytest.param(dict(NN=p.NN, TPW=p.TPW, NWG=p.NWG, PREC=FP16X3, PACK=int(p.lay.pack),
+                                         **({"NPROD": p.NPROD} if p.NPROD != 1 else {}),
                                          **_wgmma.shape_defines(C, H, W, M, K, p)), id=f"C{C}H{H}K{K}B{B}"))
     return out
 
@@ -334,7 +335,7 @@ def compiles_clean(request, defines: dict, siblings=None):
 def test_the_tuned_plans_are_taken_and_fit():
     for (C, H, W, M, K, prec), want in _wgmma.TABLE.items():
         p = _wgmma.plan(10000, C, H, W, M, K, prec)
-        assert (p.NR, p.TPW, p.NWG) == want and p.lay.smem <= 227 * 1024
+        assert (p.NR, p.TPW, p.NWG, p.NPROD) == want and p.lay.smem <= 227 * 1024
         assert C * K * K >= _wgmma.MIN_REDUCTION, "a tuned layer that launch() never sends to the kernel"
 
 
@@ -400,6 +401,46 @@ def test_a_plan_batching_more_tiles_than_the_kernel_has_loops_for_is_refused():
         with pytest.raises(UsageError, match=f"has TPW {tpw}; the kernel batches 1 to {_wgmma.MAX_TPW}"):
             _wgmma.plan(10000, 4, 40, 40, 16, 7, FP16X3, override=(2, tpw, 1))
     assert _wgmma.plan(10000, 4, 40, 40, 16, 7, FP16X3, override=(2, _wgmma.MAX_TPW, 1)).TPW == _wgmma.MAX_TPW
+
+
+def test_a_plan_of_other_producer_counts_than_one_or_two_or_too_many_warpgroups_is_refused():
+    """NPROD: one or two producer warpgroups, and at most MAX_WARPGROUPS warpgroups a block in all (the
+    kernel's registers a thread are its 64K over the block's threads); a plan without it takes one."""
+    fa19 = (12, 33, 33, 24, 5)
+    for nprod, nwg in ((0, 1), (3, 1), (2, _wgmma.MAX_WARPGROUPS - 1)):
+        with pytest.raises(UsageError, match=f"has {nprod} producer warpgroups; the kernel takes 1 or 2"):
+            _wgmma.plan(100, *fa19, FP16X3, override=(1, 1, nwg, nprod))
+    assert _wgmma.plan(100, *fa19, FP16X3, override=(1, 1, 3, 2)).NPROD == 2
+    assert _wgmma.plan(100, *fa19, FP16X3, override=(1, 1, 3)).NPROD == 1
+    assert _wgmma.plan(100, *fa19, FP16X3, card="NVIDIA-H200").NPROD == 2  # its swept 100-image plan
+    assert _wgmma.plan(10000, *fa19, FP16X3, card="NVIDIA-H200").NPROD == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("B", [100, 37, 5])
+def test_two_producer_warpgroups_give_one_producers_bits(B):
+    """NPROD 2 stages each item with twice the threads (the copies, the largest |x| and the conversion to planes
+    split over 256 producers): every output written (poisoned with NaN first), the same bits as one producer at the
+    same plan, within 3xFP16's tolerance of float64; fa19's conv2 at whole images a block, and mini-dnn's in ranges."""
+    import torch
+
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    for s, plan in ((problem.ConvShape(B, 12, 24, 33, 33, 5), (1, 1, 3)),
+                    (problem.ConvShape(B, 4, 16, 40, 40, 7), (5, 1, 2))):
+        x, k = (t.cuda() for t in problem.generate(s, 1100 + B))
+        ref = problem.reference(x.cpu(), k.cpu())
+        ys = []
+        for nprod in (2, 1):
+            y = problem.poisoned_output(s, "cuda")
+            _wgmma.launch(x, k, y, "fp16x3", override=(*plan, nprod))
+            ys.append(y)
+        torch.cuda.synchronize()
+        result = problem.check(ys[0].cpu(), ref, 1e-5)
+        assert result.ok, f"NPROD 2 on {s}: {result}"
+        assert torch.equal(ys[0], ys[1]), s
 
 
 class FakeTensor:

@@ -274,4 +274,4 @@ def test_a_wgmma_sweep_of_minidnn_records_the_pooled_kernels_plan_apart():
         fastest = min(group, key=lambda t: t.seconds).config
         recorded = tuning.launch_plan("gpu-wgmma", _wgmma.plan_key(*MINIDNN_CONV2, FP16X3, 100, epi),
                                       _wgmma.LaunchPlan)
-        assert recorded == _wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"])
+        assert recorded == _wgmma.LaunchPlan(fastest["NR"], fastest["TPW"], fastest["NWG"], fastest["NPROD"])

@@ -350,16 +350,20 @@ def wgmma_sweep(layer: Layer, batch: int, reps: int, quick: bool) -> tuple[list[
     trials, best = [], None
     if tuning.batch_class(batch) == "large":
         splits = sorted({min(n, T) for n in (1, 2, 3)})
-    else:  # small: the fewest ranges for each largest range
+        producers = (1,)
+    else:  # small: the fewest ranges for each largest range; a second producer where the first item's staging shows
         splits = sorted({-(-T // qt) for qt in range(1, T + 1)})
+        producers = (1, 2)
     epilogue = wgmma.pooled_epilogue(layer.pool, layer.act, x.shape, k.shape)
     chosen = {}
     for epi in (None, epilogue) if epilogue else (None,):
         fitting = {}  # candidate -> its full plan
         units = T if epi is None else epi.out_hw(H - K + 1, W - K + 1)[0]  # (pooled: ranges of pooled rows)
         for NR in sorted({min(n, units) for n in splits}):
-            for TPW, NWG in WGMMA_WARPGROUPS:
-                plan = wgmma.LaunchPlan(NR, TPW, NWG)
+            for (TPW, NWG), NPROD in itertools.product(WGMMA_WARPGROUPS, producers):
+                if NWG + NPROD > wgmma.MAX_WARPGROUPS:
+                    continue
+                plan = wgmma.LaunchPlan(NR, TPW, NWG, NPROD)
                 try:
                     full = wgmma.plan(B, C, H, W, M, K, prec, sms, plan, epilogue=epi)
                 except wgmma.TooBig:

@@ -17,6 +17,8 @@
 //    two plane buffers) while the consumer warpgroups multiply the other (named barriers), and item 0 while they lay
 //    out the weights. Its item must not take longer than theirs: 16-byte copies and max loads, no slot table for
 //    C >= 8, the consumers released before the next copy. An item: one of NR even ranges of an image's m64 tiles.
+//    NPROD 2 (a plan's choice): two producer warpgroups, where items are whole images at small batches and the
+//    consumers would otherwise wait for item 0's staging after laying out the weights.
 //  * POOL_S: act + max pool (window = stride) in the epilogue, by shuffles and shared atomicMax; items of pooled rows.
 //  * SHAPE (the course's layers): the shape compiled in, so the index math folds and the k-loop is unrolled, its
 //    descriptors' offsets constants, where it otherwise loads each step's (offset, lbo) from a shared-memory table.
@@ -27,10 +29,11 @@
 // against a ~0.45 ms memory floor. Below it the warps wait on the staging, the epilogue and (without SHAPE) each k16
 // step's table entry and descriptors (packed: twice the steps a wgmma, so a layer packs only where it saves). C = 1
 // layers (output-bound, C*K*K < 64) and layers that do not fit shared memory run gpu-igemm-tc's kernel.
-// Tried, none faster: two blocks a SM without a producer; row bands; two producers; the band in registers; even tile
-// shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48 hi(w)|lo(w) wgmma; table
-// entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504) poisons a few outputs outside its
-// receptive field through zero weights (up to E columns left); accuracy is relative to each item's largest value.
+// Tried, none faster: two blocks a SM without a producer; row bands; two producers at large batches; the band in
+// registers; even tile shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48
+// hi(w)|lo(w) wgmma; table entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504)
+// poisons a few outputs outside its receptive field through zero weights (up to E columns left); accuracy is
+// relative to each item's largest value.
 
 #include "precision.cuh"
 

@@ -161,14 +161,16 @@ class Plan:
     QT: int  # the most m64 tiles an item holds
     NN: int  # maps per wgmma (n)
     TPW: int  # m64 tiles per warpgroup and batch
-    NWG: int  # consumer warpgroups per block (plus the producer warpgroup)
+    NWG: int  # consumer warpgroups per block (plus NPROD producer warpgroups)
     lay: Layout
     items: int
+    NPROD: int = 1  # producer warpgroups per block
 
 
 # the epilogue takes an output's row as (q + 1/2) * fl(1/W), exact while q + 1/2 < 2^22 (gpu_15_wgmma.cu, inv_w)
 MAX_VIRTUAL_OUTPUTS = 1 << 22
 MAX_TPW = 4  # gpu_15_wgmma.cu's k-loop is compiled for a batch of TPW tiles and for the remainders 1 .. 3
+MAX_WARPGROUPS = 5  # consumers and producers a block (640 threads: up to 102 registers a thread)
 
 
 def tiles_per_warpgroup(NN: int) -> int:
@@ -202,6 +204,8 @@ class LaunchPlan(tuning.LaunchPlan):
     NR: int  # work items per image and map group: even ranges of its m64 tiles
     TPW: int  # m64 tiles per warpgroup and batch
     NWG: int  # consumer warpgroups per block
+    NPROD: int = 1  # producer warpgroups per block (2: an item staged in about two thirds of the time, where items
+    #                 are whole images and the consumers wait for the first one)
 
 
 def plan_key(C, H, W, M, K, prec: int, B: int, epilogue: PooledEpilogue | None = None) -> str:
@@ -272,10 +276,13 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     if override is None and B >= TUNED_MIN_BATCH:
         override = tuning.launch_plan(NAME, plan_key(C, H, W, M, K, prec, B, epilogue), LaunchPlan, card)
     if override is not None:
-        NR, TPW, NWG = LaunchPlan.of(override)
+        NR, TPW, NWG, NPROD = LaunchPlan.of(override)
         if not 1 <= TPW <= MAX_TPW:  # the kernel's batches of fewer tiles than TPW go up to MAX_TPW - 1
             raise UsageError(f"gpu-wgmma: plan {(NR, TPW, NWG)} has TPW {TPW}; the kernel batches "
                              f"1 to {MAX_TPW} m64 tiles a warpgroup")
+        if NPROD not in (1, 2) or NWG + NPROD > MAX_WARPGROUPS:
+            raise UsageError(f"gpu-wgmma: plan {(NR, TPW, NWG, NPROD)} has {NPROD} producer warpgroups; the kernel "
+                             f"takes 1 or 2, and at most {MAX_WARPGROUPS} warpgroups a block")
         NR = min(NR, units)
         QT = qt_of(NR)
         lay = lay_of(NR)
@@ -283,7 +290,7 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
             lay = lay_of(NR, pack=False)
         if lay.smem > gpu.SMEM_PER_BLOCK:
             raise TooBig(f"gpu-wgmma: plan {override} needs {lay.smem} bytes of shared memory")
-        return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR)
+        return Plan(NR, QT, NN, TPW, NWG, lay, B * mg * NR, NPROD)
 
     def fewest_fitting(pack):  # the fewest ranges whose items fit shared memory, or 0 (smem grows with QT)
         return next((nr for nr in range(1, units + 1) if lay_of(nr, pack).smem <= gpu.SMEM_PER_BLOCK), 0)
@@ -311,9 +318,11 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
     return Plan(NR, qt_of(NR), NN, TPW, NWG, lay_of(NR, pack), B * mg * NR)
 
 
-def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None, epilogue: dict | None = None):
+def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None, epilogue: dict | None = None,
+            nprod: int = 1):
     return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
-                      **defines(pack), **(shape or {}), **(epilogue or {}))
+                      **({"NPROD": nprod} if nprod != 1 else {}), **defines(pack), **(shape or {}),
+                      **(epilogue or {}))
 
 
 # The layer's shape compiled in (SHAPE in gpu_15_wgmma.cu): geometry(), the items' and the staging's index math fold
@@ -334,7 +343,7 @@ def network_layers() -> frozenset[tuple[int, int, int, int, int]]:
 def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True, epilogue: PooledEpilogue | None = None):
     """The compiled kernel of a layer's plan (its shape compiled in where SPECIALIZE says so)."""
     return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p),
-                   epilogue.defines() if epilogue else None)
+                   epilogue.defines() if epilogue else None, p.NPROD)
 
 
 def shape_defines(C, H, W, M, K, p: Plan) -> dict:
@@ -367,7 +376,7 @@ def _prepare(x, k, y, prec: int, skip: bool, override=None, epilogue: PooledEpil
     p = plan(B, C, H, W, M, K, prec, sms, override, epilogue=epilogue)
     fn = plan_kernel(p, C, H, W, M, K, prec, skip, epilogue)
     gpu.opt_in_shared_memory(fn, p.lay.smem, x.device.index or 0)
-    threads = 128 * (p.NWG + 1)
+    threads = 128 * (p.NWG + p.NPROD)
     grid = (min(p.items, sms * gpu.blocks_per_sm(fn, threads, p.lay.smem)), 1, 1)
     args = (y, x, k, B, C, H, W, M, K, p.NR, p.lay.E, p.lay.P)
     return gpu.prepare(fn, grid, (threads, 1, 1), args, p.lay.smem, "wgmma_conv_kernel", igemm.SLOTS, dependent=True)
