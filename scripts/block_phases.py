@@ -36,7 +36,7 @@ from convbench.network.weights import load_weights
 
 SLOTS, BLOCKS = 32, 2048  # phases.cuh's PHASE_SLOTS and PHASE_BLOCKS
 
-C1_SLOTS = {1: "past griddep_wait", 2: "weights in registers",
+C1_SLOTS = {1: "past griddep_wait", 28: "item 0 band's copies issued", 2: "weights in registers",
             **{3 + 3 * i: f"item {i} band landed" for i in range(8)},
             **{4 + 3 * i: f"item {i} converted" for i in range(8)},
             **{5 + 3 * i: f"item {i} multiplied + stored" for i in range(8)}}
@@ -46,7 +46,7 @@ WGMMA_CONV_SLOTS = {1: "raw weights copied", 2: "weights laid out", 3: "consumer
                     **{6 + 4 * i: f"item {i} consumers start" for i in range(6)},
                     **{7 + 4 * i: f"item {i} first tiles' k-loop done" for i in range(6)},
                     **{8 + 4 * i: f"item {i} done (stored)" for i in range(6)},
-                    29: "consumers end"}
+                    29: "consumers end", 30: "item 0's input landed (producer)", 31: "item 0's largest |x| (producer)"}
 DENSE_WGMMA_SLOTS = {1: "past griddep_wait", 2: "ring's first slices issued",
                      **{3 + c: f"slice {c} landed" for c in range(23)}, 26: "last slice landed",
                      27: "last wgmma done", 28: "partials stored"}
@@ -143,7 +143,7 @@ def trace_network(net: str, images: int, warm: int, replays: int) -> list[dict]:
         print(f"  {r['kernel_file']}: {r['blocks']} blocks on {r['sms']} SMs, {(r['start_ns'] - t0) / 1e3:6.2f} -> "
               f"{(r['end_ns'] - t0) / 1e3:6.2f} us; block starts (min, median, p90, max after the first) "
               f"{', '.join(f'{v:.2f}' for v in r['block_starts_us'])} us; {ghz}")
-        for s, v in r["slots"].items():
+        for s, v in sorted(r["slots"].items(), key=lambda kv: kv[1]["median_us"]):
             print(f"    {s:2d} {v['name']:34} {v['median_us']:7.2f} us  (p10 {v['p10_us']:6.2f}, "
                   f"p90 {v['p90_us']:6.2f})  {v['blocks']} blocks")
     return rows

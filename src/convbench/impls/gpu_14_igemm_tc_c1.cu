@@ -27,6 +27,8 @@
 // reduced with one shuffle; only the pooled maps are written.
 // Bank conflicts: each converted row is padded by PPAD words, chosen by the host's model of these loads and stores
 // (a pooled tile reads two rows, which a pitch == 0 mod 32 puts in the same banks); POOL's staging rows are swizzled.
+// Tried, not faster: the weights read once a block into shared memory, coalesced, before the fragments (at 100
+// images the blocks' 1.3-1.7 us to their fragments is a load's latency, not the lines' contention).
 
 #include "precision.cuh"
 
@@ -374,6 +376,7 @@ extern "C" __global__ void __launch_bounds__(NW * 32, MINB)
     Item cur = item_at(item, NR, H, NP);
     load_band(raw, x, cur, H);  // the first item's input, in flight while the weights are read
     cp_async_commit();
+    if (threadIdx.x == 0) PHASE_MARK(28);
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, gq = lane >> 2, t = lane & 3;
     // A fragments of every k8 step (filter row s): rows gq, gq + 8 (maps) x columns t, t + 4 (taps of the row);

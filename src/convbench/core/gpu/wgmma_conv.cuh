@@ -258,6 +258,7 @@ __device__ __forceinline__ void produce(const Staging &st, const Source &src, fl
         const Item cur = item(index);
         src.land(st, raw, cur, ptid);
         bar_sync(BAR_PRODUCER, PRODUCERS);
+        if (ptid == 0 && i == 0) PHASE_MARK(30);
         // largest |x| (3xFP16), then each pixel's 8 slots as 16 bytes per plane and part; positions outside the
         // item's input stage as 0 (they feed only dropped outputs and zero weights, and must neither set the
         // scale nor overflow)
@@ -277,6 +278,7 @@ __device__ __forceinline__ void produce(const Staging &st, const Source &src, fl
             }
             block_max(xm, &s_red[1]);
             bar_sync(BAR_PRODUCER, PRODUCERS);
+            if (ptid == 0 && i == 0) PHASE_MARK(31);
             sx = fp16_shift(s_red[1]);
         }
 #endif
