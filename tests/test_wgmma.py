@@ -306,6 +306,67 @@ def test_every_course_layer_compiles_clean_with_its_shape_compiled_in(defines, r
     compiles_clean(request, defines, siblings=lambda p: p["defines"])
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+@pytest.mark.parametrize("defines", [pytest.param({**p.values[0], "BULK_FILL": 1}, id=p.id)
+                                     for p in specialized_variants() if p.id.endswith("B100")])
+@pytest.mark.slow
+def test_the_course_layers_100_image_kernels_compile_clean_with_bulk_copies(defines, request):
+    compiles_clean(request, defines, siblings=lambda p: p["defines"])
+
+
+def test_bulk_copies_stage_the_bands_only_where_switched_on_and_the_mbarrier_fits(monkeypatch):
+    fa19 = (12, 33, 33, 24, 5)
+    p = _wgmma.plan(100, *fa19, FP16X3, card="NVIDIA-H200")
+    assert not _wgmma.bulk_fill(p)
+    monkeypatch.setattr(_wgmma, "BULK_FILL", True)
+    assert _wgmma.bulk_fill(p) and p.lay.smem + _wgmma.BULK_STATIC <= gpu.SMEM_PER_BLOCK
+    monkeypatch.setattr(gpu, "SMEM_PER_BLOCK", p.lay.smem + _wgmma.BULK_STATIC - 16)
+    assert not _wgmma.bulk_fill(p)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("B", [100, 5])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_bulk_copies_give_the_copied_bands_bits(B, offset, monkeypatch):
+    """BULK_FILL (each channel's whole chunks by one bulk copy, counted on an mbarrier): every output written
+    (poisoned with NaN first), the same bits as the 16-byte copies, within 3xFP16's tolerance of float64; on
+    fa19's conv2 at whole images (two producers), fa18's in ranges (several items a block: the mbarrier's phases
+    in turn) and mini-dnn's pooled, the input 0, 4 or 12 bytes past a 16-byte boundary (leads of 0 to 3 floats)."""
+    import torch
+
+    from convbench.core.spec import Pool
+    from convbench.measure import problem
+
+    if not torch.cuda.is_available() or not _wgmma.supported(0):
+        pytest.skip("needs an sm_90 GPU (H100, H200)")
+    cases = [(problem.ConvShape(B, 12, 24, 33, 33, 5), (1, 1, 3, 2), None),
+             (problem.ConvShape(B, 12, 24, 33, 33, 7), (5, 1, 2), None),
+             (problem.ConvShape(B, 4, 16, 40, 40, 7), (5, 1, 3), _wgmma.pooled_epilogue(Pool(4, 4, ceil=True), "relu",
+                                                                                        (B, 4, 40, 40), (16, 4, 7, 7)))]
+    for s, plan, epi in cases:
+        x, k = (t.cuda() for t in problem.generate(s, 1300 + B + offset))
+        storage = torch.empty(x.numel() + offset, device="cuda")
+        shifted = storage[offset:].view(x.shape)
+        shifted.copy_(x)
+        ref = problem.reference(x.cpu(), k.cpu())
+        if epi is not None:
+            ref = torch.nn.functional.max_pool2d(torch.relu(ref), 4, 4, ceil_mode=True)
+        ys = []
+        for bulk in (True, False):
+            monkeypatch.setattr(_wgmma, "BULK_FILL", bulk)
+            monkeypatch.setattr(_wgmma, "LAUNCHES", gpu.LaunchCache())
+            y = torch.full(ref.shape, float("nan"), device="cuda")
+            if epi is None:
+                _wgmma.launch(shifted, k, y, "fp16x3", override=plan)
+            else:
+                assert _wgmma.pooled_launch(shifted, k, y, epi, "fp16x3", override=plan)
+            ys.append(y)
+        torch.cuda.synchronize()
+        assert torch.isfinite(ys[0]).all(), (s, plan)
+        assert ((ys[0].cpu().double() - ref.double()).norm() / ref.double().norm()).item() <= 1e-5, (s, plan)
+        assert torch.equal(ys[0], ys[1]), (s, plan, offset)
+
+
 def test_the_course_layers_and_only_they_are_specialized_by_default(monkeypatch):
     fa19 = (12, 33, 33, 24, 5)
     p = _wgmma.plan(100, *fa19, FP16X3)

@@ -52,6 +52,9 @@
 #ifndef SKIP
 #define SKIP 1  // 1: leave out the products whose lo parts are all zero (exact)
 #endif
+#ifndef BULK_FILL
+#define BULK_FILL 0  // 1: the producer's band by bulk copies (wgmma_conv.cuh's BandBulk), 0: by 16-byte cp.async
+#endif
 #ifndef POOL_S
 #define POOL_S 0  // 2, 4 or 8: the epilogue's max pool, window = stride = POOL_S (W % POOL_S == 0), after ACT; 0: none
 #endif
@@ -422,6 +425,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     wgmma_conv_kernel(float *__restrict__ y, const float *__restrict__ x, const float *__restrict__ k, const int B,
                       const int C, const int H, const int W, const int M, const int K, const int NR, const int E,
                       const int P) {
+#if BULK_FILL
+    __shared__ __align__(8) u64 fill_bar;  // (BandBulk's mbarrier)
+    wgmma_conv_layer(BandBulk{x, &fill_bar}, y, k, B, C, H, W, M, K, NR, E, P);
+#else
     wgmma_conv_layer(BandCopy{x}, y, k, B, C, H, W, M, K, NR, E, P);
+#endif
 }
 #endif

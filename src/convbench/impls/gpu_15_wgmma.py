@@ -319,10 +319,20 @@ def plan(B, C, H, W, M, K, prec: int, sms: int = 132, override: LaunchPlan | tup
 
 
 def _kernel(NN, TPW, NWG, prec, skip, pack=False, shape: dict | None = None, epilogue: dict | None = None,
-            nprod: int = 1):
+            nprod: int = 1, bulk: bool = False):
     return gpu.kernel(SOURCE, "wgmma_conv_kernel", NN=NN, TPW=TPW, NWG=NWG, PREC=prec, SKIP=int(skip),
-                      **({"NPROD": nprod} if nprod != 1 else {}), **defines(pack), **(shape or {}),
-                      **(epilogue or {}))
+                      **({"NPROD": nprod} if nprod != 1 else {}), **({"BULK_FILL": 1} if bulk else {}),
+                      **defines(pack), **(shape or {}), **(epilogue or {}))
+
+
+# The producer's band by bulk copies (the TMA unit, BULK_FILL: wgmma_conv.cuh's BandBulk) instead of 16-byte cp.async
+# by every producer thread, where the plan leaves room for its mbarrier (BULK_STATIC bytes of static shared memory).
+# The same bits, and fa19's and fa18's conv2 about 0.4 us faster at 100 images (mini-dnn's unchanged), but off: on
+# an input that ends 4 bytes past a 16-byte boundary, compute-sanitizer sees the partial last chunk's 16-byte copy
+# (src-size 4) read past the tensor's end, on both paths (results/2026-12-02-1630-h200-block-phases); that chunk
+# goes first.
+BULK_FILL = False
+BULK_STATIC = 128
 
 
 # The layer's shape compiled in (SHAPE in gpu_15_wgmma.cu): geometry(), the items' and the staging's index math fold
@@ -343,7 +353,12 @@ def network_layers() -> frozenset[tuple[int, int, int, int, int]]:
 def plan_kernel(p: Plan, C, H, W, M, K, prec: int, skip: bool = True, epilogue: PooledEpilogue | None = None):
     """The compiled kernel of a layer's plan (its shape compiled in where SPECIALIZE says so)."""
     return _kernel(p.NN, p.TPW, p.NWG, prec, skip, p.lay.pack, shape_defines(C, H, W, M, K, p),
-                   epilogue.defines() if epilogue else None, p.NPROD)
+                   epilogue.defines() if epilogue else None, p.NPROD, bulk_fill(p))
+
+
+def bulk_fill(p: Plan) -> bool:
+    """Whether a plan's kernel stages its bands by bulk copies (BULK_FILL, and room for the mbarrier)."""
+    return BULK_FILL and p.lay.smem + BULK_STATIC <= gpu.SMEM_PER_BLOCK
 
 
 def shape_defines(C, H, W, M, K, p: Plan) -> dict:

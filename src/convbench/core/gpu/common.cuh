@@ -166,6 +166,46 @@ __device__ __forceinline__ void griddep_launch_dependents() {
 #endif
 }
 
+// ---- bulk copies (sm_90): the TMA unit copies a contiguous run of global memory into shared memory, the bytes
+// counted on an mbarrier in shared memory (one arrival a phase: the thread that issues the copies) ----
+
+__device__ __forceinline__ void mbar_init(u64 *bar, u32 arrivals) {
+#if __CUDA_ARCH__ >= 900
+    const u32 at = static_cast<u32>(__cvta_generic_to_shared(bar));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(at), "r"(arrivals) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");  // (before any other thread uses it)
+#endif
+}
+// this phase's arrival, and the bytes its copies will bring
+__device__ __forceinline__ void mbar_arrive_expect(u64 *bar, u32 bytes) {
+#if __CUDA_ARCH__ >= 900
+    const u32 at = static_cast<u32>(__cvta_generic_to_shared(bar));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(at), "r"(bytes) : "memory");
+#endif
+}
+// until the phase of this parity has completed (its arrival made and its bytes landed)
+__device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
+#if __CUDA_ARCH__ >= 900
+    const u32 at = static_cast<u32>(__cvta_generic_to_shared(bar));
+    asm volatile(
+        "{\n\t.reg .pred done;\n\t"
+        "WAIT:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+        "@!done bra WAIT;\n\t}" ::"r"(at),
+        "r"(parity)
+        : "memory");
+#endif
+}
+// bytes (a multiple of 16; both addresses 16-byte aligned) from src to dst, counted on bar
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, u32 bytes, u64 *bar) {
+#if __CUDA_ARCH__ >= 900
+    const u32 d = static_cast<u32>(__cvta_generic_to_shared(dst)), b = static_cast<u32>(__cvta_generic_to_shared(bar));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d),
+                 "l"(src), "r"(bytes), "r"(b)
+                 : "memory");
+#endif
+}
+
 // ---- wgmma (Hopper, sm_90a): fences, commit groups, descriptors ----
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }

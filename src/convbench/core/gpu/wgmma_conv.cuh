@@ -237,6 +237,56 @@ struct BandCopy {
     }
 };
 
+// BandBulk: BandCopy's band by the TMA unit. Each channel's whole 16-byte chunks go in one bulk copy, all of them
+// issued by one producer thread and counted on an mbarrier (bar, in shared memory); the chunk the band ends in and
+// the zero chunks after it (a few a channel) as BandCopy's. The producers issue a few instructions a channel instead
+// of one copy a chunk, at small batches while the consumers lay out the weights beside them (fa19's conv2: 52 KB of
+// band, 3300 copies). The same bytes land in raw.
+struct BandBulk {
+    const float *__restrict__ x;
+    u64 *bar;
+    mutable int fills = 0;  // (each producer thread's own count: the parity of the phase it waits for)
+    __device__ __forceinline__ void fill(const Staging &st, float *raw, const Item &it, int t) const {
+        const int HW = st.H * st.W, n = it.lend - it.lbeg, q = st.rawc / 4;
+        if (fills++ == 0) {
+            if (t == 0) mbar_init(bar, 1);
+            bar_sync(BAR_PRODUCER, PRODUCERS);  // (initialized before any producer waits on it)
+        }
+        if (t == 0) {
+            u32 bytes = 0;
+            for (int c = 0; c < st.C; ++c) bytes += 16 * ((raw_lead(band_start(x, it, c, st.C, HW)) + n) / 4);
+            fence_async_smem();  // the band before this one was read through the generic proxy
+            mbar_arrive_expect(bar, bytes);
+            for (int c = 0; c < st.C; ++c) {
+                const float *band = band_start(x, it, c, st.C, HW);
+                const int lead = raw_lead(band), full = (lead + n) / 4;
+                if (full > 0) bulk_copy(raw + c * st.rawc, band - lead, 16 * full, bar);
+            }
+        }
+        // chunks full .. q - 1 of each channel: at most q - n / 4 of them (lead >= 0)
+        const int tail = q - n / 4;
+        for (int i = t; i < st.C * tail; i += PRODUCERS) {
+            const int c = i / tail;
+            const float *band = band_start(x, it, c, st.C, HW);
+            const int lead = raw_lead(band), j = (lead + n) / 4 + i % tail;
+            if (j >= q) continue;
+            const int valid = min(max(lead + n - 4 * j, 0), 4);  // floats this chunk reads: 0..3
+            cp_async16_part(raw + c * st.rawc + 4 * j, band - lead + (valid > 0 ? 4 * j : 0), 4 * valid);
+        }
+        cp_async_commit();
+    }
+    __device__ __forceinline__ void wait() const {
+        cp_async_wait_0();
+        mbar_wait(bar, static_cast<u32>(fills - 1) & 1u);
+    }
+    __device__ __forceinline__ void land(const Staging &st, float *raw, const Item &it, int t) const {
+        zero_leads(raw, x, it, st.C, st.H * st.W, st.rawc, t, PRODUCERS);
+    }
+    __device__ __forceinline__ int lead(const Staging &st, const Item &it, int c) const {
+        return raw_lead(band_start(x, it, c, st.C, st.H * st.W));
+    }
+};
+
 // ---- the producer warpgroup: stage item i into plane buffer i % 2 while the consumers multiply item i - 1 (item 0
 // while they lay out the weights). meta[2 s]: the buffer's scale shift, meta[2 s + 1]: some x has a lo part.
 template <class Source>
