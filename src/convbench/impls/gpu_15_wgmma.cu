@@ -17,11 +17,9 @@
 //    two plane buffers) while the consumer warpgroups multiply the other (named barriers), and item 0 while they lay
 //    out the weights. Its item must not take longer than theirs: 16-byte copies and max loads, no slot table for
 //    C >= 8, the consumers released before the next copy. An item: one of NR even ranges of an image's m64 tiles.
-//    NPROD 2 (a plan's choice): two producer warpgroups, where items are whole images at small batches and the
-//    consumers would otherwise wait for item 0's staging after laying out the weights.
-//  * POOL_S: act + max pool (window = stride) in the epilogue, by shuffles and shared atomicMax; items of pooled rows.
-//  * SHAPE (the course's layers): the shape compiled in, so the index math folds and the k-loop is unrolled, its
-//    descriptors' offsets constants, where it otherwise loads each step's (offset, lbo) from a shared-memory table.
+//    NPROD 2 (a plan's): two producers, where whole-image items keep the consumers waiting for item 0's staging.
+//  * POOL_S: act + max pool (window = stride) in the epilogue (shuffles, shared atomicMax; items of pooled rows).
+//    SHAPE (the course's layers): the shape compiled in, the k-loop unrolled on constant descriptor offsets.
 // Why faster: the tensor cores are fed by descriptors instead of load instructions, 64 x N x 16 multiply-adds each.
 // What bounds it (napkin, fa19 conv2 at 10000 images, packed, weights exact in fp16): 38 k16 steps x 15 m64 tiles =
 // 570 m64n24k16 an image. A wgmma of n < 64 maps costs an SM ~16 + n / 4 clocks (A and B read from shared memory;
@@ -31,9 +29,8 @@
 // layers (output-bound, C*K*K < 64) and layers that do not fit shared memory run gpu-igemm-tc's kernel.
 // Tried, none faster: two blocks a SM without a producer; row bands; two producers at large batches; the band in
 // registers; even tile shares; two accumulator sets; an unrolled conversion; item 0 converted by all; an n48
-// hi(w)|lo(w) wgmma; table entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504)
-// poisons a few outputs outside its receptive field through zero weights (up to E columns left); accuracy is
-// relative to each item's largest value.
+// hi(w)|lo(w) wgmma; table entries as descriptor increments. Limits: an Inf or NaN input (FP16: |x| > 65504) poisons
+// a few outputs outside its receptive field through zero weights (up to E columns left); accuracy is per item.
 
 #include "precision.cuh"
 
