@@ -85,15 +85,14 @@ def pct(values: list[float], q: float) -> float:
 
 def kernel_rows(stem: str, trace, sm) -> dict | None:
     """The kernel's summary from its records (numpy arrays of the module's), or None where no block recorded."""
-    blocks = []  # per block: slot -> (cycles, ns) where written
+    blocks, sms = [], set()  # per block that recorded: slot -> (cycles, ns) where written; their SMs
     for b in range(BLOCKS):
         row = trace[b]
-        if row[0][1] == 0:
-            continue
-        blocks.append({s: (int(row[s][0]), int(row[s][1])) for s in range(SLOTS) if row[s][1] != 0})
+        if row[0][1] != 0:
+            blocks.append({s: (int(row[s][0]), int(row[s][1])) for s in range(SLOTS) if row[s][1] != 0})
+            sms.add(int(sm[b]))
     if not blocks:
         return None
-    sms = {int(sm[b]) for b in range(BLOCKS) if trace[b][0][1] != 0}
     last = [max(b.values(), key=lambda v: v[1]) for b in blocks]  # each block's last mark
     # the SM clock: cycles over nanoseconds between each block's start and last mark (blocks of at least 2 us)
     long = [(end[0] - b[0][0], end[1] - b[0][1]) for b, end in zip(blocks, last) if end[1] - b[0][1] >= 2000]
@@ -107,7 +106,7 @@ def kernel_rows(stem: str, trace, sm) -> dict | None:
                         "p10_us": pct(us, 0.1), "p90_us": pct(us, 0.9)}
     starts = [b[0][1] for b in blocks]
     return {"kernel_file": stem, "blocks": len(blocks), "sms": len(sms), "sm_ghz": ghz,
-            "start_ns": min(starts), "last_start_ns": max(starts), "end_ns": max(end[1] for end in last),
+            "start_ns": min(starts), "end_ns": max(end[1] for end in last),
             "block_starts_us": [pct([(s - min(starts)) / 1e3 for s in starts], q) for q in (0.0, 0.5, 0.9, 1.0)],
             "slots": slots}
 

@@ -424,7 +424,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                       const int P) {
 #if BULK_FILL
     __shared__ __align__(8) u64 fill_bar;  // (BandBulk's mbarrier)
-    wgmma_conv_layer(BandBulk{x, &fill_bar}, y, k, B, C, H, W, M, K, NR, E, P);
+    wgmma_conv_layer(BandBulk{{x}, &fill_bar}, y, k, B, C, H, W, M, K, NR, E, P);
 #else
     wgmma_conv_layer(BandCopy{x}, y, k, B, C, H, W, M, K, NR, E, P);
 #endif

@@ -96,9 +96,9 @@ WGMMA_SPLITS: int | None = None  # a forced number of splits of F (sweeps: scrip
 # At small batches, each thread's 16-byte pieces of a slice addressed once a block instead of every slice (the
 # kernel's HOIST): at 100 images integer and logic instructions in the slice loop are 46 % of the GEMM's executed
 # instructions, against 1.4 % for the copies they feed, and each warp's instruction stream is what a slice waits on
-# (results/2026-12-02-1300-h200-c1pool-small); at large batches the other warps hide
-# it, and with 3 warpgroups of 208 outputs its registers would spill. The same bits as the per-slice addressing, and
-# the GEMM about 1.1 us faster in fa19's and fa18's graphs at 100 images (results/2026-12-02-1630-h200-block-phases).
+# (results/2026-12-02-1300-h200-c1pool-small); at large batches the other warps hide it, and with 3 warpgroups of 208
+# outputs its registers would spill. The same bits as the per-slice addressing, and the GEMM about 1.1 us faster in
+# fa19's and fa18's graphs at 100 images (results/2026-12-02-1630-h200-block-phases).
 WGMMA_HOIST = True
 
 

@@ -177,6 +177,11 @@ __device__ __forceinline__ const float *band_start(const float *__restrict__ x, 
 __device__ __forceinline__ int raw_lead(const float *band) {
     return static_cast<int>((reinterpret_cast<size_t>(band) >> 2) & 3);
 }
+// Chunk j of a channel's row (16-byte aligned at `row`), `valid` (0..4) of its floats inside the band: those copied,
+// the rest zero-filled
+__device__ __forceinline__ void copy_chunk(float *dst, const float *row, int j, int valid) {
+    cp_async16_part(dst, row + (valid > 0 ? 4 * j : 0), 4 * valid);  // (an aligned address)
+}
 __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x, const Item &it, int C, int H, int W,
                                          int rawc, int t, int nt) {
     const int HW = H * W, n = it.lend - it.lbeg, q = rawc / 4;  // q: 16-byte chunks a channel's row
@@ -184,7 +189,7 @@ __device__ __forceinline__ void prefetch(float *raw, const float *__restrict__ x
     for (int i = t; i < C * q; i += nt) {
         const float *band = band_start(x, it, c, C, HW);
         const int lead = raw_lead(band), valid = min(max(lead + n - 4 * j, 0), 4);  // floats this chunk reads
-        cp_async16_part(raw + 4 * i, band - lead + (valid > 0 ? 4 * j : 0), 4 * valid);  // (an aligned address)
+        copy_chunk(raw + 4 * i, band - lead, j, valid);
         for (j += nt; j >= q; j -= q) ++c;
     }
 }
@@ -241,9 +246,8 @@ struct BandCopy {
 // issued by one producer thread and counted on an mbarrier (bar, in shared memory); the chunk the band ends in and
 // the zero chunks after it (a few a channel) as BandCopy's. The producers issue a few instructions a channel instead
 // of one copy a chunk, at small batches while the consumers lay out the weights beside them (fa19's conv2: 52 KB of
-// band, 3300 copies). The same bytes land in raw.
-struct BandBulk {
-    const float *__restrict__ x;
+// band, 3300 copies). The same bytes land in raw; land and lead are BandCopy's.
+struct BandBulk : BandCopy {
     u64 *bar;
     mutable int fills = 0;  // (each producer thread's own count: the parity of the phase it waits for)
     __device__ __forceinline__ void fill(const Staging &st, float *raw, const Item &it, int t) const {
@@ -270,20 +274,13 @@ struct BandBulk {
             const float *band = band_start(x, it, c, st.C, HW);
             const int lead = raw_lead(band), j = (lead + n) / 4 + i % tail;
             if (j >= q) continue;
-            const int valid = min(max(lead + n - 4 * j, 0), 4);  // floats this chunk reads: 0..3
-            cp_async16_part(raw + c * st.rawc + 4 * j, band - lead + (valid > 0 ? 4 * j : 0), 4 * valid);
+            copy_chunk(raw + c * st.rawc + 4 * j, band - lead, j, min(max(lead + n - 4 * j, 0), 4));
         }
         cp_async_commit();
     }
     __device__ __forceinline__ void wait() const {
         cp_async_wait_0();
         mbar_wait(bar, static_cast<u32>(fills - 1) & 1u);
-    }
-    __device__ __forceinline__ void land(const Staging &st, float *raw, const Item &it, int t) const {
-        zero_leads(raw, x, it, st.C, st.H * st.W, st.rawc, t, PRODUCERS);
-    }
-    __device__ __forceinline__ int lead(const Staging &st, const Item &it, int c) const {
-        return raw_lead(band_start(x, it, c, st.C, st.H * st.W));
     }
 };
 
